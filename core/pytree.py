@@ -1,0 +1,364 @@
+"""Pytrees: nested containers of leaves, flattened to a list of leaves plus a hashable treedef.
+
+Owns the node registry (None, tuple, list, dict, namedtuple, OrderedDict, defaultdict, user types and
+dataclasses), flattening with key paths, and the tree utilities built on them.
+"""
+
+import collections
+import dataclasses
+import functools
+from typing import Any, NamedTuple
+
+
+class NodeKind(NamedTuple):
+    """How to take a node type apart and put it back together."""
+
+    type: type
+    flatten: Any  # node -> (children, aux_data)
+    unflatten: Any  # (aux_data, children) -> node
+    flatten_with_keys: Any  # node -> (((key, child), ...), aux_data), or None
+
+
+_registry: dict[type, NodeKind] = {}
+
+
+# --- key path entries ----------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    key: Any
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    key: int
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+
+def keystr(path) -> str:
+    """`keystr((DictKey('a'), SequenceKey(0)))` -> "['a'][0]"."""
+    return "".join(str(k) for k in path)
+
+
+# --- registration ----------------------------------------------------------------------------
+def register_pytree_node(node_type, flatten_func, unflatten_func, flatten_with_keys_func=None):
+    """Makes `node_type` a pytree node: `flatten_func(x) -> (children, aux)`, `unflatten_func(aux, children)`."""
+    if node_type in _registry:
+        raise ValueError(f"duplicate pytree registration for {node_type}")
+    _registry[node_type] = NodeKind(node_type, flatten_func, unflatten_func, flatten_with_keys_func)
+    return node_type
+
+
+def register_pytree_with_keys(node_type, flatten_with_keys, unflatten_func, flatten_func=None):
+    def plain_flatten(node):
+        keyed, aux = flatten_with_keys(node)
+        return [child for _, child in keyed], aux
+
+    return register_pytree_node(node_type, flatten_func or plain_flatten, unflatten_func, flatten_with_keys)
+
+
+def register_pytree_node_class(cls):
+    """Class decorator: the class defines `tree_flatten(self)` and classmethod `tree_unflatten(aux, children)`."""
+    register_pytree_node(cls, lambda node: node.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+def register_dataclass(cls=None, data_fields=None, meta_fields=None, drop_fields=()):
+    """Registers a dataclass; fields marked `field(metadata=dict(static=True))` are static metadata."""
+    if cls is None:
+        return functools.partial(
+            register_dataclass, data_fields=data_fields, meta_fields=meta_fields, drop_fields=drop_fields
+        )
+    if data_fields is None or meta_fields is None:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"register_dataclass needs data_fields and meta_fields for non-dataclass {cls}")
+        fields = [f for f in dataclasses.fields(cls) if f.init and f.name not in drop_fields]
+        meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
+        data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
+    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+
+    def flatten_with_keys(node):
+        keyed = tuple((GetAttrKey(name), getattr(node, name)) for name in data_fields)
+        return keyed, tuple(getattr(node, name) for name in meta_fields)
+
+    def flatten(node):
+        return [getattr(node, name) for name in data_fields], tuple(getattr(node, name) for name in meta_fields)
+
+    def unflatten(aux, children):
+        return cls(**dict(zip(meta_fields, aux)), **dict(zip(data_fields, children)))
+
+    register_pytree_node(cls, flatten, unflatten, flatten_with_keys)
+    return cls
+
+
+def _sequence_keys(node):
+    return tuple((SequenceKey(i), child) for i, child in enumerate(node))
+
+
+def _dict_flatten(node):
+    keys = sorted(node)
+    return [node[k] for k in keys], tuple(keys)
+
+
+def _dict_flatten_with_keys(node):
+    keys = sorted(node)
+    return tuple((DictKey(k), node[k]) for k in keys), tuple(keys)
+
+
+register_pytree_node(tuple, lambda t: (t, None), lambda _, children: tuple(children),
+                     lambda t: (_sequence_keys(t), None))
+register_pytree_node(list, lambda t: (t, None), lambda _, children: list(children),
+                     lambda t: (_sequence_keys(t), None))
+register_pytree_node(dict, _dict_flatten, lambda keys, children: dict(zip(keys, children)),
+                     _dict_flatten_with_keys)
+register_pytree_node(type(None), lambda _: ((), None), lambda _, __: None, lambda _: ((), None))
+register_pytree_node(
+    collections.OrderedDict,
+    lambda d: (list(d.values()), tuple(d)),
+    lambda keys, children: collections.OrderedDict(zip(keys, children)),
+    lambda d: (tuple((DictKey(k), v) for k, v in d.items()), tuple(d)),
+)
+register_pytree_node(
+    collections.defaultdict,
+    lambda d: ([d[k] for k in sorted(d)], (d.default_factory, tuple(sorted(d)))),
+    lambda aux, children: collections.defaultdict(aux[0], zip(aux[1], children)),
+    lambda d: (tuple((DictKey(k), d[k]) for k in sorted(d)), (d.default_factory, tuple(sorted(d)))),
+)
+
+
+def _is_namedtuple(value) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields") and type(value) is not tuple
+
+
+def _node_kind(value):
+    kind = _registry.get(type(value))
+    if kind is None and _is_namedtuple(value):
+        nt_type = type(value)
+        kind = NodeKind(
+            nt_type,
+            lambda t: (tuple(t), None),
+            lambda _, children, nt_type=nt_type: nt_type(*children),
+            lambda t: (tuple((GetAttrKey(name), getattr(t, name)) for name in t._fields), None),
+        )
+    return kind
+
+
+# --- treedefs --------------------------------------------------------------------------------
+class PyTreeDef:
+    """The structure of a pytree: hashable, comparable, and able to rebuild a tree from leaves."""
+
+    __slots__ = ("kind", "aux", "children", "num_leaves", "_hash")
+
+    def __init__(self, kind, aux, children):
+        self.kind = kind  # None for a leaf
+        self.aux = aux
+        self.children = children
+        self.num_leaves = 1 if kind is None else sum(c.num_leaves for c in children)
+        self._hash = None
+
+    @property
+    def num_nodes(self):
+        return 1 + sum(c.num_nodes for c in self.children)
+
+    def unflatten(self, leaves):
+        leaves = list(leaves)
+        if len(leaves) != self.num_leaves:
+            raise ValueError(f"tree structure {self} expects {self.num_leaves} leaves, got {len(leaves)}")
+        return self._build(iter(leaves))
+
+    def _build(self, leaves):
+        if self.kind is None:
+            return next(leaves)
+        return self.kind.unflatten(self.aux, [c._build(leaves) for c in self.children])
+
+    def flatten_up_to(self, tree):
+        """The subtrees of `tree` sitting where this treedef has leaves (tree must have this prefix)."""
+        out = []
+        self._flatten_up_to(tree, out, ())
+        return out
+
+    def _flatten_up_to(self, tree, out, path):
+        if self.kind is None:
+            out.append(tree)
+            return
+        kind = _node_kind(tree)
+        if kind is None or kind.type is not self.kind.type:
+            raise ValueError(
+                f"pytree structure mismatch at {keystr(path) or 'the root'}: expected "
+                f"{self.kind.type.__name__}, got {type(tree).__name__}"
+            )
+        children, aux = kind.flatten(tree)
+        if aux != self.aux or len(children) != len(self.children):
+            raise ValueError(
+                f"pytree structure mismatch at {keystr(path) or 'the root'}: {self} vs {tree_structure(tree)}"
+            )
+        for i, (child_def, child) in enumerate(zip(self.children, children)):
+            child_def._flatten_up_to(child, out, path + (SequenceKey(i),))
+
+    def _key(self):
+        node_type = None if self.kind is None else self.kind.type
+        return (node_type, _hashable(self.aux), self.children)
+
+    def __hash__(self):
+        if self._hash is None:
+            self._hash = hash(self._key())
+        return self._hash
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        return isinstance(other, PyTreeDef) and hash(self) == hash(other) and self._key() == other._key()
+
+    def __repr__(self):
+        return f"PyTreeDef({self._str()})"
+
+    def _str(self):
+        if self.kind is None:
+            return "*"
+        inner = ", ".join(c._str() for c in self.children)
+        node_type = self.kind.type
+        if node_type is tuple:
+            return f"({inner}{',' if len(self.children) == 1 else ''})"
+        if node_type is list:
+            return f"[{inner}]"
+        if node_type is dict:
+            return "{" + ", ".join(f"{k!r}: {c._str()}" for k, c in zip(self.aux, self.children)) + "}"
+        if node_type is type(None):
+            return "None"
+        return f"CustomNode({node_type.__name__}[{self.aux!r}], [{inner}])"
+
+
+def _hashable(aux):
+    try:
+        hash(aux)
+        return aux
+    except TypeError:
+        return repr(aux)
+
+
+_LEAF = PyTreeDef(None, None, ())
+
+
+def _flatten(tree, is_leaf, leaves, paths, path):
+    if is_leaf is not None and is_leaf(tree):
+        leaves.append(tree)
+        if paths is not None:
+            paths.append(path)
+        return _LEAF
+    kind = _node_kind(tree)
+    if kind is None:
+        leaves.append(tree)
+        if paths is not None:
+            paths.append(path)
+        return _LEAF
+    if paths is None:
+        children, aux = kind.flatten(tree)
+        keys = None
+    elif kind.flatten_with_keys is not None:
+        keyed, aux = kind.flatten_with_keys(tree)
+        keys = [k for k, _ in keyed]
+        children = [c for _, c in keyed]
+    else:
+        children, aux = kind.flatten(tree)
+        keys = [FlattenedIndexKey(i) for i in range(len(children))]
+    child_defs = tuple(
+        _flatten(child, is_leaf, leaves, paths, None if paths is None else path + (keys[i],))
+        for i, child in enumerate(children)
+    )
+    return PyTreeDef(kind, aux, child_defs)
+
+
+def tree_flatten(tree, is_leaf=None):
+    """Returns (leaves, treedef). None is an empty node, not a leaf."""
+    leaves = []
+    treedef = _flatten(tree, is_leaf, leaves, None, ())
+    return leaves, treedef
+
+
+def tree_flatten_with_path(tree, is_leaf=None):
+    """Returns ([(key_path, leaf), ...], treedef)."""
+    leaves, paths = [], []
+    treedef = _flatten(tree, is_leaf, leaves, paths, ())
+    return list(zip(paths, leaves)), treedef
+
+
+def tree_leaves_with_path(tree, is_leaf=None):
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_unflatten(treedef, leaves):
+    return treedef.unflatten(leaves)
+
+
+def tree_leaves(tree, is_leaf=None):
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree, is_leaf=None):
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def treedef_is_leaf(treedef):
+    return treedef.kind is None
+
+
+def tree_map(f, tree, *rest, is_leaf=None):
+    """Applies `f` leafwise; `rest` trees must have `tree`'s structure (or it as a prefix)."""
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    others = [treedef.flatten_up_to(r) for r in rest]
+    return treedef.unflatten(f(*xs) for xs in zip(leaves, *others))
+
+
+def tree_map_with_path(f, tree, *rest, is_leaf=None):
+    keyed, treedef = tree_flatten_with_path(tree, is_leaf)
+    others = [treedef.flatten_up_to(r) for r in rest]
+    return treedef.unflatten(f(path, leaf, *xs) for (path, leaf), *xs in zip(keyed, *others))
+
+
+def tree_reduce(function, tree, initializer=None, is_leaf=None):
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is None:
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree, is_leaf=None):
+    return all(tree_leaves(tree, is_leaf))
+
+
+def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+    """Turns a tree of shape outer[inner[...]] into inner[outer[...]]."""
+    flat = outer_treedef.flatten_up_to(pytree_to_transpose)
+    if inner_treedef is None:
+        inner_treedef = tree_structure(flat[0])
+    inner_flat = [inner_treedef.flatten_up_to(x) for x in flat]
+    columns = zip(*inner_flat) if inner_flat else [[] for _ in range(inner_treedef.num_leaves)]
+    return inner_treedef.unflatten(outer_treedef.unflatten(column) for column in columns)
+
+
+def treedef_children(treedef):
+    return list(treedef.children)
+
+
+def all_leaves(iterable, is_leaf=None):
+    return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)

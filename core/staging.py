@@ -1,0 +1,144 @@
+"""Staging: tracing a Python function into a Program.
+
+`ProgramTrace` is the interpreter that records each primitive as an equation instead of running it.
+It sits on the trace stack as the dynamic trace, so every primitive applied while it is active is
+recorded, even one whose operands are all constants (omnistaging).
+"""
+
+import numpy as np
+
+from . import dtypes
+from .avals import get_aval
+from .ir import ClosedProgram, Equation, Literal, Program, Var
+from .trace import Trace, Tracer, new_main
+
+
+class ProgramTracer(Tracer):
+    __slots__ = ("_aval",)
+
+    def __init__(self, trace, aval):
+        self._trace = trace
+        self._aval = aval
+
+    @property
+    def aval(self):
+        return self._aval
+
+
+class ProgramBuilder:
+    """Collects the equations, constants and literals of one program being traced."""
+
+    def __init__(self):
+        self.atoms = {}  # id(tracer) -> Var or Literal
+        self.tracers = []  # keeps tracers alive so their ids stay unique
+        self.equations = []
+        self.const_vars = {}  # id(value) -> Var
+        self.const_values = []  # (Var, value), in order of capture
+
+    def new_tracer(self, trace, aval, atom):
+        tracer = ProgramTracer(trace, aval)
+        self.tracers.append(tracer)
+        self.atoms[id(tracer)] = atom
+        return tracer
+
+    def new_arg(self, trace, aval):
+        return self.new_tracer(trace, aval, Var(aval))
+
+    def const_tracer(self, trace, value):
+        var = self.const_vars.get(id(value))
+        if var is None:
+            var = self.const_vars[id(value)] = Var(get_aval(value))
+            self.const_values.append((var, value))
+        return self.new_tracer(trace, var.aval, var)
+
+    def atom(self, tracer):
+        return self.atoms[id(tracer)]
+
+    def build(self, in_tracers, out_tracers):
+        invars = [self.atom(t) for t in in_tracers]
+        outvars = [self.atom(t) for t in out_tracers]
+        constvars = [var for var, _ in self.const_values]
+        consts = [value for _, value in self.const_values]
+        return Program(constvars, invars, outvars, self.equations), consts
+
+
+def literal_value(value):
+    """The value as a Literal if it is a scalar constant that belongs in the program text, else None."""
+    kind = type(value)
+    if kind in dtypes.python_scalar_types:
+        aval = get_aval(value)
+        if kind is int:
+            dtypes.check_int_fits(value, aval.dtype)
+        return Literal(value, aval)
+    if isinstance(value, (np.generic, np.ndarray)) and np.ndim(value) == 0:
+        aval = get_aval(value)
+        return Literal(np.asarray(value, aval.dtype).item() if aval.dtype != dtypes.bfloat16
+                       else np.asarray(value, aval.dtype)[()], aval)
+    return None
+
+
+class ProgramTrace(Trace):
+    """Records primitives into the builder held in `main.global_data`."""
+
+    __slots__ = ()
+
+    @property
+    def builder(self) -> ProgramBuilder:
+        return self.main.global_data
+
+    def pure(self, value):
+        literal = literal_value(value)
+        if literal is not None:
+            return self.builder.new_tracer(self, literal.aval, literal)
+        return self.builder.const_tracer(self, value)
+
+    def lift(self, tracer):
+        return self.builder.const_tracer(self, tracer)
+
+    def process_primitive(self, primitive, tracers, params):
+        builder = self.builder
+        in_avals = [t.aval for t in tracers]
+        out = primitive.abstract_eval(*in_avals, **params)
+        out_avals = out if primitive.multiple_results else [out]
+        out_tracers = [builder.new_arg(self, aval) for aval in out_avals]
+        builder.equations.append(
+            Equation(primitive, [builder.atom(t) for t in tracers], [builder.atom(t) for t in out_tracers], params)
+        )
+        return out_tracers if primitive.multiple_results else out_tracers[0]
+
+
+def trace_to_program(flat_fun, in_avals):
+    """Traces `flat_fun(*tracers) -> list of outputs` into (Program, const values).
+
+    Const values are the arrays the function closed over, and tracers of outer interpreters it used.
+    """
+    builder = ProgramBuilder()
+    with new_main(ProgramTrace, builder, dynamic=True) as main:
+        trace = ProgramTrace(main)
+        in_tracers = [builder.new_arg(trace, aval) for aval in in_avals]
+        outs = flat_fun(*in_tracers)
+        out_tracers = [trace.full_raise(out) for out in outs]
+        program, consts = builder.build(in_tracers, out_tracers)
+    return program, consts
+
+
+def trace_to_closed_program(flat_fun, in_avals):
+    program, consts = trace_to_program(flat_fun, in_avals)
+    return ClosedProgram(program, consts)
+
+
+def hoist_tracer_consts(program: Program, consts):
+    """Splits consts into concrete ones (kept closed over) and tracers (made leading arguments).
+
+    Returns (ClosedProgram taking the tracer consts first, then the original arguments; tracer consts).
+    """
+    keep_vars, keep_values, hoisted_vars, hoisted_values = [], [], [], []
+    for var, value in zip(program.constvars, consts):
+        if isinstance(value, Tracer):
+            hoisted_vars.append(var)
+            hoisted_values.append(value)
+        else:
+            keep_vars.append(var)
+            keep_values.append(value)
+    program = Program(keep_vars, hoisted_vars + program.invars, program.outvars, program.equations)
+    return ClosedProgram(program, keep_values), hoisted_values

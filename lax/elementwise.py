@@ -1,0 +1,416 @@
+"""Elementwise primitives: arithmetic, transcendental and special functions, comparisons, logic and
+bit operations, selection, clamping and dtype conversions.
+
+Operands of an n-ary elementwise primitive share a dtype; their shapes may differ by rank-0 operands
+and size-1 dimensions, which the lowering broadcasts (as JAX's lax does).
+"""
+
+import builtins
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.primitives import Primitive
+from ..core.trace import Tracer, get_aval_of
+from ..lowering.lower import broadcast_operands, elementwise_lowering, register_lowering
+from ..lowering.stablehlo import aval_type, tensor_type
+from . import typing as T
+
+
+def _scalars_like(args):
+    """Python scalars among `args` take the dtype of the array operands (staying weakly typed)."""
+    if all(type(a) not in dtypes.python_scalar_types for a in args):
+        return args
+    reference = next((a for a in args if type(a) not in dtypes.python_scalar_types), None)
+    if reference is None:
+        return args
+    dtype = get_aval_of(reference).dtype
+    return [scalar_as(a, dtype) if type(a) in dtypes.python_scalar_types else a for a in args]
+
+
+def scalar_as(value, dtype):
+    """A Python scalar as a value of `dtype`: itself when that is its weak type, else a numpy scalar."""
+    if type(value) is not bool and dtypes.python_scalar_dtype(value) == dtype:
+        return value
+    if type(value) is int and dtypes.is_integer(dtype):
+        dtypes.check_int_fits(value, dtype)
+    if type(value) is builtins.complex and not dtypes.is_complex(dtype):
+        raise TypeError(f"cannot convert the complex scalar {value} to {dtype}")
+    return np.asarray(value, dtype=dtype)[()]
+
+
+def _define(name, abstract_eval, lowering, arity):
+    primitive = Primitive(name)
+    primitive.def_abstract_eval(abstract_eval)
+    register_lowering(primitive, lowering)
+
+    if arity == 1:
+        def wrapper(x):
+            return primitive.bind(x)
+    else:
+        def wrapper(*args):
+            return primitive.bind(*_scalars_like(args))
+    wrapper.__name__ = name
+    wrapper.__doc__ = f"Elementwise `{name}` (the `{name}` primitive)."
+    return primitive, wrapper
+
+
+def _unary(name, op_name, allowed=T.inexact_dtypes, result_dtype=None, **attributes):
+    return _define(name, T.unary(name, allowed, result_dtype), elementwise_lowering(op_name, **attributes), 1)
+
+
+def _binary(name, op_name, allowed=T.numeric_dtypes, result_dtype=None, **attributes):
+    return _define(name, T.naryop(name, allowed, result_dtype), elementwise_lowering(op_name, **attributes), 2)
+
+
+# --- unary math ------------------------------------------------------------------------------------
+neg_p, neg = _unary("neg", "stablehlo.negate", T.numeric_dtypes)
+sign_p, sign = _unary("sign", "stablehlo.sign", T.numeric_dtypes)
+floor_p, floor = _unary("floor", "stablehlo.floor", T.float_dtypes)
+ceil_p, ceil = _unary("ceil", "stablehlo.ceil", T.float_dtypes)
+is_finite_p, is_finite = _unary("is_finite", "stablehlo.is_finite", T.float_dtypes, lambda _: dtypes.bool_)
+exp_p, exp = _unary("exp", "stablehlo.exponential")
+expm1_p, expm1 = _unary("expm1", "stablehlo.exponential_minus_one")
+log_p, log = _unary("log", "stablehlo.log")
+log1p_p, log1p = _unary("log1p", "stablehlo.log_plus_one")
+sqrt_p, sqrt = _unary("sqrt", "stablehlo.sqrt")
+rsqrt_p, rsqrt = _unary("rsqrt", "stablehlo.rsqrt")
+cbrt_p, cbrt = _unary("cbrt", "stablehlo.cbrt", T.float_dtypes)
+tanh_p, tanh = _unary("tanh", "stablehlo.tanh")
+logistic_p, logistic = _unary("logistic", "stablehlo.logistic")
+sin_p, sin = _unary("sin", "stablehlo.sine")
+cos_p, cos = _unary("cos", "stablehlo.cosine")
+tan_p, tan = _unary("tan", "stablehlo.tan")
+asin_p, asin = _unary("asin", "chlo.asin")
+acos_p, acos = _unary("acos", "chlo.acos")
+atan_p, atan = _unary("atan", "chlo.atan")
+sinh_p, sinh = _unary("sinh", "chlo.sinh")
+cosh_p, cosh = _unary("cosh", "chlo.cosh")
+asinh_p, asinh = _unary("asinh", "chlo.asinh")
+acosh_p, acosh = _unary("acosh", "chlo.acosh")
+atanh_p, atanh = _unary("atanh", "chlo.atanh")
+erf_p, erf = _unary("erf", "chlo.erf", T.float_dtypes)
+erfc_p, erfc = _unary("erfc", "chlo.erfc", T.float_dtypes)
+erf_inv_p, erf_inv = _unary("erf_inv", "chlo.erf_inv", T.float_dtypes)
+lgamma_p, lgamma = _unary("lgamma", "chlo.lgamma", T.float_dtypes)
+digamma_p, digamma = _unary("digamma", "chlo.digamma", T.float_dtypes)
+real_p, real = _unary("real", "stablehlo.real", dtypes.complexes, T.complex_to_real)
+imag_p, imag = _unary("imag", "stablehlo.imag", dtypes.complexes, T.complex_to_real)
+abs_p, abs = _unary("abs", "stablehlo.abs", T.numeric_dtypes, T.complex_to_real)
+not_p, bitwise_not = _unary("not", "stablehlo.not", T.bool_or_integer)
+population_count_p, population_count = _unary("population_count", "stablehlo.popcnt", T.integer_dtypes)
+clz_p, clz = _unary("clz", "stablehlo.count_leading_zeros", T.integer_dtypes)
+
+
+def _lower_exp2(ctx, x):
+    # exp2(x) = exp(x * ln 2): StableHLO has no base-2 exponential.
+    builder = ctx.builder
+    ln2 = builder.broadcast_scalar(np.log(2.0), ctx.aval_out.shape, ctx.aval_out.dtype)
+    scaled = builder.op1("stablehlo.multiply", [x, ln2], aval_type(ctx.aval_out))
+    return builder.op1("stablehlo.exponential", [scaled], aval_type(ctx.aval_out))
+
+
+exp2_p, exp2 = _define("exp2", T.unary("exp2", T.inexact_dtypes), _lower_exp2, 1)
+
+
+def _lower_conj(ctx, x):
+    builder = ctx.builder
+    aval = ctx.avals_in[0]
+    part_type = tensor_type(aval.shape, T.complex_to_real(aval.dtype))
+    re = builder.op1("stablehlo.real", [x], part_type)
+    im = builder.op1("stablehlo.negate", [builder.op1("stablehlo.imag", [x], part_type)], part_type)
+    return builder.op1("stablehlo.complex", [re, im], aval_type(ctx.aval_out))
+
+
+conj_p, conj = _define("conj", T.unary("conj", dtypes.complexes), _lower_conj, 1)
+
+_rounding_methods = {0: "stablehlo.round_nearest_afz", 1: "stablehlo.round_nearest_even"}
+
+
+class RoundingMethod:
+    """`lax.round`'s rounding methods, with JAX's numbering."""
+
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+round_p = Primitive("round")
+round_p.def_abstract_eval(lambda x, rounding_method: T.unary("round", T.float_dtypes)(x))
+register_lowering(round_p, lambda ctx, x, rounding_method: ctx.builder.op1(
+    _rounding_methods[int(rounding_method)], [x], aval_type(ctx.aval_out)))
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
+    """Rounds to the nearest integer (ties away from zero, or to even)."""
+    return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+# --- binary arithmetic -----------------------------------------------------------------------------
+add_p, add = _binary("add", "stablehlo.add")
+sub_p, sub = _binary("sub", "stablehlo.subtract")
+mul_p, mul = _binary("mul", "stablehlo.multiply")
+div_p, div = _binary("div", "stablehlo.divide")
+rem_p, rem = _binary("rem", "stablehlo.remainder")
+pow_p, pow = _binary("pow", "stablehlo.power", T.inexact_dtypes)
+max_p, max = _binary("max", "stablehlo.maximum", T.any_dtype)
+min_p, min = _binary("min", "stablehlo.minimum", T.any_dtype)
+atan2_p, atan2 = _binary("atan2", "stablehlo.atan2", T.float_dtypes)
+nextafter_p, nextafter = _binary("nextafter", "chlo.next_after", T.float_dtypes)
+and_p, bitwise_and = _binary("and", "stablehlo.and", T.bool_or_integer)
+or_p, bitwise_or = _binary("or", "stablehlo.or", T.bool_or_integer)
+xor_p, bitwise_xor = _binary("xor", "stablehlo.xor", T.bool_or_integer)
+shift_left_p, shift_left = _binary("shift_left", "stablehlo.shift_left", T.integer_dtypes)
+shift_right_arithmetic_p, shift_right_arithmetic = _binary(
+    "shift_right_arithmetic", "stablehlo.shift_right_arithmetic", T.integer_dtypes)
+shift_right_logical_p, shift_right_logical = _binary(
+    "shift_right_logical", "stablehlo.shift_right_logical", T.integer_dtypes)
+complex_p, complex = _binary("complex", "stablehlo.complex", (dtypes.float32, dtypes.float64))
+complex_p.def_abstract_eval(lambda x, y: ShapedArray(
+    T.naryop("complex", (dtypes.float32, dtypes.float64))(x, y).shape,
+    dtypes.complex64 if x.dtype == dtypes.float32 else dtypes.complex128))
+
+
+def _comparison_type(dtype):
+    if dtypes.is_inexact(dtype):
+        return "FLOAT"
+    if dtypes.is_unsigned(dtype) or dtype == dtypes.bool_:
+        return "UNSIGNED"
+    return "SIGNED"
+
+
+def _compare(name, direction):
+    def lower(ctx, x, y):
+        operands = broadcast_operands(ctx, (x, y))
+        attributes = {
+            "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+            "compare_type": f"#stablehlo<comparison_type {_comparison_type(ctx.avals_in[0].dtype)}>",
+        }
+        return ctx.builder.op1("stablehlo.compare", operands, aval_type(ctx.aval_out), attributes)
+
+    return _define(name, T.naryop(name, T.any_dtype, dtypes.bool_), lower, 2)
+
+
+eq_p, eq = _compare("eq", "EQ")
+ne_p, ne = _compare("ne", "NE")
+lt_p, lt = _compare("lt", "LT")
+le_p, le = _compare("le", "LE")
+gt_p, gt = _compare("gt", "GT")
+ge_p, ge = _compare("ge", "GE")
+
+
+# --- integer_pow ------------------------------------------------------------------------------------
+integer_pow_p = Primitive("integer_pow")
+integer_pow_p.def_abstract_eval(lambda x, y: T.unary("integer_pow", T.numeric_dtypes)(x))
+
+
+def _lower_integer_pow(ctx, x, y):
+    # Exponentiation by squaring; a negative power is the reciprocal of the positive one.
+    builder = ctx.builder
+    out_type = aval_type(ctx.aval_out)
+    result = None
+    base, n = x, -y if y < 0 else y
+    while n:
+        if n & 1:
+            result = base if result is None else builder.op1("stablehlo.multiply", [result, base], out_type)
+        n >>= 1
+        if n:
+            base = builder.op1("stablehlo.multiply", [base, base], out_type)
+    if result is None:
+        result = builder.broadcast_scalar(1, ctx.aval_out.shape, ctx.aval_out.dtype)
+    if y < 0:
+        one = builder.broadcast_scalar(1, ctx.aval_out.shape, ctx.aval_out.dtype)
+        result = builder.op1("stablehlo.divide", [one, result], out_type)
+    return result
+
+
+register_lowering(integer_pow_p, _lower_integer_pow)
+
+
+def integer_pow(x, y: int):
+    """`x ** y` for a static Python integer `y`."""
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def square(x):
+    return integer_pow(x, 2)
+
+
+# --- selection and clamping ---------------------------------------------------------------------------
+select_n_p = Primitive("select_n")
+
+
+def _select_n_abstract_eval(which, *cases):
+    if not cases:
+        raise TypeError("select_n requires at least one case")
+    if which.dtype != dtypes.bool_ and which.dtype not in dtypes.integers:
+        raise TypeError(f"select_n selector must be boolean or integer, got {which.dtype.name}")
+    if which.dtype == dtypes.bool_ and len(cases) > 2:
+        raise TypeError(f"select_n with a boolean selector takes at most 2 cases, got {len(cases)}")
+    T.check_same_dtypes("select_n", cases)
+    if any(c.shape != cases[0].shape for c in cases):
+        raise TypeError(f"select_n cases must have the same shape, got {T.describe(cases)}")
+    if which.shape and which.shape != cases[0].shape:
+        raise TypeError(f"select_n selector shape {which.shape} must be scalar or equal the case shape "
+                        f"{cases[0].shape}")
+    return ShapedArray(cases[0].shape, cases[0].dtype, T.all_weak(cases))
+
+
+def _lower_select_n(ctx, which, *cases):
+    builder = ctx.builder
+    which_aval = ctx.avals_in[0]
+    out_type = aval_type(ctx.aval_out)
+    shape = ctx.aval_out.shape
+    if which_aval.shape != shape:
+        which = builder.op1("stablehlo.broadcast_in_dim", [which], tensor_type(shape, which_aval.dtype),
+                            {"broadcast_dimensions": "array<i64>"})
+    if len(cases) == 1:
+        return cases[0]
+    pred_type = tensor_type(shape, dtypes.bool_)
+
+    def choose(low, high):
+        # Cases low..high-1, split in halves: `which < mid` picks the lower half.
+        if high - low == 1:
+            return cases[low]
+        mid = (low + high) // 2
+        if which_aval.dtype == dtypes.bool_:
+            predicate = which
+        else:
+            bound = builder.broadcast_scalar(mid, shape, which_aval.dtype)
+            predicate = builder.op1("stablehlo.compare", [which, bound], pred_type, {
+                "comparison_direction": "#stablehlo<comparison_direction LT>",
+                "compare_type": f"#stablehlo<comparison_type {_comparison_type(which_aval.dtype)}>"})
+        lower_half, upper_half = choose(low, mid), choose(mid, high)
+        if which_aval.dtype == dtypes.bool_:
+            return builder.op1("stablehlo.select", [predicate, upper_half, lower_half], out_type)
+        return builder.op1("stablehlo.select", [predicate, lower_half, upper_half], out_type)
+
+    return choose(0, len(cases))
+
+
+select_n_p.def_abstract_eval(_select_n_abstract_eval)
+register_lowering(select_n_p, _lower_select_n)
+
+
+def select_n(which, *cases):
+    """Picks, elementwise, `cases[which]` (a boolean `which` picks cases[1] where True)."""
+    return select_n_p.bind(which, *_scalars_like(cases))
+
+
+def select(pred, on_true, on_false):
+    """`on_true` where `pred`, else `on_false`."""
+    return select_n(pred, on_false, on_true)
+
+
+clamp_p = Primitive("clamp")
+
+
+def _clamp_abstract_eval(low, x, high):
+    T.check_dtype("clamp", x, T.any_dtype)
+    T.check_same_dtypes("clamp", (low, x, high))
+    for bound in (low, high):
+        if bound.shape and bound.shape != x.shape:
+            raise TypeError(f"clamp bounds must be scalars or have the operand's shape, got {T.describe((low, x, high))}")
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+clamp_p.def_abstract_eval(_clamp_abstract_eval)
+register_lowering(clamp_p, lambda ctx, low, x, high: ctx.builder.op1(
+    "stablehlo.clamp", [low, x, high], aval_type(ctx.aval_out)))
+
+
+def clamp(min, x, max):
+    """`x` clipped to [min, max] (bounds may be scalars)."""
+    min, x, max = _scalars_like((min, x, max))
+    return clamp_p.bind(min, x, max)
+
+
+# --- conversions --------------------------------------------------------------------------------------
+convert_element_type_p = Primitive("convert_element_type")
+
+
+def _convert_abstract_eval(x, new_dtype, weak_type):
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+def _lower_convert(ctx, x, new_dtype, weak_type):
+    builder = ctx.builder
+    source = ctx.avals_in[0]
+    out_type = aval_type(ctx.aval_out)
+    if source.dtype == new_dtype:
+        return x
+    if dtypes.is_complex(source.dtype) and not dtypes.is_complex(new_dtype):
+        # Complex to real keeps the real part (with numpy's warning dropped, as JAX does).
+        x = builder.op1("stablehlo.real", [x], tensor_type(source.shape, T.complex_to_real(source.dtype)))
+        source = ShapedArray(source.shape, T.complex_to_real(source.dtype))
+        if source.dtype == new_dtype:
+            return x
+    if new_dtype == dtypes.bool_:
+        zero = builder.broadcast_scalar(0, source.shape, source.dtype)
+        return builder.op1("stablehlo.compare", [x, zero], out_type, {
+            "comparison_direction": "#stablehlo<comparison_direction NE>",
+            "compare_type": f"#stablehlo<comparison_type {_comparison_type(source.dtype)}>"})
+    return builder.op1("stablehlo.convert", [x], out_type)
+
+
+convert_element_type_p.def_abstract_eval(_convert_abstract_eval)
+register_lowering(convert_element_type_p, _lower_convert)
+
+
+def convert_element_type(operand, new_dtype, weak_type=False):
+    """`operand` as `new_dtype` (C-style conversion; complex to real keeps the real part)."""
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    if not isinstance(operand, Tracer) and type(operand).__name__ != "Array":
+        # Host values convert on the host: no device round trip, and literals stay literals.
+        value = np.asarray(operand)
+        if dtypes.is_complex(value.dtype) and not dtypes.is_complex(new_dtype):
+            value = value.real
+        if weak_type and value.ndim == 0 and type(operand) in dtypes.python_scalar_types:
+            kind = dtypes.scalar_type_of(new_dtype)
+            if kind is not bool and dtypes.python_scalar_dtype(kind(0)) == new_dtype:
+                return kind(value.item())
+        return np.asarray(value, dtype=new_dtype)[()] if value.ndim == 0 else value.astype(new_dtype)
+    aval = get_aval_of(operand)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        return operand
+    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+
+
+def _bitcast_abstract_eval(x, new_dtype):
+    old_size, new_size = x.dtype.itemsize, np.dtype(new_dtype).itemsize
+    if x.dtype == dtypes.bool_ or new_dtype == dtypes.bool_:
+        raise TypeError("bitcast_convert_type does not accept bool (its bit width is not defined)")
+    if old_size == new_size:
+        shape = x.shape
+    elif old_size > new_size:
+        shape = x.shape + (old_size // new_size,)
+    else:
+        if not x.shape or x.shape[-1] != new_size // old_size:
+            raise TypeError(f"bitcast_convert_type from {x.dtype.name}{list(x.shape)} to {np.dtype(new_dtype).name} "
+                            f"needs a last dimension of {new_size // old_size}")
+        shape = x.shape[:-1]
+    return ShapedArray(shape, new_dtype)
+
+
+bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract_eval)
+register_lowering(bitcast_convert_type_p, lambda ctx, x, new_dtype: ctx.builder.op1(
+    "stablehlo.bitcast_convert", [x], aval_type(ctx.aval_out)))
+
+
+def bitcast_convert_type(operand, new_dtype):
+    return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize_dtype(new_dtype))
+
+
+reduce_precision_p = Primitive("reduce_precision")
+reduce_precision_p.def_abstract_eval(
+    lambda x, exponent_bits, mantissa_bits: T.unary("reduce_precision", T.float_dtypes)(x))
+register_lowering(reduce_precision_p, lambda ctx, x, exponent_bits, mantissa_bits: ctx.builder.op1(
+    "stablehlo.reduce_precision", [x], aval_type(ctx.aval_out),
+    {"exponent_bits": f"{exponent_bits} : i32", "mantissa_bits": f"{mantissa_bits} : i32"}))
+
+
+def reduce_precision(operand, exponent_bits, mantissa_bits):
+    return reduce_precision_p.bind(operand, exponent_bits=int(exponent_bits), mantissa_bits=int(mantissa_bits))

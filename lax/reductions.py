@@ -1,0 +1,149 @@
+"""Reductions over axes: reduce_sum/prod/max/min/and/or/xor, argmax and argmin."""
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.primitives import Primitive
+from ..core.trace import get_aval_of
+from ..lowering.lower import register_lowering
+from ..lowering.stablehlo import aval_type, i64_array, tensor_type
+from . import typing as T
+
+
+def reduced_shape(name, x, axes):
+    if any(not 0 <= a < x.ndim for a in axes) or len(set(axes)) != len(axes):
+        raise TypeError(f"{name}: invalid axes {axes} for an operand of shape {x.shape}")
+    return tuple(d for i, d in enumerate(x.shape) if i not in axes)
+
+
+def identity_of(kind, dtype):
+    """The identity element of a monoid reduction for `dtype`."""
+    if kind == "sum" or kind == "or" or kind == "xor":
+        return np.zeros((), dtype)
+    if kind == "prod" or kind == "and":
+        return np.ones((), dtype) if dtype != dtypes.bool_ else np.array(True)
+    if kind == "max":
+        if dtypes.is_inexact(dtype):
+            return np.array(-np.inf, dtype)
+        return np.array(False) if dtype == dtypes.bool_ else np.array(np.iinfo(dtype).min, dtype)
+    if kind == "min":
+        if dtypes.is_inexact(dtype):
+            return np.array(np.inf, dtype)
+        return np.array(True) if dtype == dtypes.bool_ else np.array(np.iinfo(dtype).max, dtype)
+    raise ValueError(kind)
+
+
+def lower_monoid_reduce(ctx, operand, axes, kind, op_name):
+    """A `stablehlo.reduce` of one operand with a binary op and its identity."""
+    builder = ctx.builder
+    dtype = ctx.avals_in[0].dtype
+    init = builder.constant(identity_of(kind, dtype))
+    scalar = tensor_type((), dtype)
+
+    def body(inner, args):
+        return [inner.op1(op_name, args, scalar)]
+
+    region = builder.region([scalar, scalar], body)
+    return builder.op1("stablehlo.reduce", [operand, init], aval_type(ctx.aval_out),
+                       {"dimensions": i64_array(axes)}, [region])
+
+
+def _define_reduction(name, kind, op_name, allowed):
+    primitive = Primitive(name)
+
+    def abstract_eval(x, axes):
+        T.check_dtype(name, x, allowed)
+        return ShapedArray(reduced_shape(name, x, axes), x.dtype, x.weak_type)
+
+    primitive.def_abstract_eval(abstract_eval)
+    register_lowering(primitive, lambda ctx, x, axes: lower_monoid_reduce(ctx, x, axes, kind, op_name))
+
+    def wrapper(operand, axes):
+        aval = get_aval_of(operand)
+        axes = tuple(sorted(T.normalize_axis(a, aval.ndim) for a in axes))
+        return primitive.bind(operand, axes=axes) if axes else operand
+
+    wrapper.__name__ = name
+    wrapper.__doc__ = f"Reduces `operand` over `axes` with {kind}."
+    return primitive, wrapper
+
+
+reduce_sum_p, reduce_sum = _define_reduction("reduce_sum", "sum", "stablehlo.add", T.numeric_dtypes)
+reduce_prod_p, reduce_prod = _define_reduction("reduce_prod", "prod", "stablehlo.multiply", T.numeric_dtypes)
+reduce_max_p, reduce_max = _define_reduction("reduce_max", "max", "stablehlo.maximum", T.any_dtype)
+reduce_min_p, reduce_min = _define_reduction("reduce_min", "min", "stablehlo.minimum", T.any_dtype)
+reduce_and_p, reduce_and = _define_reduction("reduce_and", "and", "stablehlo.and", T.bool_or_integer)
+reduce_or_p, reduce_or = _define_reduction("reduce_or", "or", "stablehlo.or", T.bool_or_integer)
+reduce_xor_p, reduce_xor = _define_reduction("reduce_xor", "xor", "stablehlo.xor", T.bool_or_integer)
+
+
+# --- argmax / argmin ----------------------------------------------------------------------------------
+def _define_arg_reduction(name, direction):
+    primitive = Primitive(name)
+
+    def abstract_eval(x, axes, index_dtype):
+        T.check_dtype(name, x, T.any_dtype)
+        if len(axes) != 1:
+            raise TypeError(f"{name} reduces exactly one axis, got {axes}")
+        if x.shape[axes[0]] == 0:
+            raise ValueError(f"{name} of an empty axis (shape {x.shape}, axis {axes[0]}) has no answer")
+        return ShapedArray(reduced_shape(name, x, axes), index_dtype)
+
+    def lower(ctx, x, axes, index_dtype):
+        # A variadic reduce over (value, index) pairs: the extreme value wins, NaN beats everything
+        # (as in numpy), and ties go to the lower index.
+        builder = ctx.builder
+        aval = ctx.avals_in[0]
+        axis = axes[0]
+        index_type = tensor_type(aval.shape, index_dtype)
+        indices = builder.op1("stablehlo.iota", [], index_type, {"iota_dimension": f"{axis} : i64"})
+        value_init = builder.constant(identity_of("max" if direction == "GT" else "min", aval.dtype))
+        index_init = builder.constant(np.zeros((), index_dtype))
+        value_scalar, index_scalar = tensor_type((), aval.dtype), tensor_type((), index_dtype)
+        pred = tensor_type((), dtypes.bool_)
+        float_like = dtypes.is_inexact(aval.dtype)
+        compare_type = "FLOAT" if float_like else ("UNSIGNED" if aval.dtype in dtypes.unsigned_integers
+                                                   or aval.dtype == dtypes.bool_ else "SIGNED")
+
+        def compare(inner, a, b, how, kind=compare_type):
+            return inner.op1("stablehlo.compare", [a, b], pred, {
+                "comparison_direction": f"#stablehlo<comparison_direction {how}>",
+                "compare_type": f"#stablehlo<comparison_type {kind}>"})
+
+        def body(inner, args):
+            a_value, a_index, b_value, b_index = args
+            better = compare(inner, a_value, b_value, direction)
+            equal = compare(inner, a_value, b_value, "EQ")
+            if float_like:
+                a_nan = compare(inner, a_value, a_value, "NE")
+                b_nan = compare(inner, b_value, b_value, "NE")
+                b_not_nan = inner.op1("stablehlo.not", [b_nan], pred)
+                better = inner.op1("stablehlo.or", [better, inner.op1("stablehlo.and", [a_nan, b_not_nan], pred)], pred)
+                equal = inner.op1("stablehlo.or", [equal, inner.op1("stablehlo.and", [a_nan, b_nan], pred)], pred)
+            lower_index = compare(inner, a_index, b_index, "LT", "SIGNED")
+            take_a = inner.op1("stablehlo.or", [better, inner.op1("stablehlo.and", [equal, lower_index], pred)], pred)
+            return [inner.op1("stablehlo.select", [take_a, a_value, b_value], value_scalar),
+                    inner.op1("stablehlo.select", [take_a, a_index, b_index], index_scalar)]
+
+        region = builder.region([value_scalar, index_scalar, value_scalar, index_scalar], body)
+        out_shape = ctx.aval_out.shape
+        results = builder.op("stablehlo.reduce", [x, indices, value_init, index_init],
+                             [tensor_type(out_shape, aval.dtype), tensor_type(out_shape, index_dtype)],
+                             {"dimensions": i64_array(axes)}, [region])
+        return results[1]
+
+    primitive.def_abstract_eval(abstract_eval)
+    register_lowering(primitive, lower)
+
+    def wrapper(operand, axis, index_dtype):
+        aval = get_aval_of(operand)
+        axis = T.normalize_axis(axis, aval.ndim)
+        return primitive.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+    wrapper.__name__ = name
+    return primitive, wrapper
+
+
+argmax_p, argmax = _define_arg_reduction("argmax", "GT")
+argmin_p, argmin = _define_arg_reduction("argmin", "LT")

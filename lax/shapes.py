@@ -1,0 +1,294 @@
+"""Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev, concatenate,
+pad and iota."""
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.primitives import Primitive
+from ..core.trace import get_aval_of
+from ..lowering.lower import register_lowering
+from ..lowering.stablehlo import aval_type, i64_array
+from . import typing as T
+
+
+def _shape_tuple(shape):
+    try:
+        return tuple(int(d) for d in shape)
+    except TypeError:
+        return (int(shape),)
+
+
+# --- broadcast_in_dim --------------------------------------------------------------------------------
+broadcast_in_dim_p = Primitive("broadcast_in_dim")
+
+
+def _broadcast_in_dim_abstract_eval(x, shape, broadcast_dimensions):
+    if len(broadcast_dimensions) != x.ndim:
+        raise TypeError(f"broadcast_in_dim: operand of rank {x.ndim} ({x.str_short()}) needs {x.ndim} "
+                        f"broadcast_dimensions, got {broadcast_dimensions}")
+    if any(b <= a for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:])):
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions must be strictly increasing, got {broadcast_dimensions}")
+    for operand_dim, out_dim in enumerate(broadcast_dimensions):
+        if not 0 <= out_dim < len(shape):
+            raise TypeError(f"broadcast_in_dim: dimension {out_dim} is out of range for shape {shape}")
+        if x.shape[operand_dim] not in (1, shape[out_dim]):
+            raise TypeError(f"broadcast_in_dim: operand shape {x.shape} cannot broadcast to {shape} along "
+                            f"broadcast_dimensions {broadcast_dimensions}")
+    return ShapedArray(T.check_shape("broadcast_in_dim", shape), x.dtype, x.weak_type)
+
+
+broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract_eval)
+register_lowering(broadcast_in_dim_p, lambda ctx, x, shape, broadcast_dimensions: ctx.builder.op1(
+    "stablehlo.broadcast_in_dim", [x], aval_type(ctx.aval_out),
+    {"broadcast_dimensions": i64_array(broadcast_dimensions)}))
+
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    """`operand` placed in an array of `shape`, its dimension i at `broadcast_dimensions[i]`."""
+    shape, dims = _shape_tuple(shape), tuple(int(d) for d in broadcast_dimensions)
+    aval = get_aval_of(operand)
+    if aval.shape == shape and dims == tuple(range(len(shape))):
+        return operand
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
+
+
+def broadcast(operand, sizes):
+    """Adds leading dimensions of `sizes`."""
+    sizes = _shape_tuple(sizes)
+    aval = get_aval_of(operand)
+    return broadcast_in_dim(operand, sizes + aval.shape, range(len(sizes), len(sizes) + aval.ndim))
+
+
+def broadcast_to_rank(operand, rank):
+    aval = get_aval_of(operand)
+    return operand if aval.ndim >= rank else broadcast(operand, (1,) * (rank - aval.ndim))
+
+
+# --- reshape -----------------------------------------------------------------------------------------
+reshape_p = Primitive("reshape")
+
+
+def _reshape_abstract_eval(x, new_sizes, dimensions):
+    new_sizes = T.check_shape("reshape", new_sizes)
+    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+        raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} for shape {x.shape}")
+    return ShapedArray(new_sizes, x.dtype, x.weak_type)
+
+
+def _lower_reshape(ctx, x, new_sizes, dimensions):
+    if dimensions is not None:
+        source = ctx.avals_in[0]
+        x = ctx.builder.op1("stablehlo.transpose", [x], aval_type(source.update(
+            shape=tuple(source.shape[d] for d in dimensions))), {"permutation": i64_array(dimensions)})
+    return ctx.builder.op1("stablehlo.reshape", [x], aval_type(ctx.aval_out))
+
+
+reshape_p.def_abstract_eval(_reshape_abstract_eval)
+register_lowering(reshape_p, _lower_reshape)
+
+
+def reshape(operand, new_sizes, dimensions=None):
+    """`operand` with shape `new_sizes` (after transposing by `dimensions`, if given)."""
+    new_sizes = _shape_tuple(new_sizes)
+    aval = get_aval_of(operand)
+    dims = None if dimensions is None or tuple(dimensions) == tuple(range(aval.ndim)) else tuple(dimensions)
+    if aval.shape == new_sizes and dims is None:
+        return operand
+    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dims)
+
+
+# --- transpose -----------------------------------------------------------------------------------------
+transpose_p = Primitive("transpose")
+
+
+def _transpose_abstract_eval(x, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise TypeError(f"transpose permutation {permutation} is not a permutation of the operand's "
+                        f"{x.ndim} dimensions ({x.str_short()})")
+    return ShapedArray(tuple(x.shape[d] for d in permutation), x.dtype, x.weak_type)
+
+
+transpose_p.def_abstract_eval(_transpose_abstract_eval)
+register_lowering(transpose_p, lambda ctx, x, permutation: ctx.builder.op1(
+    "stablehlo.transpose", [x], aval_type(ctx.aval_out), {"permutation": i64_array(permutation)}))
+
+
+def transpose(operand, permutation):
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))):
+        return operand
+    return transpose_p.bind(operand, permutation=permutation)
+
+
+# --- squeeze / expand_dims -------------------------------------------------------------------------------
+squeeze_p = Primitive("squeeze")
+
+
+def _squeeze_abstract_eval(x, dimensions):
+    for d in dimensions:
+        if not 0 <= d < x.ndim or x.shape[d] != 1:
+            raise TypeError(f"squeeze: cannot remove dimension {d} of shape {x.shape} (it must have size 1)")
+    return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions), x.dtype, x.weak_type)
+
+
+squeeze_p.def_abstract_eval(_squeeze_abstract_eval)
+register_lowering(squeeze_p, lambda ctx, x, dimensions: ctx.builder.op1(
+    "stablehlo.reshape", [x], aval_type(ctx.aval_out)))
+
+
+def squeeze(array, dimensions):
+    aval = get_aval_of(array)
+    dimensions = tuple(sorted({T.normalize_axis(d, aval.ndim, "squeeze dimension") for d in dimensions}))
+    if not dimensions:
+        return array
+    return squeeze_p.bind(array, dimensions=dimensions)
+
+
+def expand_dims(array, dimensions):
+    """Inserts size-1 dimensions at `dimensions` (positions in the result)."""
+    aval = get_aval_of(array)
+    rank = aval.ndim + len(dimensions)
+    dimensions = sorted({T.normalize_axis(d, rank, "expand_dims dimension") for d in dimensions})
+    shape = list(aval.shape)
+    for d in dimensions:
+        shape.insert(d, 1)
+    kept = [i for i in range(rank) if i not in dimensions]
+    return broadcast_in_dim(array, shape, kept)
+
+
+# --- rev ---------------------------------------------------------------------------------------------------
+rev_p = Primitive("rev")
+
+
+def _rev_abstract_eval(x, dimensions):
+    if any(not 0 <= d < x.ndim for d in dimensions) or len(set(dimensions)) != len(dimensions):
+        raise TypeError(f"rev dimensions {dimensions} are invalid for an array of rank {x.ndim}")
+    return x
+
+
+rev_p.def_abstract_eval(_rev_abstract_eval)
+register_lowering(rev_p, lambda ctx, x, dimensions: ctx.builder.op1(
+    "stablehlo.reverse", [x], aval_type(ctx.aval_out), {"dimensions": i64_array(dimensions)}))
+
+
+def rev(operand, dimensions):
+    dimensions = tuple(int(d) for d in dimensions)
+    return rev_p.bind(operand, dimensions=dimensions) if dimensions else operand
+
+
+# --- concatenate -----------------------------------------------------------------------------------------
+concatenate_p = Primitive("concatenate")
+
+
+def _concatenate_abstract_eval(*operands, dimension):
+    if not operands:
+        raise TypeError("concatenate needs at least one operand")
+    T.check_same_dtypes("concatenate", operands)
+    first = operands[0]
+    if not 0 <= dimension < first.ndim:
+        raise TypeError(f"concatenate dimension {dimension} is out of range for rank {first.ndim}")
+    for op in operands[1:]:
+        if op.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(op.shape, first.shape))
+                                        if i != dimension):
+            raise TypeError(f"concatenate operands must match except in dimension {dimension}, got "
+                            f"{T.describe(operands)}")
+    shape = list(first.shape)
+    shape[dimension] = sum(op.shape[dimension] for op in operands)
+    return ShapedArray(shape, first.dtype, T.all_weak(operands))
+
+
+concatenate_p.def_abstract_eval(_concatenate_abstract_eval)
+register_lowering(concatenate_p, lambda ctx, *xs, dimension: ctx.builder.op1(
+    "stablehlo.concatenate", list(xs), aval_type(ctx.aval_out), {"dimension": f"{dimension} : i64"}))
+
+
+def concatenate(operands, dimension):
+    operands = list(operands)
+    if len(operands) == 1:
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+# --- pad -----------------------------------------------------------------------------------------------------
+pad_p = Primitive("pad")
+
+
+def _pad_abstract_eval(x, padding_value, padding_config):
+    T.check_same_dtypes("pad", (x, padding_value))
+    if padding_value.ndim != 0:
+        raise TypeError(f"pad: padding_value must be a scalar, got {padding_value.str_short()}")
+    if len(padding_config) != x.ndim:
+        raise TypeError(f"pad: padding_config has {len(padding_config)} entries for an array of rank {x.ndim}")
+    shape = []
+    for size, (low, high, interior) in zip(x.shape, padding_config):
+        if interior < 0:
+            raise TypeError(f"pad: interior padding must be non-negative, got {padding_config}")
+        out = low + high + size + max(size - 1, 0) * interior
+        if out < 0:
+            raise TypeError(f"pad: padding {padding_config} makes a negative dimension for shape {x.shape}")
+        shape.append(out)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+pad_p.def_abstract_eval(_pad_abstract_eval)
+register_lowering(pad_p, lambda ctx, x, value, padding_config: ctx.builder.op1(
+    "stablehlo.pad", [x, value], aval_type(ctx.aval_out), {
+        "edge_padding_low": i64_array([p[0] for p in padding_config]),
+        "edge_padding_high": i64_array([p[1] for p in padding_config]),
+        "interior_padding": i64_array([p[2] for p in padding_config])}))
+
+
+def pad(operand, padding_value, padding_config):
+    """Pads with (low, high, interior) per dimension; negative low/high crop."""
+    from .elementwise import _scalars_like
+
+    operand, padding_value = _scalars_like((operand, padding_value))
+    config = tuple((int(lo), int(hi), int(mid)) for lo, hi, mid in padding_config)
+    return pad_p.bind(operand, padding_value, padding_config=config)
+
+
+# --- iota ----------------------------------------------------------------------------------------------------
+iota_p = Primitive("iota")
+
+
+def _iota_abstract_eval(dtype, shape, dimension):
+    if not 0 <= dimension < len(shape):
+        raise TypeError(f"iota dimension {dimension} is out of range for shape {shape}")
+    return ShapedArray(shape, dtype)
+
+
+iota_p.def_abstract_eval(_iota_abstract_eval)
+register_lowering(iota_p, lambda ctx, dtype, shape, dimension: ctx.builder.op1(
+    "stablehlo.iota", [], aval_type(ctx.aval_out), {"iota_dimension": f"{dimension} : i64"}))
+
+
+def iota(dtype, size):
+    """[0, 1, ..., size-1] of `dtype`."""
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=(int(size),), dimension=0)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    shape = _shape_tuple(shape)
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape, dimension=int(dimension))
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of `shape` filled with `fill_value` (of `dtype`, or the value's own dtype)."""
+    from .elementwise import convert_element_type
+
+    shape = _shape_tuple(shape)
+    aval = get_aval_of(fill_value)
+    if aval.ndim:
+        raise TypeError(f"full: fill_value must be a scalar, got shape {aval.shape}")
+    weak = dtype is None and aval.weak_type
+    value = convert_element_type(fill_value, dtype if dtype is not None else aval.dtype, weak)
+    # Always a primitive, so that the result is an array even for shape () and a host scalar.
+    return broadcast_in_dim_p.bind(value, shape=shape, broadcast_dimensions=())
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """An array like `x` (its shape and dtype unless given) filled with `fill_value`."""
+    aval = get_aval_of(x)
+    target_dtype = aval.dtype if dtype is None else dtype
+    return full(aval.shape if shape is None else shape, fill_value, target_dtype)

@@ -1,0 +1,112 @@
+"""Shape and dtype rules shared by many primitives, and the errors they raise.
+
+Every check raises a TypeError that names the primitive and the shapes and dtypes it was given.
+"""
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.avals import ShapedArray
+
+float_dtypes = dtypes.floats
+inexact_dtypes = dtypes.floats + dtypes.complexes
+integer_dtypes = dtypes.integers
+numeric_dtypes = dtypes.integers + dtypes.floats + dtypes.complexes
+bool_or_integer = (dtypes.bool_,) + dtypes.integers
+any_dtype = dtypes.all_dtypes
+
+_category_names = {
+    float_dtypes: "floating",
+    inexact_dtypes: "floating or complex",
+    integer_dtypes: "integer",
+    numeric_dtypes: "numeric",
+    bool_or_integer: "boolean or integer",
+    any_dtype: "any",
+}
+
+
+def describe(avals):
+    return ", ".join(f"{a.dtype.name}{list(a.shape)}" for a in avals)
+
+
+def check_dtype(name, aval, allowed, position=""):
+    if aval.dtype not in allowed:
+        category = _category_names.get(allowed, ", ".join(d.name for d in allowed))
+        where = f" (operand {position})" if position != "" else ""
+        raise TypeError(f"{name} does not accept dtype {aval.dtype.name}{where}; accepted: {category} dtypes")
+
+
+def check_same_dtypes(name, avals):
+    first = avals[0].dtype
+    if any(a.dtype != first for a in avals[1:]):
+        raise TypeError(f"{name} requires arguments of the same dtype, got {describe(avals)}")
+
+
+def broadcast_shapes(name, avals):
+    """The shape elementwise operands make: rank-0 operands go anywhere, others share a rank and may
+    have size-1 dimensions that stretch (as JAX's lax allows)."""
+    ranked = [a.shape for a in avals if a.shape]
+    if not ranked:
+        return ()
+    rank = len(ranked[0])
+    if any(len(shape) != rank for shape in ranked):
+        raise TypeError(f"{name} requires arguments of equal rank (or rank 0), got {describe(avals)}")
+    result = []
+    for sizes in zip(*ranked):
+        stretched = {d for d in sizes if d != 1}
+        if len(stretched) > 1:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: {describe(avals)}")
+        result.append(stretched.pop() if stretched else 1)
+    return tuple(result)
+
+
+def all_weak(avals):
+    return all(a.weak_type for a in avals)
+
+
+def unary(name, allowed, result_dtype=None):
+    """Abstract eval of an elementwise unary op; `result_dtype(dtype)` maps the output dtype."""
+
+    def rule(x):
+        check_dtype(name, x, allowed)
+        dtype = x.dtype if result_dtype is None else result_dtype(x.dtype)
+        return ShapedArray(x.shape, dtype, x.weak_type and result_dtype is None)
+
+    return rule
+
+
+def naryop(name, allowed, result_dtype=None):
+    """Abstract eval of an elementwise op on operands of one dtype and broadcast-compatible shapes."""
+
+    def rule(*operands):
+        for i, operand in enumerate(operands):
+            check_dtype(name, operand, allowed, i)
+        check_same_dtypes(name, operands)
+        shape = broadcast_shapes(name, operands)
+        dtype = operands[0].dtype if result_dtype is None else result_dtype
+        weak = all_weak(operands) and result_dtype is None
+        return ShapedArray(shape, dtype, weak)
+
+    return rule
+
+
+def complex_to_real(dtype):
+    return {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}.get(dtype, dtype)
+
+
+def normalize_axis(axis, ndim, name="axis"):
+    axis = int(axis)
+    if not -ndim <= axis < max(ndim, 1) and not (ndim == 0 and axis in (0, -1)):
+        raise ValueError(f"{name} {axis} is out of bounds for an array of rank {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def check_shape(name, shape):
+    shape = tuple(int(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise TypeError(f"{name}: shape {shape} has negative dimensions")
+    return shape
+
+
+def as_dtype(dtype):
+    return dtypes.canonicalize_dtype(np.dtype(dtype))

@@ -1,0 +1,214 @@
+"""`numax.Array`: an immutable array living in a device buffer, tagged with its aval.
+
+The raw jaxlib buffer never reaches users (jax, when imported by a user, patches jaxlib's array
+class). Values are read back lazily, once, and cached; operators and methods are attached by
+`numax.numpy`, which defines their semantics for arrays and tracers alike.
+"""
+
+import numpy as np
+
+from ..core import avals as avals_module
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from . import xla
+
+
+class Array:
+    """An array on a device. Operations on it run at once (eagerly) or are traced under transforms."""
+
+    __slots__ = ("_buffer", "aval", "_backend", "_host_value", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, aval: ShapedArray, buffer, backend):
+        self.aval = aval
+        self._buffer = buffer
+        self._backend = backend
+        self._host_value = None
+
+    # --- attributes ---
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self):
+        return len(self.aval.shape)
+
+    @property
+    def size(self):
+        return self.aval.size
+
+    @property
+    def weak_type(self):
+        return self.aval.weak_type
+
+    @property
+    def nbytes(self):
+        return self.aval.size * self.aval.dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self.aval.dtype.itemsize
+
+    def devices(self):
+        return {xla.buffer_device(self._buffer)}
+
+    @property
+    def device(self):
+        return xla.buffer_device(self._buffer)
+
+    @property
+    def platform(self):
+        return self._backend.platform
+
+    # --- life cycle ---
+    def block_until_ready(self):
+        self._buffer.block_until_ready()
+        return self
+
+    def is_ready(self):
+        return self._buffer.is_ready()
+
+    def is_deleted(self):
+        return xla.is_deleted(self._buffer)
+
+    def delete(self):
+        # Readback views are always copied at once, so no DLPack view can be alive here (trap 3).
+        xla.delete(self._buffer)
+        self._host_value = None
+
+    def _check_alive(self):
+        if xla.is_deleted(self._buffer):
+            raise RuntimeError("this array was deleted (donated to a jitted function, or deleted explicitly)")
+
+    def copy_to_host_async(self):
+        return None
+
+    # --- host values ---
+    def _value(self) -> np.ndarray:
+        """The host value (read once, then cached read-only)."""
+        if self._host_value is None:
+            self._check_alive()
+            self._host_value = read_to_host(self)
+            self._host_value.flags.writeable = False
+        return self._host_value
+
+    def __array__(self, dtype=None, copy=None):
+        value = self._value()
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            return value.astype(dtype)
+        return value.copy() if copy else value
+
+    def tolist(self):
+        return self._value().tolist()
+
+    def item(self, *args):
+        return self._value().item(*args)
+
+    def __bool__(self):
+        if self.aval.size != 1:
+            raise ValueError(
+                f"The truth value of an array with {self.aval.size} elements is ambiguous. Use a.any() or a.all()"
+            )
+        return bool(self._value())
+
+    def __int__(self):
+        return int(self._value())
+
+    def __float__(self):
+        return float(self._value())
+
+    def __complex__(self):
+        return complex(self._value())
+
+    def __index__(self):
+        if not dtypes.is_integer(self.aval.dtype) and self.aval.dtype != dtypes.bool_:
+            raise TypeError(f"only integer arrays can be used as an index, got {self.aval.dtype}")
+        return int(self._value())
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object (a 0-d array)")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    def __hash__(self):
+        raise TypeError("unhashable type: numax.Array")
+
+    def __format__(self, spec):
+        if self.aval.ndim == 0:
+            return format(self._value()[()], spec)
+        return format(str(self), spec)
+
+    def __repr__(self):
+        if self.is_deleted():
+            return f"Array(<deleted>, shape={self.shape}, dtype={self.dtype.name})"
+        prefix = "Array("
+        body = np.array2string(self._value(), separator=", ", prefix=prefix)
+        weak = ", weak_type=True" if self.aval.weak_type else ""
+        default_dtypes = (dtypes.float32, dtypes.int32, dtypes.bool_)
+        if self.aval.dtype in default_dtypes and not weak and self.aval.size > 0:
+            return f"{prefix}{body}, dtype={self.dtype.name})"
+        return f"{prefix}{body}, dtype={self.dtype.name}{weak})"
+
+    def __str__(self):
+        return str(self._value())
+
+    def __reduce__(self):
+        return (_rebuild, (self._value(),))
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._value().__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def _rebuild(value):
+    return put(value)
+
+
+avals_module.aval_of_type[Array] = lambda array: array.aval
+
+
+# How values get read back: plain DLPack for the dtypes it knows on the CPU, a device-side bitcast
+# to an unsigned type for bfloat16 (DLPack has none), jaxlib's host copy for other platforms.
+bitcast_readback = None  # set by dispatch: (Array) -> Array of uint16
+
+
+def read_to_host(array: Array) -> np.ndarray:
+    if array.aval.dtype == dtypes.bfloat16:
+        return np.asarray(bitcast_readback(array)._value()).view(dtypes.bfloat16)
+    if array._backend.platform == "cpu":
+        return xla.to_numpy(array._buffer)
+    return xla.to_numpy_via_host_copy(array._buffer)
+
+
+def put(value, device=None, backend=None, weak_type=False) -> Array:
+    """A host value (numpy array or scalar) copied to a device as a numax.Array."""
+    value = np.asarray(value)
+    dtype = dtypes.canonicalize_dtype(value.dtype)
+    if value.dtype != dtype:
+        value = value.astype(dtype)
+    if backend is None:
+        backend = xla.default_backend() if device is None else _backend_of_device(device)
+    device = device or backend.default_device
+    if dtype == dtypes.bfloat16:
+        host = np.ascontiguousarray(value)
+    else:
+        host = value
+    buffer = xla.device_put(host, backend, device)
+    array = Array(ShapedArray(value.shape, dtype, weak_type), buffer, backend)
+    return array
+
+
+def _backend_of_device(device):
+    return xla.get_backend("cpu" if device.platform == "cpu" else "gpu")

@@ -1,0 +1,199 @@
+"""Compiling programs into executables, and running them on numax Arrays.
+
+Owns `Executable` (a compiled program with its output handlers and argument checks), the
+compilation entry point used by jit, and eager execution: a primitive applied to concrete arrays is
+compiled alone once per (primitive, params, avals) and cached.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+from ..core import dtypes, trace
+from ..core.avals import ShapedArray, get_aval
+from ..core.config import config
+from ..core.ir import ClosedProgram, Equation, Program, Var
+from . import array as array_module
+from . import xla
+from .array import Array
+from .lower import lower_to_module
+
+
+class Executable:
+    """A compiled program bound to one device, with what it needs to run on numax Arrays."""
+
+    __slots__ = ("name", "compiled", "backend", "device", "in_avals", "out_avals", "handlers",
+                 "const_buffers", "text", "host_callbacks")
+
+    def __init__(self, name, compiled, backend, device, in_avals, out_avals, const_buffers, text,
+                 host_callbacks):
+        self.name = name
+        self.compiled = compiled
+        self.backend = backend
+        self.device = device
+        self.in_avals = in_avals
+        self.out_avals = out_avals
+        self.const_buffers = const_buffers
+        self.text = text
+        self.host_callbacks = host_callbacks  # kept alive as long as the executable
+        self.handlers = [xla.result_handler(a.shape, a.dtype, backend, device) for a in out_avals]
+
+    def run_buffers(self, buffers):
+        if self.const_buffers:
+            buffers = self.const_buffers + buffers
+        return xla.execute(self.compiled, buffers, self.handlers)
+
+    def wrap_outputs(self, raw_outputs):
+        backend = self.backend
+        return [Array(aval, buffer, backend) for aval, buffer in zip(self.out_avals, raw_outputs)]
+
+    def __call__(self, *args):
+        """Runs on numax Arrays, numpy arrays or scalars; returns numax Arrays."""
+        return self.wrap_outputs(self.run_buffers([to_buffer(a, aval, self.backend, self.device)
+                                                   for a, aval in zip(args, self.in_avals)]))
+
+    def as_text(self):
+        return self.text
+
+    def hlo_text(self):
+        return self.compiled.get_hlo_text() if hasattr(self.compiled, "get_hlo_text") else self.text
+
+
+def to_buffer(value, aval, backend, device):
+    """The device buffer for an argument, transferring host values (checked against the aval)."""
+    if type(value) is Array:
+        if value.aval.dtype != aval.dtype or value.aval.shape != aval.shape:
+            raise TypeError(f"argument of type {value.aval.str_short()} passed where {aval.str_short()} is expected")
+        if value._backend is not backend or xla.buffer_device(value._buffer) is not device:
+            return xla.copy_to_device(value._buffer, aval.shape, aval.dtype, backend, device)
+        if xla.is_deleted(value._buffer):
+            raise RuntimeError("an argument array was deleted (donated to an earlier call?)")
+        return value._buffer
+    host = np.asarray(value, dtype=aval.dtype)
+    if host.shape != aval.shape:
+        raise TypeError(f"argument of shape {host.shape} passed where {aval.str_short()} is expected")
+    return xla.device_put(host, backend, device)
+
+
+def _const_is_argument(value):
+    """Large constants are passed as arguments (kept on the device), small ones written into the module."""
+    return isinstance(value, Array) or np.size(value) > 64
+
+
+def compile_program(closed: ClosedProgram, name="main", backend=None, device=None, arg_attributes=None,
+                    reason=None) -> Executable:
+    """Lowers and compiles a closed program. Large constants become leading device arguments."""
+    backend = backend or xla.default_backend()
+    device = device or backend.default_device
+    program = closed.program
+    embedded_vars, embedded, hoisted_vars, hoisted = [], [], [], []
+    for var, value in zip(program.constvars, closed.consts):
+        if _const_is_argument(value):
+            hoisted_vars.append(var)
+            hoisted.append(value)
+        else:
+            embedded_vars.append(var)
+            embedded.append(value)
+    lowered = ClosedProgram(Program(embedded_vars, hoisted_vars + program.invars, program.outvars,
+                                    program.equations), embedded)
+    if arg_attributes:
+        arg_attributes = {i + len(hoisted): attr for i, attr in arg_attributes.items()}
+    start = time.perf_counter()
+    text, module = lower_to_module(lowered, name, backend.platform, arg_attributes)
+    compiled = xla.compile_module(text, backend, [device], module.host_callbacks)
+    if config.log_compiles:
+        elapsed = (time.perf_counter() - start) * 1e3
+        print(f"numax: compiled {name} for {_signature_text(program.in_avals)} in {elapsed:.1f} ms"
+              + (f" ({reason})" if reason else ""), file=sys.stderr)
+    const_buffers = [to_buffer(v, var.aval, backend, device) for var, v in zip(hoisted_vars, hoisted)]
+    return Executable(name, compiled, backend, device, program.in_avals, program.out_avals, const_buffers, text,
+                      module.host_callbacks)
+
+
+def _signature_text(avals):
+    return "(" + ", ".join(a.str_short() for a in avals) + ")"
+
+
+# --- eager execution of single primitives ------------------------------------------------------------
+class PrimitiveCache:
+    """Executables of single primitives, keyed by (primitive, params, input avals, device)."""
+
+    def __init__(self):
+        self.entries = {}
+
+    def get(self, primitive, params, in_avals, backend, device):
+        try:
+            key = (primitive, tuple(params.items()), tuple(in_avals), device)
+            hash(key)
+        except TypeError:
+            key = None
+        executable = self.entries.get(key) if key is not None else None
+        if executable is None:
+            executable = compile_program(_single_equation_program(primitive, params, in_avals),
+                                         primitive.name, backend, device)
+            if key is not None:
+                self.entries[key] = executable
+        return executable
+
+    def clear(self):
+        self.entries.clear()
+
+
+primitive_cache = PrimitiveCache()
+
+
+def _single_equation_program(primitive, params, in_avals):
+    invars = [Var(a) for a in in_avals]
+    out = primitive.abstract_eval(*in_avals, **params)
+    out_avals = out if primitive.multiple_results else [out]
+    outvars = [Var(a) for a in out_avals]
+    return ClosedProgram(Program([], invars, outvars, [Equation(primitive, invars, outvars, params)]), [])
+
+
+def _placement_of_args(args):
+    for arg in args:
+        if type(arg) is Array:
+            return arg._backend, xla.buffer_device(arg._buffer)
+    backend = xla.default_backend()
+    return backend, backend.default_device
+
+
+def apply_primitive(primitive, args, params):
+    """Eager execution: runs one primitive on concrete values through its cached executable."""
+    in_avals = [arg.aval if type(arg) is Array else get_aval(arg) for arg in args]
+    backend, device = _placement_of_args(args)
+    outs = primitive_cache.get(primitive, params, in_avals, backend, device)(*args)
+    return outs if primitive.multiple_results else outs[0]
+
+
+trace.set_eager_executor(apply_primitive)
+
+
+# --- readback of dtypes DLPack lacks -------------------------------------------------------------------
+_bitcast_executables = {}
+
+
+def _bitcast_to_uint16(array: Array) -> Array:
+    key = (array.aval.shape, array._backend)
+    executable = _bitcast_executables.get(key)
+    if executable is None:
+        from .stablehlo import tensor_type
+
+        source = tensor_type(array.aval.shape, array.aval.dtype)
+        target = tensor_type(array.aval.shape, dtypes.uint16)
+        text = (
+            "module @bitcast_readback {\n"
+            f"  func.func public @main(%arg0: {source}) -> ({target}) {{\n"
+            f'    %0 = "stablehlo.bitcast_convert"(%arg0) : ({source}) -> {target}\n'
+            f"    return %0 : {target}\n  }}\n}}"
+        )
+        backend = array._backend
+        compiled = xla.compile_module(text, backend, [backend.default_device])
+        executable = _bitcast_executables[key] = Executable(
+            "bitcast_readback", compiled, backend, backend.default_device, [array.aval],
+            [ShapedArray(array.aval.shape, dtypes.uint16)], [], text, [])
+    return executable(array)[0]
+
+
+array_module.bitcast_readback = _bitcast_to_uint16

@@ -1,0 +1,158 @@
+"""Lowering Programs to StableHLO modules.
+
+Owns the table of lowering rules (per primitive, with per-platform overrides) and the walk that
+turns a ClosedProgram into one `func.func @main`. A rule is `rule(ctx, *operands, **params)`, where
+operands are SSA values and `ctx` carries the builder and the equation's avals; it returns the SSA
+value of its result, or a list of them for primitives with several results.
+"""
+
+import numpy as np
+
+from ..core.ir import Literal
+from .stablehlo import FunctionBuilder, aval_type, i64_array, tensor_type
+
+lowering_rules = {}  # primitive -> rule
+platform_lowering_rules = {"cpu": {}, "gpu": {}}  # platform -> primitive -> rule
+
+
+def register_lowering(primitive, rule, platform=None):
+    if platform is None:
+        lowering_rules[primitive] = rule
+    else:
+        platform_lowering_rules[platform][primitive] = rule
+    return rule
+
+
+class ModuleContext:
+    """What a whole module shares: the platform, host callbacks, and replica count."""
+
+    def __init__(self, platform, num_replicas=1, axis_env=()):
+        self.platform = platform
+        self.host_callbacks = []
+        self.num_replicas = num_replicas
+        self.axis_env = axis_env  # ((axis name, size), ...) for collectives over replicas
+
+    def add_host_callback(self, callback) -> int:
+        self.host_callbacks.append(callback)
+        return len(self.host_callbacks) - 1
+
+
+class RuleContext:
+    """What one rule sees: the builder to emit into and the avals of its equation."""
+
+    __slots__ = ("module", "builder", "avals_in", "avals_out")
+
+    def __init__(self, module, builder, avals_in, avals_out):
+        self.module = module
+        self.builder = builder
+        self.avals_in = avals_in
+        self.avals_out = avals_out
+
+    @property
+    def aval_out(self):
+        return self.avals_out[0]
+
+    def lower_program(self, closed_program, args):
+        """Inlines a sub-program (a jit inside jit, a loop body) into the current builder."""
+        return lower_program_body(self.module, self.builder, closed_program.program, closed_program.consts, args)
+
+
+def find_rule(platform, primitive):
+    rule = platform_lowering_rules.get(platform, {}).get(primitive)
+    if rule is None:
+        rule = lowering_rules.get(primitive)
+    if rule is None:
+        raise NotImplementedError(f"primitive {primitive.name} has no StableHLO lowering rule")
+    return rule
+
+
+def const_value(value, aval):
+    """A host numpy array for a constant: numpy values, Python scalars, or runtime arrays."""
+    return np.asarray(value, dtype=aval.dtype)
+
+
+def lower_program_body(module, builder, program, consts, args):
+    """Emits the equations of `program` into `builder`; returns the SSA values of its outputs."""
+    env = {}
+
+    def read(atom):
+        if type(atom) is Literal:
+            return builder.constant(np.asarray(atom.value, dtype=atom.aval.dtype))
+        return env[atom]
+
+    for var, value in zip(program.constvars, consts):
+        env[var] = value if isinstance(value, str) else builder.constant(const_value(value, var.aval))
+    for var, value in zip(program.invars, args):
+        env[var] = value
+    for eqn in program.equations:
+        rule = find_rule(module.platform, eqn.primitive)
+        ctx = RuleContext(module, builder, [a.aval for a in eqn.inputs], [v.aval for v in eqn.outvars])
+        outs = rule(ctx, *(read(a) for a in eqn.inputs), **eqn.params)
+        if isinstance(outs, str):
+            outs = [outs]
+        assert len(outs) == len(eqn.outvars), (eqn.primitive, outs)
+        for var, value in zip(eqn.outvars, outs):
+            env[var] = value
+    return [read(v) for v in program.outvars]
+
+
+def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=None, num_replicas=1,
+                    axis_env=()):
+    """Returns (module text, ModuleContext) for a closed program; consts become constants."""
+    program = closed_program.program
+    module = ModuleContext(platform, num_replicas, axis_env)
+    builder = FunctionBuilder()
+    args = []
+    for aval in program.in_avals:
+        arg = builder.fresh().replace("%", "%arg")
+        builder.types[arg] = aval_type(aval)
+        args.append(arg)
+    outs = lower_program_body(module, builder, program, closed_program.consts, args)
+    out_types = [aval_type(a) for a in program.out_avals]
+    arg_attributes = arg_attributes or {}
+    signature = ", ".join(
+        f"{a}: {builder.types[a]}" + (f" {{{arg_attributes[i]}}}" if i in arg_attributes else "")
+        for i, a in enumerate(args)
+    )
+    ret = f"    return {', '.join(outs)} : {', '.join(out_types)}" if outs else "    return"
+    text = "\n".join([
+        f"module @{_symbol(name)} attributes {{mhlo.num_partitions = 1 : i32, mhlo.num_replicas = {num_replicas} : i32}} {{",
+        f"  func.func public @main({signature}) -> ({', '.join(out_types)}) {{",
+        *builder.lines,
+        ret,
+        "  }",
+        "}",
+    ])
+    return text, module
+
+
+def _symbol(name):
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return cleaned if cleaned and not cleaned[0].isdigit() else f"m_{cleaned}"
+
+
+# --- helpers for rules ---------------------------------------------------------------------------------
+def broadcast_to(ctx, value, aval, shape):
+    """`value` (of `aval`) broadcast to `shape`: rank-0 values anywhere, others along equal rank."""
+    if aval.shape == tuple(shape):
+        return value
+    dims = [] if aval.ndim == 0 else list(range(aval.ndim))
+    return ctx.builder.op1("stablehlo.broadcast_in_dim", [value], tensor_type(shape, aval.dtype),
+                           {"broadcast_dimensions": i64_array(dims)})
+
+
+def broadcast_operands(ctx, operands):
+    """Operands of an elementwise op brought to the output's shape (scalars and size-1 dims stretch)."""
+    shape = ctx.aval_out.shape
+    return [broadcast_to(ctx, v, a, shape) for v, a in zip(operands, ctx.avals_in)]
+
+
+def elementwise_lowering(op_name, **attributes):
+    """The rule of an elementwise primitive that maps to one StableHLO (or CHLO) op."""
+
+    def rule(ctx, *operands, **_params):
+        operands = broadcast_operands(ctx, operands)
+        return ctx.builder.op1(op_name, operands, aval_type(ctx.aval_out), attributes or None)
+
+    rule.__name__ = f"lower_{op_name.split('.')[-1]}"
+    return rule

@@ -1,0 +1,143 @@
+"""Writing StableHLO text: types, attributes, constants, and a builder for one function's body.
+
+Ops are written in MLIR's generic form (`%r = "stablehlo.add"(%a, %b) : (T, T) -> T`), which is
+uniform for every op; the module is parsed and verified by the runtime before it is compiled.
+"""
+
+import numpy as np
+
+from ..core import dtypes
+
+_element_types = {
+    dtypes.bool_: "i1",
+    dtypes.int8: "i8", dtypes.int16: "i16", dtypes.int32: "i32", dtypes.int64: "i64",
+    dtypes.uint8: "ui8", dtypes.uint16: "ui16", dtypes.uint32: "ui32", dtypes.uint64: "ui64",
+    dtypes.bfloat16: "bf16", dtypes.float16: "f16", dtypes.float32: "f32", dtypes.float64: "f64",
+    dtypes.complex64: "complex<f32>", dtypes.complex128: "complex<f64>",
+}
+
+
+def element_type(dtype) -> str:
+    try:
+        return _element_types[dtype]
+    except KeyError:
+        raise TypeError(f"numax cannot lower arrays of dtype {dtype}") from None
+
+
+def tensor_type(shape, dtype) -> str:
+    dims = "".join(f"{d}x" for d in shape)
+    return f"tensor<{dims}{element_type(dtype)}>"
+
+
+def aval_type(aval) -> str:
+    return tensor_type(aval.shape, aval.dtype)
+
+
+def i64_array(values) -> str:
+    """`array<i64: 1, 2>`: StableHLO's dimension lists."""
+    values = [int(v) for v in values]
+    return f"array<i64: {', '.join(map(str, values))}>" if values else "array<i64>"
+
+
+def bool_array(values) -> str:
+    values = ["true" if v else "false" for v in values]
+    return f"array<i1: {', '.join(values)}>" if values else "array<i1>"
+
+
+def i64_attr(value) -> str:
+    return f"{int(value)} : i64"
+
+
+def dense_elements(value: np.ndarray) -> str:
+    """A dense elements attribute holding `value` (hex bytes; a single element means a splat)."""
+    value = np.asarray(value)
+    type_text = tensor_type(value.shape, value.dtype)
+    if value.dtype == np.bool_:
+        flat = value.reshape(-1)
+        if flat.size and (flat == flat[0]).all():
+            return f"dense<{'true' if flat[0] else 'false'}> : {type_text}"
+        return f"dense<{_nested_bools(value)}> : {type_text}"
+    if value.size == 0:
+        return f"dense<> : {type_text}"
+    flat = value.reshape(-1)
+    if (flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8)).all():
+        flat = flat[:1]
+    data = np.ascontiguousarray(flat).astype(flat.dtype.newbyteorder("<"), copy=False).tobytes()
+    return f'dense<"0x{data.hex().upper()}"> : {type_text}'
+
+
+def _nested_bools(value):
+    if value.ndim == 0:
+        return "true" if value else "false"
+    return "[" + ", ".join(_nested_bools(v) for v in value) + "]"
+
+
+def attributes_text(attributes) -> str:
+    if not attributes:
+        return ""
+    return " {" + ", ".join(f"{k} = {v}" for k, v in attributes.items()) + "}"
+
+
+class FunctionBuilder:
+    """Accumulates the body of one function (or region) with module-unique SSA names."""
+
+    def __init__(self, counter=None, indent=4):
+        self.lines = []
+        self.counter = counter if counter is not None else [0]
+        self.indent = indent
+        self.types = {}  # ssa value -> its type text
+
+    def fresh(self) -> str:
+        name = f"%{self.counter[0]}"
+        self.counter[0] += 1
+        return name
+
+    def op(self, name, operands, result_types, attributes=None, regions=None):
+        """Emits `name` applied to operands; returns the list of its result values."""
+        result = self.fresh()
+        results = [result] if len(result_types) == 1 else [f"{result}#{i}" for i in range(len(result_types))]
+        operand_types = ", ".join(self.types[o] for o in operands)
+        regions_text = ""
+        if regions:
+            regions_text = " (" + ", ".join(regions) + ")"
+        result_text = result_types[0] if len(result_types) == 1 else f"({', '.join(result_types)})"
+        binder = result if len(result_types) == 1 else f"{result}:{len(result_types)}"
+        prefix = f"{binder} = " if result_types else ""
+        self.lines.append(
+            f'{" " * self.indent}{prefix}"{name}"({", ".join(operands)}){regions_text}'
+            f"{attributes_text(attributes)} : ({operand_types}) -> {result_text}"
+        )
+        for value, type_text in zip(results, result_types):
+            self.types[value] = type_text
+        return results
+
+    def op1(self, name, operands, result_type, attributes=None, regions=None) -> str:
+        return self.op(name, operands, [result_type], attributes, regions)[0]
+
+    def region(self, arg_types, body) -> str:
+        """A one-block region: `body(builder, args)` returns the values the block yields."""
+        inner = FunctionBuilder(self.counter, self.indent + 4)
+        args = [inner.fresh() for _ in arg_types]
+        for arg, type_text in zip(args, arg_types):
+            inner.types[arg] = type_text
+        inner.types.update(self.types)  # regions may use values of the enclosing function
+        results = body(inner, args)
+        inner.op("stablehlo.return", list(results), [])
+        header = ", ".join(f"{a}: {t}" for a, t in zip(args, arg_types))
+        return "{\n" + f"{' ' * (self.indent + 2)}^bb0({header}):\n" + "\n".join(inner.lines) + "\n" + " " * self.indent + "}"
+
+    def constant(self, value: np.ndarray) -> str:
+        value = np.asarray(value)
+        return self.op1("stablehlo.constant", [], tensor_type(value.shape, value.dtype),
+                        {"value": dense_elements(value)})
+
+    def scalar(self, value, dtype) -> str:
+        return self.constant(np.asarray(value, dtype=dtype))
+
+    def broadcast_scalar(self, value, shape, dtype) -> str:
+        """A full array of `value`; XLA folds it, so this costs nothing at run time."""
+        scalar = self.scalar(value, dtype)
+        if not shape:
+            return scalar
+        return self.op1("stablehlo.broadcast_in_dim", [scalar], tensor_type(shape, dtype),
+                        {"broadcast_dimensions": i64_array([])})

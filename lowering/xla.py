@@ -1,0 +1,351 @@
+"""The XLA runtime: the one module that touches jaxlib.
+
+Owns the PJRT clients (CPU, and CUDA through the PJRT plugin, loaded without jax), devices, parsing
+and verifying StableHLO, compiling, host<->device transfers, executing, host callbacks and the
+LAPACK/cuSOLVER kernel registrations. Everything here is jax-free: see ../shared/RUNTIME.md for the
+API facts and the traps this module guards against.
+"""
+
+import ctypes
+import functools
+import glob
+import importlib.util
+import os
+import sys
+import threading
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+from jaxlib import _jax  # noqa: E402
+from jaxlib import xla_client as xc  # noqa: E402
+
+XlaRuntimeError = xc.XlaRuntimeError
+_lock = threading.RLock()
+
+
+class LoweringError(Exception):
+    """numax produced a StableHLO module that does not verify: a numax bug, reported with the module."""
+
+
+# --- backends ----------------------------------------------------------------------------------
+class Backend:
+    """One PJRT client and its devices."""
+
+    def __init__(self, platform, client):
+        self.platform = platform
+        self.client = client
+        self.devices = client.local_devices()
+        self.default_device = self.devices[0]
+        self.device_lists = {}
+        self.shardings = {}
+
+    def device_list(self, devices):
+        key = tuple(devices)
+        found = self.device_lists.get(key)
+        if found is None:
+            found = self.device_lists[key] = xc.DeviceList(key)
+        return found
+
+    def sharding(self, device):
+        """The single-device sharding of `device` (replicated over one device)."""
+        found = self.shardings.get(device)
+        if found is None:
+            found = self.shardings[device] = _jax.GSPMDSharding([device], xc.HloSharding.replicate())
+        return found
+
+    def __repr__(self):
+        return f"Backend({self.platform}, {len(self.devices)} devices)"
+
+
+_backends = {}
+
+
+def _make_cpu_backend():
+    return Backend("cpu", xc.make_cpu_client())
+
+
+def _preload_nvidia_libraries():
+    """Loads the CUDA libraries shipped as `nvidia-*` wheels, as the CUDA plugin expects."""
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    for root in spec.submodule_search_locations:
+        for pattern in ("cu*/lib/libcudart.so*", "cuda_runtime/lib/libcudart.so*", "*/lib/libcublasLt.so*",
+                        "*/lib/libcublas.so*", "*/lib/libcusparse.so*", "*/lib/libcusolver.so*",
+                        "*/lib/libcufft.so*", "*/lib/libnvJitLink.so*", "*/lib/libcudnn.so*",
+                        "*/lib/libnccl.so*", "*/lib/libcupti.so*", "cu*/lib/libcu*.so*"):
+            for path in sorted(glob.glob(os.path.join(root, pattern))):
+                try:
+                    ctypes.cdll.LoadLibrary(path)
+                except OSError:
+                    pass
+
+
+def _find_cuda_plugin():
+    """(plugin .so path, kernels extension module name) for the installed CUDA PJRT plugin, or None."""
+    for entry in sys.path:
+        for version in ("13", "12"):
+            so_path = os.path.join(entry, "jax_plugins", f"xla_cuda{version}", "xla_cuda_plugin.so")
+            if os.path.exists(so_path):
+                return so_path, f"jax_cuda{version}_plugin"
+    return None
+
+
+# Registered under numax's own name so that jax (the tests' oracle) can still load its own copy.
+_CUDA_PLUGIN_NAME = "numax_cuda"
+
+
+def _make_cuda_backend():
+    found = _find_cuda_plugin()
+    if found is None:
+        return None
+    so_path, kernels_package = found
+    _preload_nvidia_libraries()
+    if not xc.pjrt_plugin_loaded(_CUDA_PLUGIN_NAME):
+        c_api = xc.load_pjrt_plugin_dynamically(_CUDA_PLUGIN_NAME, so_path)
+    else:
+        c_api = None
+    if not xc.pjrt_plugin_initialized(_CUDA_PLUGIN_NAME):
+        xc.initialize_pjrt_plugin(_CUDA_PLUGIN_NAME)
+    options = {"platform_name": "cuda", "allocator": os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default"),
+               "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "false").lower() == "true"}
+    client = xc.make_c_api_client(_CUDA_PLUGIN_NAME, options)
+    _register_gpu_kernels(c_api, kernels_package)
+    return Backend("gpu", client)
+
+
+def _register_gpu_kernels(c_api, kernels_package):
+    """Registers the CUDA plugin's FFI handlers (host callbacks) and cuSOLVER kernels with XLA."""
+    if c_api is None:
+        return
+    try:
+        extension = importlib.import_module(f"{kernels_package}.cuda_plugin_extension")
+    except ImportError:
+        return
+    xc.register_custom_call_handler("CUDA", functools.partial(extension.register_custom_call_target, c_api))
+    registrations = dict(extension.ffi_handlers()) if hasattr(extension, "ffi_handlers") else {}
+    for module_name in ("_solver", "_linalg"):
+        try:
+            registrations.update(importlib.import_module(f"{kernels_package}.{module_name}").registrations())
+        except ImportError:
+            continue
+    for name, capsule in registrations.items():
+        xc.register_custom_call_target(name, capsule, platform="CUDA", api_version=1)
+
+
+def available_platforms():
+    wanted = os.environ.get("NUMAX_PLATFORMS") or os.environ.get("JAX_PLATFORMS") or ""
+    return [p.strip() for p in wanted.split(",") if p.strip()]
+
+
+def get_backend(platform=None):
+    """The backend for `platform` ('cpu', 'gpu'), or the default: the GPU when one is present."""
+    with _lock:
+        if platform is None:
+            return default_backend()
+        platform = "gpu" if platform in ("cuda", "gpu") else platform
+        backend = _backends.get(platform)
+        if backend is None:
+            if platform == "cpu":
+                backend = _make_cpu_backend()
+            elif platform == "gpu":
+                backend = _make_cuda_backend()
+                if backend is None:
+                    raise RuntimeError("no GPU backend: the CUDA PJRT plugin (jax-cuda13-pjrt) is not installed")
+            else:
+                raise RuntimeError(f"unknown platform {platform!r}; numax knows 'cpu' and 'gpu'")
+            _backends[platform] = backend
+        return backend
+
+
+@functools.lru_cache(maxsize=1)
+def _default_platform():
+    wanted = available_platforms()
+    for platform in wanted or ["gpu", "cpu"]:
+        platform = "gpu" if platform == "cuda" else platform
+        if platform == "gpu":
+            if _find_cuda_plugin() is None:
+                continue
+            try:
+                get_backend("gpu")
+            except Exception:  # no GPU driver or device: fall back, as jax does
+                if wanted:
+                    raise
+                continue
+        return platform
+    return "cpu"
+
+
+def default_backend():
+    return get_backend(_default_platform())
+
+
+# --- StableHLO parsing and compiling --------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def _mlir_context():
+    from jaxlib.mlir import ir
+    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+    from jaxlib.mlir.dialects import chlo, stablehlo
+
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    context = ir.Context()
+    context.append_dialect_registry(registry)
+    context.load_all_available_dialects()
+    stablehlo.register_dialect(context)
+    chlo.register_dialect(context)
+    return context
+
+
+def parse_module(text: str):
+    """Parses and verifies a StableHLO module; a failure is a numax bug, raised with the module text."""
+    from jaxlib.mlir import ir
+
+    context = _mlir_context()
+    with context:
+        try:
+            return ir.Module.parse(text)
+        except ir.MLIRError as error:
+            details = "\n".join(str(d) for d in error.error_diagnostics)
+            raise LoweringError(
+                f"numax generated an invalid StableHLO module (this is a numax bug): {details}\n{_numbered(text)}"
+            ) from None
+
+
+def _numbered(text):
+    return "\n".join(f"{i + 1:4d} {line}" for i, line in enumerate(text.splitlines()))
+
+
+def compile_module(text: str, backend: Backend, devices, host_callbacks=(), num_replicas=1, num_partitions=1):
+    """Verifies and compiles a module for `devices`; returns the loaded executable."""
+    module = parse_module(text)
+    options = xc.CompileOptions()
+    if num_replicas > 1 or num_partitions > 1:
+        options.num_replicas = num_replicas
+        options.num_partitions = num_partitions
+        assignment = np.arange(len(devices), dtype=np.int32).reshape(num_replicas, num_partitions)
+        ids = np.array([d.id for d in devices], dtype=np.int32)[assignment]
+        options.device_assignment = xc.DeviceAssignment.create(ids)
+    _ensure_custom_call_targets(text, backend)
+    with _lock:
+        return backend.client.compile_and_load(module, backend.device_list(devices), options, list(host_callbacks))
+
+
+# --- custom call targets (LAPACK on the CPU) -------------------------------------------------------
+_lapack_ready = False
+
+
+def _ensure_custom_call_targets(text, backend):
+    """Registers and initializes LAPACK kernels before the first module that calls one compiles."""
+    global _lapack_ready
+    if backend.platform != "cpu" or _lapack_ready or "lapack_" not in text:
+        return
+    from jaxlib.cpu import _lapack
+
+    _lapack.initialize()  # must precede execution: registered but uninitialized kernels segfault
+    for name, capsule in _lapack.registrations().items():
+        xc.register_custom_call_target(name, capsule, platform="cpu", api_version=1)
+    _lapack_ready = True
+
+
+# --- transfers -------------------------------------------------------------------------------------
+class _HostAval:
+    """The minimal aval jaxlib wants for a transfer or a result handler."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+        self.weak_type = False
+
+
+_HANDLER_TAKES_SKIP_CHECKS = True
+
+
+def result_handler(shape, dtype, backend, device):
+    """A handler turning an executable's output into a raw jaxlib array (built once per executable)."""
+    global _HANDLER_TAKES_SKIP_CHECKS
+    aval = _HostAval(shape, dtype)
+    sharding = backend.sharding(device)
+    if _HANDLER_TAKES_SKIP_CHECKS:
+        try:
+            return _jax.array_result_handler(aval, sharding, True, _skip_checks=True)
+        except TypeError:  # jaxlib >= 0.11 dropped the keyword
+            _HANDLER_TAKES_SKIP_CHECKS = False
+    return _jax.array_result_handler(aval, sharding, True)
+
+
+def device_put(value: np.ndarray, backend: Backend, device):
+    """Copies a host array to `device` (always a copy: the host array may change later)."""
+    aval = _HostAval(value.shape, value.dtype)
+    return _jax.batched_device_put(aval, backend.sharding(device), [value], [device], True, True,
+                                   enable_x64=True)
+
+
+def execute(executable, buffers, handlers):
+    """Runs a compiled program on device buffers; returns raw output buffers (asynchronously)."""
+    return executable.execute_sharded(buffers).consume_with_handlers(handlers)
+
+
+class _DLPackView:
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def __dlpack__(self, stream=None, **_):
+        return _jax.buffer_to_dlpack_managed_tensor(self.buffer, stream=None)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def to_numpy(buffer) -> np.ndarray:
+    """A host copy of a CPU buffer's contents (DLPack; the caller handles dtypes DLPack lacks)."""
+    return np.array(np.from_dlpack(_DLPackView(buffer)), copy=True)
+
+
+def to_numpy_via_host_copy(buffer) -> np.ndarray:
+    """Readback for non-CPU buffers: jaxlib's own host copy."""
+    array, _ = buffer._single_device_array_to_np_array_did_copy()
+    return np.array(array, copy=True)
+
+
+def block_until_ready(buffers):
+    for buffer in buffers:
+        buffer.block_until_ready()
+
+
+def buffer_device(buffer):
+    return buffer._sharding._internal_device_list[0]
+
+
+def is_deleted(buffer):
+    return buffer.is_deleted()
+
+
+def delete(buffer):
+    buffer.delete()
+
+
+def on_device_size(buffer):
+    return buffer.on_device_size_in_bytes()
+
+
+def copy_to_device(buffer, shape, dtype, backend, device):
+    """Moves a buffer to another device of the same backend."""
+    sharding = backend.sharding(device)
+    copy_semantics = _jax.ArrayCopySemantics.ALWAYS_COPY
+    return _jax.batched_copy_array_to_devices_with_sharding(
+        [buffer], [backend.device_list([device])], [sharding], [copy_semantics])[0]
+
+
+def serialize(executable) -> bytes:
+    return executable.serialize()
+
+
+def deserialize(blob: bytes, backend: Backend, devices, host_callbacks=()):
+    return backend.client.deserialize_executable(blob, backend.device_list(devices), None, list(host_callbacks))

@@ -1,0 +1,80 @@
+"""`numax.numpy`: numpy's API over numax arrays, with JAX's semantics (`import numax.numpy as xnp`)."""
+
+import numpy as _np
+
+from numax.core import dtypes as _dtypes
+from numax.core.dtypes import (  # noqa: F401
+    bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16, int32, int64, uint8,
+    uint16, uint32, uint64,
+)
+from numax.core.dtypes import finfo, iinfo, issubdtype, promote_types  # noqa: F401
+from numax.lowering.array import Array as ndarray  # noqa: F401
+
+from . import _array_methods  # noqa: F401  (installs operators on arrays and tracers)
+from ._creation import (  # noqa: F401
+    arange, array, asarray, empty, empty_like, eye, full, full_like, geomspace, identity, linspace, logspace,
+    meshgrid, ones, ones_like, tri, tril, triu, zeros, zeros_like,
+)
+from ._indexing import nonzero, take  # noqa: F401
+from ._linalg_ops import (  # noqa: F401
+    cross, diag, diagonal, dot, inner, kron, matmul, outer, tensordot, trace, vdot, vecdot,
+)
+from ._logic import allclose, array_equal, array_equiv, clip, nan_to_num, select, where  # noqa: F401
+from ._reductions import (  # noqa: F401
+    all, amax, amin, any, argmax, argmin, average, count_nonzero, max, mean, min, prod, ptp, std, sum, var,
+)
+from ._shape import (  # noqa: F401
+    array_split, atleast_1d, atleast_2d, atleast_3d, broadcast_arrays, broadcast_to, column_stack, concat,
+    concatenate, dsplit, dstack, expand_dims, flip, fliplr, flipud, hsplit, hstack, matrix_transpose, moveaxis,
+    permute_dims, ravel, repeat, reshape, resize, roll, rollaxis, rot90, row_stack, split, squeeze, stack,
+    swapaxes, tile, transpose, vsplit, vstack,
+)
+from ._shape import ndim_of as ndim  # noqa: F401
+from ._shape import shape_of as shape  # noqa: F401
+from ._shape import size_of as size  # noqa: F401
+from ._ufuncs import (  # noqa: F401
+    abs, absolute, acos, acosh, add, angle, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,
+    asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_invert, bitwise_left_shift, bitwise_not, bitwise_or,
+    bitwise_right_shift, bitwise_xor, cbrt, ceil, conj, conjugate, copysign, cos, cosh, deg2rad, degrees, divide,
+    divmod, equal, exp, exp2, expm1, fix, float_power, floor, floor_divide, fmax, fmin, fmod, greater,
+    greater_equal, heaviside, hypot, imag, invert, isclose, isfinite, isinf, isnan, isneginf, isposinf,
+    left_shift, less, less_equal, log, log1p, log2, log10, logaddexp, logaddexp2, logical_and, logical_not,
+    logical_or, logical_xor, maximum, minimum, mod, multiply, negative, nextafter, not_equal, positive, pow, power,
+    rad2deg, radians, real, reciprocal, remainder, right_shift, rint, round, signbit, sign, sin, sinc, sinh, sqrt,
+    square, subtract, tan, tanh, true_divide, trunc,
+)
+
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+euler_gamma = _np.euler_gamma
+newaxis = None
+float_ = _dtypes.default_float_dtype()
+int_ = _dtypes.default_int_dtype()
+complex_ = _dtypes.default_complex_dtype()
+dtype = _np.dtype
+integer, floating, complexfloating, inexact, number, signedinteger, unsignedinteger, generic = (
+    _np.integer, _np.floating, _np.complexfloating, _np.inexact, _np.number, _np.signedinteger,
+    _np.unsignedinteger, _np.generic)
+result_type = _dtypes.result_type
+
+
+def can_cast(from_, to, casting="safe"):
+    return _np.can_cast(_dtypes.dtype(from_), _np.dtype(to), casting)
+
+
+def isscalar(element):
+    return _np.isscalar(element) or (hasattr(element, "shape") and element.shape == ())
+
+
+def iscomplexobj(x):
+    return _dtypes.is_complex(_dtypes.dtype(x))
+
+
+def isrealobj(x):
+    return not iscomplexobj(x)
+
+
+def astype(x, dtype, /, *, copy=False, device=None):
+    return asarray(x).astype(dtype)

@@ -1,0 +1,98 @@
+"""Operators and methods of `numax.Array` and of tracers, defined once over numax.numpy."""
+
+from numax.core import dtypes
+from numax.core.trace import Tracer
+from numax.lowering.array import Array
+
+from . import _creation, _indexing, _linalg_ops, _logic, _reductions, _shape, _ufuncs
+
+
+def _reflected(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _defer_to_unknown(fn):
+    """Binary operators return NotImplemented for types numax does not know (as numpy arrays do)."""
+
+    def method(self, other):
+        if not _is_operand(other):
+            return NotImplemented
+        return fn(self, other)
+
+    return method
+
+
+def _is_operand(value):
+    import numpy as np
+
+    return isinstance(value, (Array, Tracer, np.ndarray, np.generic, list, tuple)) or type(value) in (
+        dtypes.python_scalar_types)
+
+
+def _astype(self, dtype, copy=False, device=None):
+    from numax import lax
+
+    return lax.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+
+
+def _reshape(self, *shape, order="C"):
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = shape[0]
+    return _shape.reshape(self, shape, order=order)
+
+
+def _transpose(self, *axes):
+    if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+        axes = axes[0]
+    return _shape.transpose(self, axes or None)
+
+
+_binary_operators = {
+    "add": _ufuncs.add, "sub": _ufuncs.subtract, "mul": _ufuncs.multiply, "truediv": _ufuncs.true_divide,
+    "floordiv": _ufuncs.floor_divide, "mod": _ufuncs.remainder, "pow": _ufuncs.power,
+    "matmul": _linalg_ops.matmul, "and": _ufuncs.bitwise_and, "or": _ufuncs.bitwise_or,
+    "xor": _ufuncs.bitwise_xor, "lshift": _ufuncs.left_shift, "rshift": _ufuncs.right_shift,
+    "divmod": _ufuncs.divmod,
+}
+_comparisons = {"eq": _ufuncs.equal, "ne": _ufuncs.not_equal, "lt": _ufuncs.less, "le": _ufuncs.less_equal,
+                "gt": _ufuncs.greater, "ge": _ufuncs.greater_equal}
+
+_methods = {
+    "__neg__": _ufuncs.negative, "__pos__": _ufuncs.positive, "__abs__": _ufuncs.absolute,
+    "__invert__": _ufuncs.invert, "__getitem__": _indexing.getitem,
+    "__round__": lambda self, ndigits=None: _ufuncs.round(self, ndigits or 0),
+    "astype": _astype, "reshape": _reshape, "transpose": _transpose,
+    "T": property(lambda self: _shape.transpose(self)),
+    "mT": property(lambda self: _shape.matrix_transpose(self)),
+    "real": property(_ufuncs.real), "imag": property(_ufuncs.imag),
+    "conj": _ufuncs.conjugate, "conjugate": _ufuncs.conjugate,
+    "sum": _reductions.sum, "prod": _reductions.prod, "max": _reductions.max, "min": _reductions.min,
+    "mean": _reductions.mean, "var": _reductions.var, "std": _reductions.std, "all": _reductions.all,
+    "any": _reductions.any, "argmax": _reductions.argmax, "argmin": _reductions.argmin, "ptp": _reductions.ptp,
+    "ravel": _shape.ravel, "flatten": lambda self, order="C": _shape.ravel(self, order),
+    "squeeze": _shape.squeeze, "swapaxes": _shape.swapaxes, "repeat": _shape.repeat,
+    "clip": _logic.clip, "round": _ufuncs.round, "dot": _linalg_ops.dot, "trace": _linalg_ops.trace,
+    "diagonal": _linalg_ops.diagonal, "take": _indexing.take, "nonzero": _indexing.nonzero,
+    "copy": lambda self: _creation.array(self, copy=True),
+    "__array_namespace__": lambda self, api_version=None: __import__("numax.numpy", fromlist=["numpy"]),
+}
+
+
+def install(cls):
+    for name, fn in _binary_operators.items():
+        setattr(cls, f"__{name}__", _defer_to_unknown(fn))
+        setattr(cls, f"__r{name}__", _defer_to_unknown(_reflected(fn)))
+    for name, fn in _comparisons.items():
+        setattr(cls, f"__{name}__", _defer_to_unknown(fn))
+    for name, fn in _methods.items():
+        setattr(cls, name, fn)
+
+
+def install_late(name, fn):
+    """Adds a method defined in a module that imports after this one (sort, cumsum, at, ...)."""
+    for cls in (Array, Tracer):
+        setattr(cls, name, fn)
+
+
+for _cls in (Array, Tracer):
+    install(_cls)

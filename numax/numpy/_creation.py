@@ -1,0 +1,252 @@
+"""Array creation: array/asarray, zeros/ones/full/empty and their *_like forms, arange, linspace,
+logspace, eye/identity, meshgrid, tri/triu/tril."""
+
+import builtins
+
+import numpy as np
+
+from numax import lax
+from numax.core import dtypes
+from numax.core.trace import Tracer
+from numax.lowering.array import Array, put
+
+from ._util import aval, asarray_from_sequence, canonicalize_axis, is_array, promote_dtypes, shape, to_array
+
+
+def _canonical_dtype(dtype):
+    return None if dtype is None else dtypes.canonicalize_dtype(dtype)
+
+
+def array(object, dtype=None, copy=True, order="K", ndmin=0):
+    """A numax array from any array-like (Python scalars stay weakly typed, as in JAX)."""
+    dtype = _canonical_dtype(dtype)
+    if isinstance(object, (Array, Tracer)):
+        out = object if dtype is None else lax.convert_element_type(object, dtype)
+    elif type(object) in dtypes.python_scalar_types:
+        weak = dtype is None and dtypes.is_weak_scalar(object)
+        value_dtype = dtype or dtypes.python_scalar_dtype(object)
+        if type(object) is int and dtypes.is_integer(value_dtype):
+            dtypes.check_int_fits(object, value_dtype)
+        out = put(np.asarray(object, value_dtype), weak_type=weak)
+    elif isinstance(object, (list, tuple)):
+        value = asarray_from_sequence(object)
+        out = value if is_array(value) else put(_host(value, dtype))
+        if dtype is not None and is_array(out):
+            out = lax.convert_element_type(out, dtype)
+    elif hasattr(object, "__jax_array__"):
+        return array(object.__jax_array__(), dtype, copy, order, ndmin)
+    else:
+        out = put(_host(np.asarray(object), dtype))
+    if ndmin > len(shape(out)):
+        out = lax.broadcast_to_rank(out, ndmin)
+    return out
+
+
+def _host(value, dtype):
+    value = np.asarray(value)
+    if value.dtype == object:
+        raise TypeError(f"numax cannot make an array of Python objects: {value!r}")
+    return value.astype(dtype if dtype is not None else dtypes.canonicalize_dtype(value.dtype), copy=False)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+    if isinstance(a, (Array, Tracer)) and (dtype is None or aval(a).dtype == dtypes.canonicalize_dtype(dtype)):
+        return a
+    return array(a, dtype=dtype)
+
+
+def _shape_arg(shape_value):
+    if isinstance(shape_value, (int, np.integer)) or (is_array(shape_value) and not aval(shape_value).shape):
+        return (int(shape_value),)
+    return tuple(int(d) for d in shape_value)
+
+
+def full(shape, fill_value, dtype=None, *, device=None):
+    dtype = _canonical_dtype(dtype)
+    shape = _shape_arg(shape)
+    if is_array(fill_value) and aval(fill_value).shape:
+        from ._shape import broadcast_to
+
+        value = fill_value if dtype is None else lax.convert_element_type(fill_value, dtype)
+        return broadcast_to(value, shape)
+    return lax.full(shape, fill_value, dtype)
+
+
+def zeros(shape, dtype=None, *, device=None):
+    return lax.full(_shape_arg(shape), 0, _canonical_dtype(dtype) or dtypes.default_float_dtype())
+
+
+def ones(shape, dtype=None, *, device=None):
+    return lax.full(_shape_arg(shape), 1, _canonical_dtype(dtype) or dtypes.default_float_dtype())
+
+
+def empty(shape, dtype=None, *, device=None):
+    return zeros(shape, dtype)
+
+
+def _like(fill):
+    def like(a, dtype=None, shape=None, *, device=None):
+        a_aval = aval(to_array(a))
+        dtype = _canonical_dtype(dtype) or a_aval.dtype
+        target = a_aval.shape if shape is None else _shape_arg(shape)
+        return lax.full(target, fill if fill is not None else 0, dtype)
+
+    return like
+
+
+zeros_like = _like(0)
+ones_like = _like(1)
+empty_like = _like(None)
+
+
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+    a_aval = aval(to_array(a))
+    dtype = _canonical_dtype(dtype) or a_aval.dtype
+    return full(a_aval.shape if shape is None else shape, fill_value, dtype)
+
+
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
+    """Evenly spaced values in [start, stop); bounds must be concrete."""
+    for name, value in (("start", start), ("stop", stop), ("step", step)):
+        if isinstance(value, Tracer):
+            from numax.core.trace import concrete_or_error
+
+            concrete_or_error(value, f"arange's {name} argument must be a concrete value (its size depends on it)")
+    if stop is None and step is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    values = [v for v in (start, stop, step) if v is not None]
+    if dtype is None:
+        dtype = dtypes.result_type(*[np.asarray(v) if is_array(v) else v for v in values])
+        if builtins.all(type(v) is int or (is_array(v) and dtypes.is_integer(aval(v).dtype)) for v in values):
+            dtype = dtypes.default_int_dtype()
+        elif dtypes.is_integer(dtype) or dtype == dtypes.bool_:
+            dtype = dtypes.default_float_dtype()
+    dtype = dtypes.canonicalize_dtype(dtype)
+    start, stop, step = (np.asarray(v).item() if is_array(v) else v for v in (start, stop, step))
+    size = builtins.max(int(np.ceil((stop - start) / step)), 0)
+    if size == 0:
+        return lax.full((0,), 0, dtype)
+    if dtypes.is_integer(dtype) and type(start) is int and type(step) is int:
+        values = lax.iota(dtype, size)
+        if step != 1:
+            values = lax.mul(values, lax.convert_element_type(step, dtype))
+        return values if start == 0 else lax.add(values, lax.convert_element_type(start, dtype))
+    return put(np.arange(start, stop, step).astype(dtype))
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+    num = int(num)
+    if num < 0:
+        raise ValueError(f"number of samples, {num}, must be non-negative")
+    start, stop = promote_dtypes(start, stop)
+    computation_dtype = dtypes.result_type(start, stop, dtypes.default_float_dtype())
+    out_dtype = dtypes.canonicalize_dtype(dtype) if dtype is not None else computation_dtype
+    start = lax.convert_element_type(start, computation_dtype)
+    stop = lax.convert_element_type(stop, computation_dtype)
+    start_shape, stop_shape = shape(start), shape(stop)
+    bounds_shape = np.broadcast_shapes(start_shape, stop_shape)
+    from ._shape import broadcast_to, moveaxis
+
+    start = broadcast_to(start, bounds_shape)
+    stop = broadcast_to(stop, bounds_shape)
+    divisor = (num - 1) if endpoint else num
+    steps = lax.convert_element_type(lax.iota(dtypes.default_int_dtype(), num), computation_dtype)
+    steps = lax.broadcast_in_dim(steps, (num,) + bounds_shape, (0,))
+    delta = lax.sub(stop, start)
+    start_b = lax.broadcast_in_dim(start, (num,) + bounds_shape, range(1, len(bounds_shape) + 1))
+    delta_b = lax.broadcast_in_dim(delta, (num,) + bounds_shape, range(1, len(bounds_shape) + 1))
+    if divisor > 0:
+        step = lax.div(delta, lax.convert_element_type(divisor, computation_dtype))
+        values = lax.add(start_b, lax.div(lax.mul(steps, delta_b), lax.convert_element_type(divisor, computation_dtype)))
+        if endpoint and num > 1:
+            # The last sample is exactly `stop`, as numpy guarantees.
+            stop_b = lax.broadcast_in_dim(stop, (num,) + bounds_shape, range(1, len(bounds_shape) + 1))
+            is_last = lax.eq(steps, lax.convert_element_type(num - 1, computation_dtype))
+            values = lax.select(is_last, stop_b, values)
+    else:
+        step = lax.full_like(delta, np.nan)
+        values = start_b
+    values = moveaxis(values, 0, canonicalize_axis(axis, len(bounds_shape) + 1)) if bounds_shape else values
+    values = lax.convert_element_type(values, out_dtype)
+    return (values, step) if retstep else values
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    from ._ufuncs import power
+
+    exponents = linspace(start, stop, num, endpoint, dtype=None, axis=axis)
+    out = power(lax.convert_element_type(base, aval(exponents).dtype), exponents)
+    return out if dtype is None else lax.convert_element_type(out, dtype)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    from ._ufuncs import exp, log
+
+    out = exp(linspace(log(start), log(stop), num, endpoint, axis=axis))
+    return out if dtype is None else lax.convert_element_type(out, dtype)
+
+
+def eye(N, M=None, k=0, dtype=None, *, device=None):
+    M = N if M is None else M
+    dtype = _canonical_dtype(dtype) or dtypes.default_float_dtype()
+    rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
+    cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
+    return lax.convert_element_type(lax.eq(lax.add(rows, lax.convert_element_type(int(k), dtypes.int32)), cols), dtype)
+
+
+def identity(n, dtype=None):
+    return eye(n, dtype=dtype)
+
+
+def tri(N, M=None, k=0, dtype=None):
+    M = N if M is None else M
+    dtype = _canonical_dtype(dtype) or dtypes.default_float_dtype()
+    rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
+    cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
+    return lax.convert_element_type(lax.ge(lax.add(rows, lax.convert_element_type(int(k), dtypes.int32)), cols), dtype)
+
+
+def _triangle_mask(x, k, lower):
+    x_shape = shape(x)
+    if len(x_shape) < 2:
+        raise ValueError(f"{'tril' if lower else 'triu'} needs an array of at least 2 dimensions, got {x_shape}")
+    n, m = x_shape[-2:]
+    mask = tri(n, m, k if lower else k - 1, dtype=dtypes.bool_)
+    if not lower:
+        mask = lax.bitwise_not(mask)
+    return lax.broadcast_in_dim(mask, x_shape, (len(x_shape) - 2, len(x_shape) - 1))
+
+
+def tril(m, k=0):
+    m = to_array(m)
+    return lax.select(_triangle_mask(m, k, True), m, lax.full_like(m, 0))
+
+
+def triu(m, k=0):
+    m = to_array(m)
+    return lax.select(_triangle_mask(m, k, False), m, lax.full_like(m, 0))
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"indexing must be 'xy' or 'ij', got {indexing!r}")
+    arrays = [to_array(x) for x in xi]
+    for x in arrays:
+        if len(shape(x)) != 1:
+            raise ValueError(f"meshgrid takes 1-d arrays, got shape {shape(x)}")
+    sizes = [shape(x)[0] for x in arrays]
+    if indexing == "xy" and len(arrays) >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    outputs = []
+    for i, x in enumerate(arrays):
+        axis = i
+        if indexing == "xy" and len(arrays) >= 2 and i < 2:
+            axis = 1 - i
+        if sparse:
+            target = [1] * len(arrays)
+            target[axis] = sizes[axis]
+            outputs.append(lax.reshape(x, target))
+        else:
+            outputs.append(lax.broadcast_in_dim(x, sizes, (axis,)))
+    return outputs

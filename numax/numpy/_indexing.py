@@ -1,0 +1,114 @@
+"""Indexing: `x[...]` with basic indices (ints, slices, None, Ellipsis), and slicing helpers."""
+
+import numpy as np
+
+from numax import lax
+from numax.core.trace import Tracer
+
+from ._util import shape, to_array
+
+
+def slice_along(a, axis, start, stop, step=1):
+    return lax.slice_in_dim(a, start, stop, step, axis)
+
+
+def _is_basic(index):
+    return index is None or index is Ellipsis or isinstance(index, (int, np.integer, slice))
+
+
+def _expand_ellipsis(indices, rank):
+    consumed = sum(1 for i in indices if i is not None and i is not Ellipsis)
+    if sum(1 for i in indices if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if consumed > rank:
+        raise IndexError(f"too many indices for array: array is {rank}-dimensional, but {consumed} were indexed")
+    out = []
+    for index in indices:
+        if index is Ellipsis:
+            out.extend([slice(None)] * (rank - consumed))
+        else:
+            out.append(index)
+    if Ellipsis not in indices:
+        out.extend([slice(None)] * (rank - consumed))
+    return out
+
+
+def basic_getitem(a, indices):
+    """Static indexing: slices (any step), integers, None and Ellipsis."""
+    a_shape = shape(a)
+    indices = _expand_ellipsis(indices, len(a_shape))
+    start, limit, strides, reversed_axes, squeezed, new_axes = [], [], [], [], [], []
+    axis = 0
+    out_axis = 0
+    result_shape = []
+    for index in indices:
+        if index is None:
+            new_axes.append(out_axis)
+            out_axis += 1
+            continue
+        size = a_shape[axis]
+        if isinstance(index, slice):
+            first, last, step = index.indices(size)
+            if step > 0:
+                count = max(0, (last - first + step - 1) // step)
+                start.append(first)
+                limit.append(first + (count - 1) * step + 1 if count else first)
+                strides.append(step)
+            else:
+                count = max(0, (first - last - step - 1) // -step)
+                low = first + (count - 1) * step if count else 0
+                start.append(low)
+                limit.append(first + 1 if count else 0)
+                strides.append(-step)
+                reversed_axes.append(axis)
+            result_shape.append(count)
+            out_axis += 1
+        else:
+            position = int(index)
+            if not -size <= position < size:
+                raise IndexError(f"index {position} is out of bounds for axis {axis} with size {size}")
+            position %= size
+            start.append(position)
+            limit.append(position + 1)
+            strides.append(1)
+            squeezed.append(axis)
+        axis += 1
+    out = lax.slice(a, start, limit, strides)
+    if reversed_axes:
+        out = lax.rev(out, reversed_axes)
+    if squeezed:
+        out = lax.squeeze(out, squeezed)
+    if new_axes:
+        out = lax.expand_dims(out, new_axes)
+    return out
+
+
+def getitem(a, index):
+    """`a[index]` as numpy defines it."""
+    a = to_array(a)
+    indices = index if isinstance(index, tuple) else (index,)
+    if all(_is_basic(i) for i in indices):
+        from ._util import materialize
+
+        return materialize(basic_getitem(a, indices))
+    from ._advanced import advanced_getitem
+
+    return advanced_getitem(a, indices)
+
+
+def take(a, indices, axis=None, mode=None, fill_value=None):
+    from ._advanced import take as take_
+
+    return take_(a, indices, axis=axis, mode=mode, fill_value=fill_value)
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """Indices of the nonzero elements; under tracing, `size` must be given (the result shape)."""
+    a = to_array(a)
+    if isinstance(a, Tracer) and size is None:
+        from numax.core.trace import concrete_or_error
+
+        concrete_or_error(a, "nonzero's result shape depends on the values; pass size= to use it under jit")
+    from ._advanced import nonzero as nonzero_
+
+    return nonzero_(a, size=size, fill_value=fill_value)

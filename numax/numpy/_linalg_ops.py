@@ -1,0 +1,207 @@
+"""Products and matrix helpers: matmul, dot, vdot, inner, outer, tensordot, kron, trace, diagonal."""
+
+import builtins
+
+from numax import lax
+from numax.core import dtypes
+
+from ._util import aval, canonicalize_axis, promote_args, promote_dtypes, shape, to_array
+
+
+def _preferred(x):
+    return aval(x).dtype
+
+
+def matmul(a, b, /, *, precision=None, preferred_element_type=None):
+    """numpy's matmul: vectors are promoted to matrices, leading dimensions broadcast."""
+    a, b = promote_dtypes(to_array(a), to_array(b))
+    a_shape, b_shape = shape(a), shape(b)
+    if not a_shape or not b_shape:
+        raise ValueError(f"matmul: operands must have at least one dimension, got shapes {a_shape} and {b_shape}")
+    a_vector, b_vector = len(a_shape) == 1, len(b_shape) == 1
+    if a_vector:
+        a = lax.reshape(a, (1,) + a_shape)
+    if b_vector:
+        b = lax.reshape(b, b_shape + (1,))
+    a_shape, b_shape = shape(a), shape(b)
+    if a_shape[-1] != b_shape[-2]:
+        raise ValueError(f"matmul: input operand 1 has a mismatch in its core dimension 0 (size {b_shape[-2]} "
+                         f"is different from {a_shape[-1]}); shapes {a_shape} and {b_shape}")
+    from ._util import broadcast_shapes
+
+    batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
+    a = _broadcast_batch(a, batch)
+    b = _broadcast_batch(b, batch)
+    nbatch = len(batch)
+    batch_dims = tuple(range(nbatch))
+    out = lax.dot_general(a, b, (((nbatch + 1,), (nbatch,)), (batch_dims, batch_dims)), precision,
+                          preferred_element_type)
+    out_shape = shape(out)
+    if a_vector and b_vector:
+        return lax.reshape(out, out_shape[:-2])
+    if a_vector:
+        return lax.reshape(out, out_shape[:-2] + out_shape[-1:])
+    if b_vector:
+        return lax.reshape(out, out_shape[:-1])
+    return out
+
+
+def _broadcast_batch(x, batch):
+    x_shape = shape(x)
+    target = tuple(batch) + x_shape[-2:]
+    if x_shape == target:
+        return x
+    offset = len(target) - len(x_shape)
+    kept = [i for i, d in enumerate(x_shape) if d == target[offset + i]]
+    squeezed = lax.reshape(x, [x_shape[i] for i in kept]) if len(kept) != len(x_shape) else x
+    return lax.broadcast_in_dim(squeezed, target, [offset + i for i in kept])
+
+
+def dot(a, b, *, precision=None, preferred_element_type=None):
+    """numpy's dot: scalars multiply, 1-d/2-d follow matmul, N-d contracts a's last with b's second-to-last."""
+    a, b = promote_args("dot", a, b)
+    a_shape, b_shape = shape(a), shape(b)
+    if not a_shape or not b_shape:
+        return lax.mul(a, b)
+    if len(b_shape) <= 2:
+        return matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
+    return lax.dot_general(a, b, (((len(a_shape) - 1,), (len(b_shape) - 2,)), ((), ())), precision,
+                           preferred_element_type)
+
+
+def vdot(a, b, *, precision=None):
+    from ._shape import ravel
+    from ._ufuncs import conjugate
+
+    return dot(ravel(conjugate(a)), ravel(b), precision=precision)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    from ._reductions import sum as sum_
+    from ._ufuncs import conjugate, multiply
+
+    return sum_(multiply(conjugate(x1), x2), axis=axis)
+
+
+def inner(a, b, *, precision=None):
+    a, b = promote_args("inner", a, b)
+    a_shape, b_shape = shape(a), shape(b)
+    if not a_shape or not b_shape:
+        return lax.mul(a, b)
+    return lax.dot_general(a, b, (((len(a_shape) - 1,), (len(b_shape) - 1,)), ((), ())), precision)
+
+
+def outer(a, b):
+    from ._shape import ravel
+
+    a, b = promote_dtypes(ravel(a), ravel(b))
+    n, m = shape(a)[0], shape(b)[0]
+    return lax.mul(lax.broadcast_in_dim(a, (n, m), (0,)), lax.broadcast_in_dim(b, (n, m), (1,)))
+
+
+def tensordot(a, b, axes=2, *, precision=None):
+    a, b = promote_dtypes(to_array(a), to_array(b))
+    a_rank, b_rank = len(shape(a)), len(shape(b))
+    if isinstance(axes, int):
+        if axes > builtins.min(a_rank, b_rank):
+            raise TypeError(f"tensordot: axes={axes} exceeds the ranks of the operands ({a_rank}, {b_rank})")
+        a_axes = tuple(range(a_rank - axes, a_rank))
+        b_axes = tuple(range(axes))
+    else:
+        a_axes, b_axes = axes
+        a_axes = (a_axes,) if isinstance(a_axes, int) else tuple(a_axes)
+        b_axes = (b_axes,) if isinstance(b_axes, int) else tuple(b_axes)
+        if len(a_axes) != len(b_axes):
+            raise TypeError(f"tensordot: axes lists must have the same length, got {a_axes} and {b_axes}")
+        a_axes = tuple(canonicalize_axis(i, a_rank) for i in a_axes)
+        b_axes = tuple(canonicalize_axis(i, b_rank) for i in b_axes)
+    return lax.dot_general(a, b, ((a_axes, b_axes), ((), ())), precision)
+
+
+def kron(a, b):
+    a, b = promote_dtypes(to_array(a), to_array(b))
+    a_shape, b_shape = shape(a), shape(b)
+    rank = builtins.max(len(a_shape), len(b_shape))
+    a = lax.reshape(a, (1,) * (rank - len(a_shape)) + a_shape)
+    b = lax.reshape(b, (1,) * (rank - len(b_shape)) + b_shape)
+    a_shape, b_shape = shape(a), shape(b)
+    pairs = [d for pair in zip(a_shape, b_shape) for d in pair]
+    a_big = lax.broadcast_in_dim(a, pairs, [2 * i for i in range(rank)])
+    b_big = lax.broadcast_in_dim(b, pairs, [2 * i + 1 for i in range(rank)])
+    return lax.reshape(lax.mul(a_big, b_big), [x * y for x, y in zip(a_shape, b_shape)])
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonal of the (axis1, axis2) planes, as the last axis; done with a strided slice."""
+    a = to_array(a)
+    a_shape = shape(a)
+    rank = len(a_shape)
+    axis1, axis2 = canonicalize_axis(axis1, rank), canonicalize_axis(axis2, rank)
+    if axis1 == axis2:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    rest = [i for i in range(rank) if i not in (axis1, axis2)]
+    a = lax.transpose(a, rest + [axis1, axis2])
+    n, m = a_shape[axis1], a_shape[axis2]
+    batch = [a_shape[i] for i in rest]
+    if offset >= 0:
+        length = builtins.max(0, builtins.min(n, m - offset))
+        start = offset
+    else:
+        length = builtins.max(0, builtins.min(n + offset, m))
+        start = -offset * m
+    flat = lax.reshape(a, batch + [n * m])
+    if length == 0:
+        return lax.full(batch + [0], 0, aval(a).dtype)
+    stop = start + (length - 1) * (m + 1) + 1
+    return lax.slice_in_dim(flat, start, stop, m + 1, len(batch))
+
+
+def diag(v, k=0):
+    v = to_array(v)
+    v_shape = shape(v)
+    if len(v_shape) == 2:
+        return diagonal(v, k)
+    if len(v_shape) != 1:
+        raise ValueError(f"diag: input must be 1-d or 2-d, got shape {v_shape}")
+    n = v_shape[0] + builtins.abs(k)
+    from ._creation import eye
+
+    mask = eye(n, k=k, dtype=dtypes.bool_)
+    padded = lax.pad(v, lax.convert_element_type(0, aval(v).dtype),
+                     [(builtins.max(-k, 0), builtins.max(k, 0), 0)])
+    # Row i of the result holds padded[i + max(k, 0)] on its diagonal: broadcast along columns or rows.
+    values = lax.broadcast_in_dim(padded, (n, n), (1,) if k >= 0 else (0,))
+    return lax.select(mask, values, lax.full_like(values, 0))
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    from ._reductions import sum as sum_
+
+    return sum_(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    from ._shape import moveaxis, stack
+
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = promote_args("cross", a, b)
+    a = moveaxis(a, axisa, -1)
+    b = moveaxis(b, axisb, -1)
+    if shape(a)[-1] not in (2, 3) or shape(b)[-1] not in (2, 3):
+        raise ValueError("cross: incompatible dimensions for cross product (dimension must be 2 or 3)")
+    def component(x, i):
+        return lax.index_in_dim(x, i, len(shape(x)) - 1, keepdims=False) if i < shape(x)[-1] else None
+
+    a0, a1, a2 = component(a, 0), component(a, 1), component(a, 2)
+    b0, b1, b2 = component(b, 0), component(b, 1), component(b, 2)
+    from ._ufuncs import multiply, subtract
+
+    if a2 is None and b2 is None:
+        return subtract(multiply(a0, b1), multiply(a1, b0))
+    zero_a = a2 if a2 is not None else lax.full_like(a0, 0)
+    zero_b = b2 if b2 is not None else lax.full_like(b0, 0)
+    c0 = subtract(multiply(a1, zero_b), multiply(zero_a, b1))
+    c1 = subtract(multiply(zero_a, b0), multiply(a0, zero_b))
+    c2 = subtract(multiply(a0, b1), multiply(a1, b0))
+    return moveaxis(stack([c0, c1, c2], axis=-1), -1, axisc)

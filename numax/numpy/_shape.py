@@ -1,0 +1,387 @@
+"""Shape manipulation: reshape, ravel, transpose, swapaxes, moveaxis, expand_dims, squeeze,
+concatenate/stack and friends, split, tile, repeat, flip, roll, broadcast_to, atleast_nd."""
+
+import builtins
+import operator
+
+import numpy as np
+
+from numax import lax
+from numax.core import dtypes
+from numax.core.trace import concrete_or_error
+
+from ._util import (
+    aval, broadcast_shapes, canonicalize_axes, canonicalize_axis, promote_dtypes, shape, to_array,
+)
+
+
+def _resolve_shape(new_shape, size):
+    if isinstance(new_shape, (int, np.integer)):
+        new_shape = (int(new_shape),)
+    new_shape = [operator.index(d) for d in new_shape]
+    unknown = [i for i, d in enumerate(new_shape) if d == -1]
+    if len(unknown) > 1:
+        raise ValueError("can only specify one unknown dimension (-1)")
+    if unknown:
+        known = int(np.prod([d for d in new_shape if d != -1], dtype=np.int64))
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape array of size {size} into shape {tuple(new_shape)}")
+        new_shape[unknown[0]] = size // known
+    if int(np.prod(new_shape, dtype=np.int64)) != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {tuple(new_shape)}")
+    return tuple(new_shape)
+
+
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    if shape is None:
+        shape = newshape
+    a = to_array(a)
+    a_aval = aval(a)
+    target = _resolve_shape(shape, a_aval.size)
+    if order == "F":
+        reversed_axes = tuple(range(a_aval.ndim))[::-1]
+        return lax.transpose(lax.reshape(lax.transpose(a, reversed_axes), target[::-1]),
+                             tuple(range(len(target)))[::-1])
+    if order not in ("C", "A", "K"):
+        raise ValueError(f"reshape order must be 'C' or 'F', got {order!r}")
+    return _as_array(lax.reshape(a, target))
+
+
+def _as_array(x):
+    from ._util import materialize
+
+    return materialize(x)
+
+
+def ravel(a, order="C"):
+    return reshape(a, (-1,), order=order)
+
+
+def transpose(a, axes=None):
+    a = to_array(a)
+    rank = len(shape(a))
+    if axes is None:
+        axes = tuple(range(rank))[::-1]
+    axes = tuple(canonicalize_axis(ax, rank) for ax in axes)
+    if sorted(axes) != list(range(rank)):
+        raise ValueError(f"axes {axes} don't match array of rank {rank}")
+    return _as_array(lax.transpose(a, axes))
+
+
+def permute_dims(a, axes):
+    return transpose(a, axes)
+
+
+def matrix_transpose(x):
+    rank = len(shape(x))
+    if rank < 2:
+        raise ValueError(f"matrix_transpose needs at least 2 dimensions, got shape {shape(x)}")
+    return swapaxes(x, -1, -2)
+
+
+def swapaxes(a, axis1, axis2):
+    rank = len(shape(a))
+    perm = list(range(rank))
+    i, j = canonicalize_axis(axis1, rank), canonicalize_axis(axis2, rank)
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(a, perm)
+
+
+def moveaxis(a, source, destination):
+    rank = len(shape(a))
+    source = [canonicalize_axis(s, rank) for s in (source if isinstance(source, (tuple, list)) else [source])]
+    destination = [canonicalize_axis(d, rank) for d in
+                   (destination if isinstance(destination, (tuple, list)) else [destination])]
+    if len(source) != len(destination):
+        raise ValueError("moveaxis: source and destination must have the same number of elements")
+    order = [i for i in range(rank) if i not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return transpose(a, order)
+
+
+def rollaxis(a, axis, start=0):
+    rank = len(shape(a))
+    axis = canonicalize_axis(axis, rank)
+    start = start + rank if start < 0 else start
+    if start > axis:
+        start -= 1
+    return moveaxis(a, axis, start)
+
+
+def expand_dims(a, axis):
+    a = to_array(a)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    return _as_array(lax.expand_dims(a, axes))
+
+
+def squeeze(a, axis=None):
+    a = to_array(a)
+    a_shape = shape(a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(a_shape) if d == 1)
+    else:
+        axes = canonicalize_axes(axis, len(a_shape))
+        for ax in axes:
+            if a_shape[ax] != 1:
+                raise ValueError(f"cannot select an axis to squeeze out which has size not equal to one "
+                                 f"(axis {ax} of shape {a_shape})")
+    return _as_array(lax.squeeze(a, axes))
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    arrays = [to_array(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    if axis is None:
+        arrays = [ravel(a) for a in arrays]
+        axis = 0
+    arrays = promote_dtypes(*arrays) if len(arrays) > 1 else arrays
+    if dtype is not None:
+        arrays = [lax.convert_element_type(a, dtype) for a in arrays]
+    rank = len(shape(arrays[0]))
+    if rank == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    for a in arrays:
+        if len(shape(a)) != rank:
+            raise ValueError(f"all the input arrays must have the same number of dimensions, got shapes "
+                             f"{[shape(x) for x in arrays]}")
+    return _as_array(lax.concatenate(arrays, canonicalize_axis(axis, rank)))
+
+
+concat = concatenate
+
+
+def stack(arrays, axis=0, out=None, dtype=None):
+    arrays = [to_array(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to stack")
+    shapes = {shape(a) for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError(f"all input arrays must have the same shape, got {sorted(shapes)}")
+    axis = canonicalize_axis(axis, len(shape(arrays[0])) + 1)
+    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis, dtype=dtype)
+
+
+def atleast_1d(*arys):
+    out = [reshape(a, (1,)) if len(shape(a)) == 0 else to_array(a) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    out = []
+    for a in arys:
+        a = to_array(a)
+        rank = len(shape(a))
+        out.append(reshape(a, (1,) * (2 - rank) + shape(a)) if rank < 2 else a)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+    out = []
+    for a in arys:
+        a = to_array(a)
+        a_shape = shape(a)
+        if len(a_shape) == 0:
+            a = reshape(a, (1, 1, 1))
+        elif len(a_shape) == 1:
+            a = reshape(a, (1, a_shape[0], 1))
+        elif len(a_shape) == 2:
+            a = reshape(a, a_shape + (1,))
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+def hstack(tup, dtype=None):
+    arrays = [atleast_1d(a) for a in tup]
+    return concatenate(arrays, axis=0 if len(shape(arrays[0])) == 1 else 1, dtype=dtype)
+
+
+def vstack(tup, dtype=None):
+    return concatenate([atleast_2d(a) for a in tup], axis=0, dtype=dtype)
+
+
+row_stack = vstack
+
+
+def dstack(tup, dtype=None):
+    return concatenate([atleast_3d(a) for a in tup], axis=2, dtype=dtype)
+
+
+def column_stack(tup):
+    arrays = [reshape(a, (-1, 1)) if len(shape(a)) < 2 else to_array(a) for a in tup]
+    return concatenate(arrays, axis=1)
+
+
+def _split_points(size, indices_or_sections, strict):
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0")
+        if strict and size % sections:
+            raise ValueError(f"array split does not result in an equal division: {size} into {sections}")
+        base, extra = divmod(size, sections)
+        sizes = [base + 1] * extra + [base] * (sections - extra)
+        return list(np.cumsum([0] + sizes))
+    points = [int(concrete_or_error(i, "split indices must be concrete")) for i in indices_or_sections]
+    points = [builtins.min(builtins.max(p + size if p < 0 else p, 0), size) for p in points]
+    return [0] + points + [size]
+
+
+def _split(ary, indices_or_sections, axis, strict):
+    ary = to_array(ary)
+    a_shape = shape(ary)
+    axis = canonicalize_axis(axis, len(a_shape))
+    points = _split_points(a_shape[axis], indices_or_sections, strict)
+    from ._indexing import slice_along
+
+    return [slice_along(ary, axis, start, builtins.max(start, stop)) for start, stop in zip(points[:-1], points[1:])]
+
+
+def split(ary, indices_or_sections, axis=0):
+    return _split(ary, indices_or_sections, axis, strict=True)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    return _split(ary, indices_or_sections, axis, strict=False)
+
+
+def hsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, axis=1 if len(shape(ary)) > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, axis=0)
+
+
+def dsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, axis=2)
+
+
+def broadcast_to(array, shape_):
+    array = to_array(array)
+    shape_ = (int(shape_),) if isinstance(shape_, (int, np.integer)) else tuple(int(d) for d in shape_)
+    a_shape = shape(array)
+    if a_shape == shape_:
+        return _as_array(array)
+    if len(a_shape) > len(shape_) or broadcast_shapes(a_shape, shape_) != shape_:
+        raise ValueError(f"cannot broadcast an array of shape {a_shape} to shape {shape_}")
+    offset = len(shape_) - len(a_shape)
+    kept = [i for i, d in enumerate(a_shape) if d == shape_[offset + i]]
+    squeezed = lax.reshape(array, [a_shape[i] for i in kept]) if len(kept) != len(a_shape) else array
+    return _as_array(lax.broadcast_in_dim(squeezed, shape_, [offset + i for i in kept]))
+
+
+def broadcast_arrays(*args):
+    target = broadcast_shapes(*(shape(a) for a in args))
+    return [broadcast_to(a, target) for a in args]
+
+
+def tile(A, reps):
+    A = to_array(A)
+    reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    a_shape = shape(A)
+    rank = builtins.max(len(a_shape), len(reps))
+    a_shape = (1,) * (rank - len(a_shape)) + a_shape
+    reps = (1,) * (rank - len(reps)) + reps
+    A = lax.reshape(A, a_shape)
+    # Broadcast each dimension d to (rep, d), then merge the pairs.
+    expanded_shape = [x for pair in zip(reps, a_shape) for x in pair]
+    expanded = lax.broadcast_in_dim(A, expanded_shape, [2 * i + 1 for i in range(rank)])
+    return _as_array(lax.reshape(expanded, [r * d for r, d in zip(reps, a_shape)]))
+
+
+def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    a = to_array(a)
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    a_shape = shape(a)
+    axis = canonicalize_axis(axis, len(a_shape))
+    if isinstance(repeats, (int, np.integer)):
+        count = int(repeats)
+        expanded_shape = list(a_shape[:axis + 1]) + [count] + list(a_shape[axis + 1:])
+        dims = [i for i in range(len(a_shape) + 1) if i != axis + 1]
+        expanded = lax.broadcast_in_dim(a, expanded_shape, dims)
+        out_shape = list(a_shape)
+        out_shape[axis] *= count
+        return _as_array(lax.reshape(expanded, out_shape))
+    counts = np.asarray(concrete_or_error(repeats, "repeat counts must be concrete (or pass an int)"))
+    counts = np.broadcast_to(counts, (a_shape[axis],))
+    index = np.repeat(np.arange(a_shape[axis]), counts)
+    from ._indexing import take
+
+    return take(a, index, axis=axis)
+
+
+def flip(m, axis=None):
+    m = to_array(m)
+    axes = canonicalize_axes(axis, len(shape(m)))
+    return _as_array(lax.rev(m, axes))
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    k = k % 4
+    ax0, ax1 = axes
+    if k == 0:
+        return to_array(m)
+    if k == 2:
+        return flip(flip(m, ax0), ax1)
+    perm = list(range(len(shape(m))))
+    perm[ax0], perm[ax1] = perm[ax1], perm[ax0]
+    if k == 1:
+        return transpose(flip(m, ax1), perm)
+    return flip(transpose(m, perm), ax1)
+
+
+def roll(a, shift, axis=None):
+    a = to_array(a)
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), shape(a))
+    shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    shifts, axes = np.broadcast_arrays(np.asarray([concrete_or_error(s, "roll shift must be concrete")
+                                                   for s in shifts]), np.asarray(axes))
+    for s, ax in zip(shifts.tolist(), axes.tolist()):
+        ax = canonicalize_axis(ax, len(shape(a)))
+        size = shape(a)[ax]
+        if size == 0:
+            continue
+        s = s % size
+        if s:
+            from ._indexing import slice_along
+
+            a = lax.concatenate([slice_along(a, ax, size - s, size), slice_along(a, ax, 0, size - s)], ax)
+    return _as_array(a)
+
+
+def resize(a, new_shape):
+    a = ravel(a)
+    new_shape = (int(new_shape),) if isinstance(new_shape, (int, np.integer)) else tuple(new_shape)
+    size = int(np.prod(new_shape, dtype=np.int64))
+    length = shape(a)[0]
+    if length == 0:
+        return lax.full(new_shape, 0, aval(a).dtype)
+    repeats = -(-size // length)
+    return reshape(tile(a, repeats)[:size], new_shape)
+
+
+def shape_of(a):
+    return shape(a)
+
+
+def size_of(a, axis=None):
+    a_shape = shape(a)
+    return int(np.prod(a_shape, dtype=np.int64)) if axis is None else a_shape[axis]
+
+
+def ndim_of(a):
+    return len(shape(a))

@@ -1,0 +1,489 @@
+"""Elementwise numpy functions (ufunc-style), with numpy broadcasting and JAX's dtype promotion."""
+
+import numpy as np
+
+from numax import lax
+from numax.core import dtypes
+
+from ._util import (
+    aval, check_arraylike, promote_args, promote_args_inexact, promote_args_numeric, to_array,
+)
+
+
+def _unary_inexact(lax_fn, name):
+    def fn(x, /):
+        (x,) = promote_args_inexact(name, x)
+        return lax_fn(x)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}, like numpy.{name} (integers become the default float type)."
+    return fn
+
+
+sin = _unary_inexact(lax.sin, "sin")
+cos = _unary_inexact(lax.cos, "cos")
+tan = _unary_inexact(lax.tan, "tan")
+arcsin = _unary_inexact(lax.asin, "arcsin")
+arccos = _unary_inexact(lax.acos, "arccos")
+arctan = _unary_inexact(lax.atan, "arctan")
+sinh = _unary_inexact(lax.sinh, "sinh")
+cosh = _unary_inexact(lax.cosh, "cosh")
+tanh = _unary_inexact(lax.tanh, "tanh")
+arcsinh = _unary_inexact(lax.asinh, "arcsinh")
+arccosh = _unary_inexact(lax.acosh, "arccosh")
+arctanh = _unary_inexact(lax.atanh, "arctanh")
+exp = _unary_inexact(lax.exp, "exp")
+exp2 = _unary_inexact(lax.exp2, "exp2")
+expm1 = _unary_inexact(lax.expm1, "expm1")
+log = _unary_inexact(lax.log, "log")
+log1p = _unary_inexact(lax.log1p, "log1p")
+sqrt = _unary_inexact(lax.sqrt, "sqrt")
+cbrt = _unary_inexact(lax.cbrt, "cbrt")
+asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+
+
+def log2(x, /):
+    (x,) = promote_args_inexact("log2", x)
+    return lax.div(lax.log(x), lax.log(lax.convert_element_type(2, aval(x).dtype)))
+
+
+def log10(x, /):
+    (x,) = promote_args_inexact("log10", x)
+    return lax.div(lax.log(x), lax.log(lax.convert_element_type(10, aval(x).dtype)))
+
+
+def rsqrt(x, /):
+    (x,) = promote_args_inexact("rsqrt", x)
+    return lax.rsqrt(x)
+
+
+def _binary(lax_fn, name, promote=promote_args):
+    def fn(x1, x2, /):
+        x1, x2 = promote(name, x1, x2)
+        return lax_fn(x1, x2)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}, like numpy.{name}."
+    return fn
+
+
+add = _binary(lax.add, "add")
+subtract = _binary(lax.sub, "subtract")
+multiply = _binary(lax.mul, "multiply")
+maximum = _binary(lax.max, "maximum")
+minimum = _binary(lax.min, "minimum")
+arctan2 = _binary(lax.atan2, "arctan2", promote_args_inexact)
+atan2 = arctan2
+nextafter = _binary(lax.nextafter, "nextafter", promote_args_inexact)
+equal = _binary(lax.eq, "equal")
+not_equal = _binary(lax.ne, "not_equal")
+less = _binary(lax.lt, "less")
+less_equal = _binary(lax.le, "less_equal")
+greater = _binary(lax.gt, "greater")
+greater_equal = _binary(lax.ge, "greater_equal")
+
+
+def _bitwise(lax_fn, name):
+    def fn(x1, x2, /):
+        x1, x2 = promote_args(name, x1, x2)
+        dtype = aval(x1).dtype
+        if dtype != dtypes.bool_ and not dtypes.is_integer(dtype):
+            raise TypeError(f"{name} is only defined for boolean and integer arrays, got {dtype.name}")
+        return lax_fn(x1, x2)
+
+    fn.__name__ = name
+    return fn
+
+
+bitwise_and = _bitwise(lax.bitwise_and, "bitwise_and")
+bitwise_or = _bitwise(lax.bitwise_or, "bitwise_or")
+bitwise_xor = _bitwise(lax.bitwise_xor, "bitwise_xor")
+
+
+def _logical(lax_fn, name):
+    def fn(x1, x2, /):
+        x1, x2 = promote_args(name, to_bool(x1), to_bool(x2))
+        return lax_fn(x1, x2)
+
+    fn.__name__ = name
+    return fn
+
+
+def to_bool(x):
+    return lax.convert_element_type(to_array(x), dtypes.bool_)
+
+
+logical_and = _logical(lax.bitwise_and, "logical_and")
+logical_or = _logical(lax.bitwise_or, "logical_or")
+logical_xor = _logical(lax.bitwise_xor, "logical_xor")
+
+
+def logical_not(x, /):
+    return lax.bitwise_not(to_bool(x))
+
+
+def invert(x, /):
+    (x,) = promote_args("invert", x)
+    dtype = aval(x).dtype
+    if dtype != dtypes.bool_ and not dtypes.is_integer(dtype):
+        raise TypeError(f"invert is only defined for boolean and integer arrays, got {dtype.name}")
+    return lax.bitwise_not(x)
+
+
+bitwise_not = bitwise_invert = invert
+
+
+def left_shift(x1, x2, /):
+    x1, x2 = promote_args_numeric("left_shift", x1, x2)
+    return lax.shift_left(x1, x2)
+
+
+def right_shift(x1, x2, /):
+    x1, x2 = promote_args_numeric("right_shift", x1, x2)
+    if dtypes.is_unsigned(aval(x1).dtype):
+        return lax.shift_right_logical(x1, x2)
+    return lax.shift_right_arithmetic(x1, x2)
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
+def negative(x, /):
+    (x,) = promote_args_numeric("negative", x)
+    return lax.neg(x)
+
+
+def positive(x, /):
+    (x,) = promote_args_numeric("positive", x)
+    return x
+
+
+def absolute(x, /):
+    (x,) = promote_args("absolute", x)
+    dtype = aval(x).dtype
+    if dtype == dtypes.bool_ or dtypes.is_unsigned(dtype):
+        return x
+    return lax.abs(x)
+
+
+abs = absolute
+
+
+def sign(x, /):
+    (x,) = promote_args_numeric("sign", x)
+    dtype = aval(x).dtype
+    if dtypes.is_unsigned(dtype):
+        return lax.convert_element_type(lax.ne(x, 0), dtype)
+    if dtypes.is_complex(dtype):
+        magnitude = lax.abs(x)
+        safe = lax.select(lax.eq(magnitude, 0), lax.full_like(magnitude, 1), magnitude)
+        quotient = lax.div(x, lax.complex(safe, lax.full_like(safe, 0)))
+        return lax.select(lax.eq(magnitude, 0), lax.full_like(x, 0), quotient)
+    return lax.sign(x)
+
+
+def true_divide(x1, x2, /):
+    x1, x2 = promote_args_inexact("true_divide", x1, x2)
+    return lax.div(x1, x2)
+
+
+divide = true_divide
+
+
+def floor_divide(x1, x2, /):
+    x1, x2 = promote_args_numeric("floor_divide", x1, x2)
+    dtype = aval(x1).dtype
+    if dtypes.is_integer(dtype):
+        quotient = lax.div(x1, x2)
+        if dtypes.is_unsigned(dtype):
+            return quotient
+        # C division truncates; floor division rounds toward -inf when the signs differ.
+        needs_fix = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)), lax.ne(lax.rem(x1, x2), 0))
+        return lax.select(needs_fix, lax.sub(quotient, 1), quotient)
+    if dtypes.is_complex(dtype):
+        raise TypeError("floor_divide does not support complex numbers")
+    return lax.floor(lax.div(x1, x2))
+
+
+def remainder(x1, x2, /):
+    x1, x2 = promote_args_numeric("remainder", x1, x2)
+    dtype = aval(x1).dtype
+    if dtypes.is_complex(dtype):
+        raise TypeError("remainder does not support complex numbers")
+    rem = lax.rem(x1, x2)
+    if dtypes.is_unsigned(dtype):
+        return rem
+    # numpy's remainder takes the sign of the divisor.
+    zero = lax.convert_element_type(0, dtype)
+    fix = lax.bitwise_and(lax.ne(rem, zero), lax.ne(lax.lt(rem, zero), lax.lt(x2, zero)))
+    return lax.select(fix, lax.add(rem, x2), rem)
+
+
+mod = remainder
+
+
+def fmod(x1, x2, /):
+    x1, x2 = promote_args_numeric("fmod", x1, x2)
+    return lax.rem(x1, x2)
+
+
+def divmod(x1, x2, /):
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def power(x1, x2, /):
+    check_arraylike("power", x1, x2)
+    if type(x2) is int:
+        (x1,) = promote_args_numeric("power", x1)
+        if x2 < 0 and dtypes.is_integer(aval(x1).dtype):
+            raise ValueError("integers to negative integer powers are not allowed")
+        return lax.integer_pow(x1, x2)
+    x1, x2 = promote_args_numeric("power", x1, x2)
+    dtype = aval(x1).dtype
+    if dtypes.is_integer(dtype):
+        return _integer_power(x1, x2)
+    return lax.pow(x1, x2)
+
+
+def _integer_power(base, exponent):
+    # Square-and-multiply over the bits of the exponent; negative exponents give 0 (1 for base 1).
+    dtype = aval(base).dtype
+    bits = dtype.itemsize * 8
+    shape = np.broadcast_shapes(aval(base).shape, aval(exponent).shape)
+    base = lax.broadcast_in_dim(base, shape, range(len(shape))) if aval(base).shape != shape else base
+    exponent = lax.broadcast_in_dim(exponent, shape, range(len(shape))) if aval(exponent).shape != shape else exponent
+    result = lax.full(shape, 1, dtype)
+    for _ in range(bits):
+        odd = lax.ne(lax.bitwise_and(exponent, 1), 0)
+        result = lax.select(odd, lax.mul(result, base), result)
+        base = lax.mul(base, base)
+        exponent = lax.shift_right_logical(exponent, 1) if dtypes.is_unsigned(dtype) else lax.shift_right_arithmetic(
+            exponent, 1)
+    return result
+
+
+pow = power
+
+
+def float_power(x1, x2, /):
+    x1, x2 = promote_args_inexact("float_power", x1, x2)
+    return lax.pow(x1, x2)
+
+
+def square(x, /):
+    (x,) = promote_args_numeric("square", x)
+    return lax.integer_pow(x, 2)
+
+
+def reciprocal(x, /):
+    (x,) = promote_args_inexact("reciprocal", x)
+    return lax.integer_pow(x, -1)
+
+
+def floor(x, /):
+    (x,) = promote_args_numeric("floor", x)
+    return x if not dtypes.is_inexact(aval(x).dtype) else lax.floor(x)
+
+
+def ceil(x, /):
+    (x,) = promote_args_numeric("ceil", x)
+    return x if not dtypes.is_inexact(aval(x).dtype) else lax.ceil(x)
+
+
+def trunc(x, /):
+    (x,) = promote_args_numeric("trunc", x)
+    if not dtypes.is_inexact(aval(x).dtype):
+        return x
+    return lax.select(lax.lt(x, 0), lax.ceil(x), lax.floor(x))
+
+
+fix = trunc
+
+
+def rint(x, /):
+    (x,) = promote_args_inexact("rint", x)
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+def round(a, decimals=0, out=None):
+    """Rounds half to even, to `decimals` places (like numpy.round)."""
+    (a,) = promote_args_numeric("round", a)
+    dtype = aval(a).dtype
+    if dtypes.is_integer(dtype):
+        if decimals >= 0:
+            return a
+        factor = lax.convert_element_type(10 ** (-decimals), dtype)
+        return lax.mul(floor_divide(lax.add(a, lax.div(factor, lax.convert_element_type(2, dtype))), factor),
+                       factor)
+    if dtypes.is_complex(dtype):
+        return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
+    if decimals == 0:
+        return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
+    factor = lax.convert_element_type(10.0 ** decimals, dtype)
+    return lax.div(lax.round(lax.mul(a, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
+
+
+around = round
+
+
+def isfinite(x, /):
+    (x,) = promote_args("isfinite", x)
+    dtype = aval(x).dtype
+    if dtypes.is_complex(dtype):
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    if dtypes.is_float(dtype):
+        return lax.is_finite(x)
+    return lax.full(aval(x).shape, True, dtypes.bool_)
+
+
+def isinf(x, /):
+    (x,) = promote_args("isinf", x)
+    dtype = aval(x).dtype
+    if dtypes.is_complex(dtype):
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
+    if dtypes.is_float(dtype):
+        return lax.eq(lax.abs(x), lax.convert_element_type(np.inf, dtype))
+    return lax.full(aval(x).shape, False, dtypes.bool_)
+
+
+def isnan(x, /):
+    (x,) = promote_args("isnan", x)
+    dtype = aval(x).dtype
+    if dtypes.is_inexact(dtype):
+        return lax.ne(x, x)
+    return lax.full(aval(x).shape, False, dtypes.bool_)
+
+
+def isposinf(x, /):
+    (x,) = promote_args("isposinf", x)
+    return lax.bitwise_and(isinf(x), lax.gt(x, 0)) if dtypes.is_float(aval(x).dtype) else isinf(x)
+
+
+def isneginf(x, /):
+    (x,) = promote_args("isneginf", x)
+    return lax.bitwise_and(isinf(x), lax.lt(x, 0)) if dtypes.is_float(aval(x).dtype) else isinf(x)
+
+
+def signbit(x, /):
+    (x,) = promote_args("signbit", x)
+    dtype = aval(x).dtype
+    if dtypes.is_integer(dtype):
+        return lax.lt(x, 0)
+    if dtype == dtypes.bool_:
+        return lax.full(aval(x).shape, False, dtypes.bool_)
+    int_type = {2: np.int16, 4: np.int32, 8: np.int64}[dtype.itemsize]
+    return lax.lt(lax.bitcast_convert_type(x, int_type), 0)
+
+
+def copysign(x1, x2, /):
+    x1, x2 = promote_args_inexact("copysign", x1, x2)
+    return where_(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
+
+
+def where_(condition, x, y):
+    from ._logic import where
+
+    return where(condition, x, y)
+
+
+def real(x, /):
+    (x,) = promote_args("real", x)
+    return lax.real(x) if dtypes.is_complex(aval(x).dtype) else x
+
+
+def imag(x, /):
+    (x,) = promote_args("imag", x)
+    return lax.imag(x) if dtypes.is_complex(aval(x).dtype) else lax.full_like(x, 0)
+
+
+def conjugate(x, /):
+    (x,) = promote_args("conjugate", x)
+    return lax.conj(x) if dtypes.is_complex(aval(x).dtype) else x
+
+
+conj = conjugate
+
+
+def angle(z, deg=False):
+    (z,) = promote_args_inexact("angle", z)
+    dtype = aval(z).dtype
+    if dtypes.is_complex(dtype):
+        result = lax.atan2(lax.imag(z), lax.real(z))
+    else:
+        result = lax.atan2(lax.full_like(z, 0), z)
+    return lax.mul(result, lax.convert_element_type(180 / np.pi, aval(result).dtype)) if deg else result
+
+
+def hypot(x1, x2, /):
+    x1, x2 = promote_args_inexact("hypot", x1, x2)
+    return lax.sqrt(lax.add(lax.mul(x1, x1), lax.mul(x2, x2)))
+
+
+def logaddexp(x1, x2, /):
+    x1, x2 = promote_args_inexact("logaddexp", x1, x2)
+    biggest = lax.max(x1, x2)
+    delta = lax.sub(x1, x2)
+    both_inf = lax.eq(x1, x2)
+    softplus = lax.log1p(lax.exp(lax.neg(lax.abs(delta))))
+    return lax.select(both_inf, lax.add(x1, lax.log(lax.convert_element_type(2, aval(x1).dtype))),
+                      lax.add(biggest, softplus))
+
+
+def logaddexp2(x1, x2, /):
+    x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+    ln2 = lax.convert_element_type(np.log(2), aval(x1).dtype)
+    return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+
+
+def deg2rad(x, /):
+    (x,) = promote_args_inexact("deg2rad", x)
+    return lax.mul(x, lax.convert_element_type(np.pi / 180, aval(x).dtype))
+
+
+def rad2deg(x, /):
+    (x,) = promote_args_inexact("rad2deg", x)
+    return lax.mul(x, lax.convert_element_type(180 / np.pi, aval(x).dtype))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def sinc(x, /):
+    (x,) = promote_args_inexact("sinc", x)
+    pi_x = lax.mul(x, lax.convert_element_type(np.pi, aval(x).dtype))
+    is_zero = lax.eq(x, 0)
+    safe = lax.select(is_zero, lax.full_like(pi_x, 1), pi_x)
+    return lax.select(is_zero, lax.full_like(x, 1), lax.div(lax.sin(safe), safe))
+
+
+def heaviside(x1, x2, /):
+    x1, x2 = promote_args_inexact("heaviside", x1, x2)
+    zero = lax.full_like(x1, 0)
+    one = lax.full_like(x1, 1)
+    return lax.select(lax.lt(x1, 0), zero, lax.select(lax.eq(x1, 0), lax.broadcast_in_dim(
+        x2, aval(x1).shape, range(aval(x2).ndim)) if aval(x2).shape != aval(x1).shape else x2, one))
+
+
+def fmax(x1, x2, /):
+    x1, x2 = promote_args("fmax", x1, x2)
+    return lax.select(isnan(x2), x1, lax.select(isnan(x1), x2, lax.max(x1, x2)))
+
+
+def fmin(x1, x2, /):
+    x1, x2 = promote_args("fmin", x1, x2)
+    return lax.select(isnan(x2), x1, lax.select(isnan(x1), x2, lax.min(x1, x2)))
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    a, b = promote_args_inexact("isclose", a, b)
+    dtype = aval(a).dtype
+    if dtypes.is_complex(dtype):
+        dtype = np.dtype(np.float32 if dtype == dtypes.complex64 else np.float64)
+    close = lax.le(lax.abs(lax.sub(a, b)), lax.add(lax.convert_element_type(atol, dtype),
+                                                    lax.mul(lax.convert_element_type(rtol, dtype), lax.abs(b))))
+    finite = lax.bitwise_and(isfinite(a), isfinite(b))
+    same_inf = lax.bitwise_and(lax.bitwise_not(finite), lax.eq(a, b))
+    result = lax.bitwise_or(lax.bitwise_and(close, finite), same_inf)
+    if equal_nan:
+        result = lax.bitwise_or(result, lax.bitwise_and(isnan(a), isnan(b)))
+    return result

@@ -1,0 +1,158 @@
+"""Helpers for writing numpy functions over lax: argument checks, dtype promotion, broadcasting."""
+
+import numpy as np
+
+from numax import lax
+from numax.core import dtypes
+from numax.core.avals import get_aval
+from numax.core.trace import Tracer, get_aval_of
+from numax.lowering.array import Array, put
+
+
+def is_array(value):
+    return isinstance(value, (Array, Tracer))
+
+
+def check_arraylike(name, *args):
+    for i, arg in enumerate(args):
+        if not (is_array(arg) or isinstance(arg, (np.ndarray, np.generic)) or type(arg) in dtypes.python_scalar_types):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(arg).__name__} at position {i}")
+
+
+def aval(value):
+    return get_aval_of(value) if is_array(value) else get_aval(_as_host(value))
+
+
+def _as_host(value):
+    if isinstance(value, (np.ndarray, np.generic)) or type(value) in dtypes.python_scalar_types:
+        return value
+    return np.asarray(value)
+
+
+def shape(value):
+    return aval(value).shape
+
+
+def ndim(value):
+    return len(aval(value).shape)
+
+
+def to_array(value, dtype=None, weak_type=None):
+    """Any array-like as something lax accepts: arrays and tracers pass, lists become numpy arrays."""
+    if is_array(value) or isinstance(value, (np.ndarray, np.generic)) or type(value) in dtypes.python_scalar_types:
+        out = value
+    elif isinstance(value, (list, tuple)):
+        out = asarray_from_sequence(value)
+    else:
+        out = np.asarray(value)
+    if dtype is not None:
+        out = lax.convert_element_type(out, dtype, False if weak_type is None else weak_type)
+    return out
+
+
+def asarray_from_sequence(value):
+    leaves = _sequence_leaves(value)
+    if any(is_array(x) for x in leaves):
+        from . import _shape  # stacking traced elements needs lax
+
+        return _shape.stack([to_array(x) for x in value])
+    host = np.asarray(value)
+    if host.dtype == np.float64 and not dtypes.config.enable_x64:
+        return host.astype(np.float32)
+    return host
+
+
+def _sequence_leaves(value):
+    if isinstance(value, (list, tuple)):
+        out = []
+        for item in value:
+            out.extend(_sequence_leaves(item))
+        return out
+    return [value]
+
+
+def promote_dtypes(*args):
+    """Converts arguments to their common (JAX-promoted) dtype, keeping weak types where JAX does."""
+    if len(args) < 2:
+        return [to_array(a) for a in args]
+    arrays = [to_array(a) for a in args]
+    dtype, weak = dtypes.result_type(*arrays, return_weak_type_flag=True)
+    return [lax.convert_element_type(a, dtype, weak) for a in arrays]
+
+
+def promote_dtypes_inexact(*args):
+    """Like promote_dtypes, then integers and bools become the default float type."""
+    arrays = promote_dtypes(*args)
+    dtype, weak = dtypes.result_type(*arrays, return_weak_type_flag=True)
+    if not dtypes.is_inexact(dtype):
+        dtype = dtypes.default_float_dtype()
+        return [lax.convert_element_type(a, dtype, weak) for a in arrays]
+    return arrays
+
+
+def promote_dtypes_numeric(*args):
+    arrays = promote_dtypes(*args)
+    dtype, weak = dtypes.result_type(*arrays, return_weak_type_flag=True)
+    if dtype == dtypes.bool_:
+        return [lax.convert_element_type(a, dtypes.default_int_dtype(), weak) for a in arrays]
+    return arrays
+
+
+def broadcast_shapes(*shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"operands could not be broadcast together with shapes {' '.join(map(str, shapes))}") from None
+
+
+def promote_shapes(name, *args):
+    """Brings operands to one rank (scalars stay scalars: elementwise primitives accept them)."""
+    shapes = [shape(a) for a in args]
+    if len({len(s) for s in shapes if s}) <= 1 and all(
+        len({d for d in dims if d != 1}) <= 1 for dims in zip(*[s for s in shapes if s])
+    ):
+        return list(args)
+    result = broadcast_shapes(*shapes)
+    rank = len(result)
+    return [a if not s or len(s) == rank else lax.broadcast_to_rank(a, rank) for a, s in zip(args, shapes)]
+
+
+def promote_args(name, *args):
+    check_arraylike(name, *args)
+    return promote_shapes(name, *promote_dtypes(*args))
+
+
+def promote_args_inexact(name, *args):
+    check_arraylike(name, *args)
+    return promote_shapes(name, *promote_dtypes_inexact(*args))
+
+
+def promote_args_numeric(name, *args):
+    check_arraylike(name, *args)
+    return promote_shapes(name, *promote_dtypes_numeric(*args))
+
+
+def canonicalize_axis(axis, rank):
+    axis = int(axis)
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {rank}")
+    return axis % rank
+
+
+def canonicalize_axes(axis, rank):
+    """`axis` (None, int or tuple) as a sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(rank))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(canonicalize_axis(a, rank) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"duplicate value in 'axis': {axis}")
+        return tuple(sorted(axes))
+    return (canonicalize_axis(axis, rank),)
+
+
+def materialize(value):
+    """A concrete device array (used where a Python value must be turned into a numax.Array)."""
+    if is_array(value):
+        return value
+    return put(np.asarray(value))

@@ -1,0 +1,35 @@
+"""`numax.tree_util` (and the short `numax.tree` namespace): pytree utilities, as in jax.tree_util."""
+
+import types as _types
+
+from numax.core.pytree import (  # noqa: F401
+    DictKey, FlattenedIndexKey, GetAttrKey, PyTreeDef, SequenceKey, all_leaves, keystr, register_dataclass,
+    register_pytree_node, register_pytree_node_class, register_pytree_with_keys, tree_all, tree_flatten,
+    tree_flatten_with_path, tree_leaves, tree_leaves_with_path, tree_map, tree_map_with_path, tree_reduce,
+    tree_structure, tree_transpose, tree_unflatten, treedef_children, treedef_is_leaf,
+)
+
+Partial = None  # replaced below: functools.partial that is a pytree
+
+
+def _make_partial():
+    import functools
+
+    class Partial(functools.partial):
+        """A functools.partial whose bound arguments are pytree leaves (usable as jit arguments)."""
+
+    register_pytree_node(
+        Partial,
+        lambda p: ((p.args, p.keywords), p.func),
+        lambda func, children: Partial(func, *children[0], **children[1]),
+    )
+    return Partial
+
+
+Partial = _make_partial()
+
+tree_namespace = _types.SimpleNamespace(
+    map=tree_map, leaves=tree_leaves, structure=tree_structure, flatten=tree_flatten, unflatten=tree_unflatten,
+    transpose=tree_transpose, reduce=tree_reduce, all=tree_all, map_with_path=tree_map_with_path,
+    flatten_with_path=tree_flatten_with_path, leaves_with_path=tree_leaves_with_path,
+)

@@ -1,0 +1,1 @@
+"""numax's interpreters: jit (staging and compiling), and the transformations built on the IR."""

@@ -1,0 +1,399 @@
+"""`jit`: trace a function once per signature into a Program, compile it with XLA, and call it.
+
+Owns the `jit` call primitive (a closed Program as a parameter: nested in other programs, inlined
+at lowering, run by compiling it), `numax.jit` with its per-signature cache and fast call path,
+`make_jaxpr`, `eval_shape`, and the `lower(...).as_text()` inspection API.
+"""
+
+import functools
+import inspect
+
+import numpy as np
+
+from ..core import dtypes
+from ..core import pytree as tree
+from ..core.avals import ShapedArray, get_aval
+from ..core.config import config
+from ..core.ir import ClosedProgram
+from ..core.primitives import Primitive
+from ..core.staging import hoist_tracer_consts, trace_to_program
+from ..core.trace import Tracer, trace_stack
+from ..lowering import dispatch, xla
+from ..lowering.array import Array
+from ..lowering.lower import lower_to_module, register_lowering
+
+# --- the call primitive ---------------------------------------------------------------------------
+jit_p = Primitive("jit", multiple_results=True)
+jit_p.def_abstract_eval(lambda *avals, program, name: program.out_avals)
+
+
+class _ProgramExecutables:
+    """Executables of jit programs met as primitives (jit inside another transformation, run eagerly)."""
+
+    def __init__(self):
+        self.entries = {}
+
+    def get(self, program, name, backend, device):
+        key = (id(program), device)
+        entry = self.entries.get(key)
+        if entry is None or entry[0] is not program:
+            entry = self.entries[key] = (program, dispatch.compile_program(program, name, backend, device))
+        return entry[1]
+
+
+_program_executables = _ProgramExecutables()
+
+
+def _jit_impl(*args, program, name):
+    backend, device = dispatch._placement_of_args(args)
+    return _program_executables.get(program, name, backend, device)(*args)
+
+
+jit_p.def_impl(_jit_impl)
+register_lowering(jit_p, lambda ctx, *args, program, name: ctx.lower_program(program, list(args)))
+
+
+# --- signatures -----------------------------------------------------------------------------------
+def _leaf_signature(leaf):
+    kind = type(leaf)
+    if kind is Array:
+        return leaf.aval
+    if kind in dtypes.python_scalar_types:
+        return kind
+    if isinstance(leaf, Tracer):
+        return leaf.aval
+    return get_aval(leaf)
+
+
+def _leaf_aval(leaf, signature):
+    if type(signature) is ShapedArray:
+        return signature
+    return get_aval(leaf)
+
+
+class _CacheEntry:
+    __slots__ = ("executable", "out_tree", "program", "donated")
+
+    def __init__(self, executable, out_tree, program, donated):
+        self.executable = executable
+        self.out_tree = out_tree
+        self.program = program
+        self.donated = donated
+
+
+def _hashable_static(value, position):
+    try:
+        hash(value)
+    except TypeError:
+        raise ValueError(
+            f"non-hashable static argument {position}: {type(value).__name__} {value!r}. Static arguments "
+            "must be hashable (use a tuple instead of a list, or pass the value as a regular argument)"
+        ) from None
+    return value
+
+
+class JitFunction:
+    """The callable `numax.jit(f)` returns."""
+
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), name=None):
+        self.fun = fun
+        self.__wrapped__ = fun
+        functools.update_wrapper(self, fun, updated=())
+        self.name = name or getattr(fun, "__name__", "function")
+        self.signature = _safe_signature(fun)
+        self.static_argnums, self.static_argnames = _resolve_static(
+            self.signature, _as_tuple(static_argnums), _as_tuple(static_argnames))
+        self.donate_argnums = frozenset(_as_tuple(donate_argnums))
+        self.cache = {}
+        self.last_key = None
+
+    def __get__(self, instance, owner):
+        return self if instance is None else functools.partial(self, instance)
+
+    # -- splitting arguments --
+    def _split(self, args, kwargs):
+        static_argnums = self.static_argnums
+        if static_argnums:
+            for i in static_argnums:
+                if i >= len(args):
+                    raise TypeError(f"jit of {self.name}: static_argnums includes {i}, but only {len(args)} "
+                                    "positional arguments were given")
+            static = tuple((i, _hashable_static(args[i], f"at position {i}")) for i in static_argnums)
+            dynamic_args = tuple(a for i, a in enumerate(args) if i not in static_argnums)
+        else:
+            static, dynamic_args = (), args
+        if kwargs:
+            static_kw = tuple(sorted((k, _hashable_static(v, f"named {k!r}")) for k, v in kwargs.items()
+                                     if k in self.static_argnames))
+            dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        else:
+            static_kw, dynamic_kwargs = (), {}
+        return dynamic_args, dynamic_kwargs, static + static_kw
+
+    def _flat_fun(self, static, in_tree):
+        static_positional = {i: v for i, v in static if isinstance(i, int)}
+        static_named = {k: v for k, v in static if isinstance(k, str)}
+
+        def flat_fun(*leaves):
+            dynamic_args, dynamic_kwargs = in_tree.unflatten(leaves)
+            args = list(dynamic_args)
+            for i in sorted(static_positional):
+                args.insert(i, static_positional[i])
+            out = self.fun(*args, **dynamic_kwargs, **static_named)
+            out_leaves, out_tree = tree.tree_flatten(out)
+            flat_fun.out_tree = out_tree
+            return out_leaves
+
+        return flat_fun
+
+    def trace_program(self, args, kwargs):
+        """Traces for these arguments: (Program, consts, in_tree, out_tree, static, donated mask)."""
+        dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
+        leaves, in_tree = tree.tree_flatten((dynamic_args, dynamic_kwargs))
+        in_avals = [_leaf_aval(leaf, _leaf_signature(leaf)) for leaf in leaves]
+        flat_fun = self._flat_fun(static, in_tree)
+        program, consts = trace_to_program(flat_fun, in_avals)
+        donated = self._donated_mask(dynamic_args, dynamic_kwargs, static)
+        return program, consts, in_tree, flat_fun.out_tree, donated
+
+    def _donated_mask(self, dynamic_args, dynamic_kwargs, static):
+        if not self.donate_argnums:
+            return None
+        static_positions = {i for i, _ in static if isinstance(i, int)}
+        mask, position = [], 0
+        for i in range(len(dynamic_args) + len(static_positions)):
+            if i in static_positions:
+                continue
+            count = len(tree.tree_leaves(dynamic_args[position]))
+            mask += [i in self.donate_argnums] * count
+            position += 1
+        mask += [False] * len(tree.tree_leaves(dynamic_kwargs))
+        return mask
+
+    # -- calling --
+    def __call__(self, *args, **kwargs):
+        dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
+        leaves, in_tree = tree.tree_flatten((dynamic_args, dynamic_kwargs))
+        signature = [_leaf_signature(leaf) for leaf in leaves]
+        if len(trace_stack) > 1 or any(isinstance(leaf, Tracer) for leaf in leaves):
+            return self._call_traced(args, kwargs, leaves)
+        key = (in_tree, static, tuple(signature), config.enable_x64)
+        entry = self.cache.get(key)
+        if entry is None:
+            entry = self._compile(key, args, kwargs, leaves, signature)
+        executable = entry.executable
+        buffers = [dispatch.to_buffer(leaf, aval, executable.backend, executable.device)
+                   for leaf, aval in zip(leaves, executable.in_avals)]
+        outs = executable.wrap_outputs(executable.run_buffers(buffers))
+        if entry.donated:
+            for leaf, donated in zip(leaves, entry.donated):
+                if donated and type(leaf) is Array and not leaf.is_deleted():
+                    leaf.delete()
+        return entry.out_tree.unflatten(outs)
+
+    def _compile(self, key, args, kwargs, leaves, signature):
+        reason = _compile_reason(self.last_key, key)
+        program, consts, in_tree, out_tree, donated = self.trace_program(args, kwargs)
+        closed = ClosedProgram(program, consts)
+        backend, device = dispatch._placement_of_args(leaves)
+        attributes = _donation_attributes(program, donated)
+        executable = dispatch.compile_program(closed, self.name, backend, device, attributes, reason)
+        entry = _CacheEntry(executable, out_tree, closed, donated if attributes else None)
+        self.cache[key] = entry
+        self.last_key = key
+        return entry
+
+    def _call_traced(self, args, kwargs, leaves):
+        """Under another transformation: stage a `jit` equation holding the traced program."""
+        program, consts, in_tree, out_tree, _ = self.trace_program(args, kwargs)
+        closed, hoisted = hoist_tracer_consts(program, consts)
+        outs = jit_p.bind(*hoisted, *leaves, program=closed, name=self.name)
+        return out_tree.unflatten(outs)
+
+    # -- inspection --
+    def lower(self, *args, **kwargs):
+        program, consts, _, out_tree, donated = self.trace_program(args, kwargs)
+        closed = ClosedProgram(program, consts)
+        return Lowered(self.name, closed, out_tree, _donation_attributes(program, donated))
+
+    def eval_shape(self, *args, **kwargs):
+        program, _, _, out_tree, _ = self.trace_program(args, kwargs)
+        return out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in program.out_avals])
+
+    def clear_cache(self):
+        self.cache.clear()
+
+    def _cache_size(self):
+        return len(self.cache)
+
+    def __repr__(self):
+        return f"<numax.jit of {self.name}>"
+
+
+def _donation_attributes(program, donated):
+    """`tf.aliasing_output` on donated arguments that match an output's type."""
+    if not donated:
+        return None
+    attributes, taken = {}, set()
+    for i, (var, is_donated) in enumerate(zip(program.invars, donated)):
+        if not is_donated:
+            continue
+        for k, out in enumerate(program.outvars):
+            if k not in taken and out.aval.shape == var.aval.shape and out.aval.dtype == var.aval.dtype:
+                attributes[i] = f"tf.aliasing_output = {k} : i32"
+                taken.add(k)
+                break
+    return attributes or None
+
+
+def _compile_reason(previous, key):
+    if previous is None:
+        return "first call"
+    old_tree, old_static, old_sig, old_x64 = previous
+    new_tree, new_static, new_sig, new_x64 = key
+    if old_x64 != new_x64:
+        return "the x64 flag changed"
+    if old_tree != new_tree:
+        return f"new argument structure {new_tree}"
+    if old_static != new_static:
+        return f"new static arguments {new_static} (was {old_static})"
+    changes = [f"argument {i}: {_sig_text(a)} -> {_sig_text(b)}" for i, (a, b) in enumerate(zip(old_sig, new_sig))
+               if a != b]
+    return "new shapes or dtypes: " + "; ".join(changes[:4])
+
+
+def _sig_text(signature):
+    return signature.str_short() if isinstance(signature, ShapedArray) else f"Python {signature.__name__}"
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing for an array (what `eval_shape` returns, and a valid jit argument)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape))
+
+    @property
+    def aval(self):
+        return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type)
+                == (other.shape, other.dtype, other.weak_type))
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+class Lowered:
+    """A traced and lowered jit function: `as_text()` is its StableHLO; `compile()` compiles it."""
+
+    def __init__(self, name, closed, out_tree, arg_attributes):
+        self.name = name
+        self.closed = closed
+        self.out_tree = out_tree
+        self.arg_attributes = arg_attributes
+        self._text = None
+
+    def as_text(self, dialect="stablehlo"):
+        if self._text is None:
+            # Constants are written into the module so that the text is self-contained.
+            self._text, _ = lower_to_module(self.closed, self.name, xla.default_backend().platform,
+                                            self.arg_attributes)
+        return self._text
+
+    def compile(self):
+        return Compiled(dispatch.compile_program(self.closed, self.name, arg_attributes=self.arg_attributes),
+                        self.out_tree)
+
+    @property
+    def jaxpr(self):
+        return self.closed
+
+
+class Compiled:
+    def __init__(self, executable, out_tree):
+        self.executable = executable
+        self.out_tree = out_tree
+
+    def __call__(self, *args):
+        leaves = tree.tree_leaves(args)
+        return self.out_tree.unflatten(self.executable(*leaves))
+
+    def as_text(self):
+        return self.executable.hlo_text()
+
+
+def _as_tuple(value):
+    if value is None:
+        return ()
+    if isinstance(value, (int, str)):
+        return (value,)
+    return tuple(value)
+
+
+def _safe_signature(fun):
+    try:
+        return inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+
+
+def _resolve_static(signature, static_argnums, static_argnames):
+    """Like JAX: static names imply their positions and positions imply their names."""
+    nums, names = set(static_argnums), set(static_argnames)
+    if signature is not None:
+        parameters = list(signature.parameters.values())
+        positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        for i, p in enumerate(positional):
+            if p.name in names:
+                nums.add(i)
+            if i in nums and p.kind is p.POSITIONAL_OR_KEYWORD:
+                names.add(p.name)
+        nums = {i if i >= 0 else len(positional) + i for i in nums}
+    return tuple(sorted(nums)), frozenset(names)
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), name=None, **_ignored):
+    """Compiles `fun` with XLA: traced once per signature of its arguments, then called directly."""
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, name=name)
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, name)
+
+
+# --- make_jaxpr ------------------------------------------------------------------------------------------
+def make_jaxpr(fun, static_argnums=(), return_shape=False):
+    """`make_jaxpr(f)(*args)` is the ClosedProgram that `f` traces to (printed like a jaxpr)."""
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        jitted = JitFunction(fun, static_argnums)
+        program, consts, _, out_tree, _ = jitted.trace_program(args, kwargs)
+        closed = ClosedProgram(program, consts)
+        if return_shape:
+            shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in program.out_avals]
+            return closed, out_tree.unflatten(shapes)
+        return closed
+
+    return make
+
+
+def eval_shape(fun, *args, **kwargs):
+    """The shapes and dtypes `fun` would return, found by tracing without running anything."""
+    return JitFunction(fun).eval_shape(*args, **kwargs)
