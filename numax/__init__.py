@@ -4,15 +4,19 @@ Write pure numpy-like functions with `numax.numpy`, and compose `jit`, `grad`, `
 them into its own IR, transforms them, lowers them to StableHLO and runs them with XLA.
 """
 
+from numax import (  # noqa: F401, E402
+    nn,
+    numpy,  # noqa: F401, E402  (installs array operators)
+    random,
+    scipy,
+    tree_util,
+)
+from numax._runtime import block_until_ready, default_backend, device_get, device_put, devices  # noqa: F401, E402
 from numax.core import pytree as _pytree
 from numax.core.config import config  # noqa: F401
 from numax.core.errors import ConcretizationTypeError  # noqa: F401
 from numax.lowering import dispatch as _dispatch  # noqa: F401  (installs eager execution)
 from numax.lowering.array import Array  # noqa: F401
-
-from numax import numpy  # noqa: F401, E402  (installs array operators)
-from numax import tree_util  # noqa: F401, E402
-from numax._runtime import block_until_ready, default_backend, device_get, device_put, devices  # noqa: F401, E402
 from numax.transforms.jit import ShapeDtypeStruct, eval_shape, jit, make_jaxpr  # noqa: F401, E402
 
 tree = tree_util.tree_namespace

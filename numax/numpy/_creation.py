@@ -10,7 +10,7 @@ from numax.core import dtypes
 from numax.core.trace import Tracer
 from numax.lowering.array import Array, put
 
-from ._util import aval, asarray_from_sequence, canonicalize_axis, is_array, promote_dtypes, shape, to_array
+from ._util import asarray_from_sequence, aval, canonicalize_axis, is_array, promote_dtypes, shape, to_array
 
 
 def _canonical_dtype(dtype):

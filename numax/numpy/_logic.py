@@ -5,8 +5,8 @@ import numpy as np
 from numax import lax
 from numax.core import dtypes
 
-from ._util import aval, broadcast_shapes, promote_args, promote_dtypes, shape, to_array
 from ._ufuncs import isclose, isnan, to_bool
+from ._util import aval, broadcast_shapes, promote_args, promote_dtypes, shape, to_array
 
 
 def _broadcast_to(x, target):

@@ -7,11 +7,16 @@ import operator
 import numpy as np
 
 from numax import lax
-from numax.core import dtypes
 from numax.core.trace import concrete_or_error
 
 from ._util import (
-    aval, broadcast_shapes, canonicalize_axes, canonicalize_axis, promote_dtypes, shape, to_array,
+    aval,
+    broadcast_shapes,
+    canonicalize_axes,
+    canonicalize_axis,
+    promote_dtypes,
+    shape,
+    to_array,
 )
 
 

@@ -6,7 +6,12 @@ from numax import lax
 from numax.core import dtypes
 
 from ._util import (
-    aval, check_arraylike, promote_args, promote_args_inexact, promote_args_numeric, to_array,
+    aval,
+    check_arraylike,
+    promote_args,
+    promote_args_inexact,
+    promote_args_numeric,
+    to_array,
 )
 
 

@@ -3,10 +3,30 @@
 import types as _types
 
 from numax.core.pytree import (  # noqa: F401
-    DictKey, FlattenedIndexKey, GetAttrKey, PyTreeDef, SequenceKey, all_leaves, keystr, register_dataclass,
-    register_pytree_node, register_pytree_node_class, register_pytree_with_keys, tree_all, tree_flatten,
-    tree_flatten_with_path, tree_leaves, tree_leaves_with_path, tree_map, tree_map_with_path, tree_reduce,
-    tree_structure, tree_transpose, tree_unflatten, treedef_children, treedef_is_leaf,
+    DictKey,
+    FlattenedIndexKey,
+    GetAttrKey,
+    PyTreeDef,
+    SequenceKey,
+    all_leaves,
+    keystr,
+    register_dataclass,
+    register_pytree_node,
+    register_pytree_node_class,
+    register_pytree_with_keys,
+    tree_all,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_leaves,
+    tree_leaves_with_path,
+    tree_map,
+    tree_map_with_path,
+    tree_reduce,
+    tree_structure,
+    tree_transpose,
+    tree_unflatten,
+    treedef_children,
+    treedef_is_leaf,
 )
 
 Partial = None  # replaced below: functools.partial that is a pytree

@@ -1,0 +1,3 @@
+"""(in progress) callbacks primitives."""
+
+__all__ = []

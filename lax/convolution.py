@@ -1,0 +1,3 @@
+"""(in progress) convolution primitives."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""(in progress) cumulative primitives."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""(in progress) linalg primitives."""
+
+__all__ = []

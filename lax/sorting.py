@@ -1,0 +1,3 @@
+"""(in progress) sorting primitives."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""(in progress) windows primitives."""
+
+__all__ = []

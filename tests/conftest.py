@@ -1,0 +1,16 @@
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("numax", max_examples=25, deadline=None)
+settings.load_profile("numax")
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
