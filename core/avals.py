@@ -68,7 +68,15 @@ def _numpy_aval(value):
 
 
 def _scalar_aval(value):
-    return ShapedArray((), dtypes.python_scalar_dtype(value), dtypes.is_weak_scalar(value))
+    if type(value) not in dtypes.python_scalar_types:
+        # A subclass of a Python scalar type (an IntEnum member, say) is typed as its base type.
+        value = next(kind for kind in dtypes.python_scalar_types if isinstance(value, kind))(value)
+    dtype = dtypes.python_scalar_dtype(value)
+    if type(value) is int:
+        # A Python int stands for a value of the default integer type; one too large for it is an
+        # error (as in JAX), not a silent wrap-around.
+        dtypes.check_int_fits(value, dtype)
+    return ShapedArray((), dtype, dtypes.is_weak_scalar(value))
 
 
 for _scalar_type in dtypes.python_scalar_types:

@@ -36,6 +36,13 @@ class Config:
     def read(self, name):
         return getattr(self, self._names.get(name, name))
 
+    def __getattr__(self, name):
+        # Reached only for names that are not attributes: JAX-style flag names (`config.jax_enable_x64`).
+        attribute = type(self)._names.get(name)
+        if attribute is None:
+            raise AttributeError(f"unknown numax config option {name!r}")
+        return getattr(self, attribute)
+
     def on_change(self, listener):
         """Calls `listener(attribute, value)` after every update (caches keyed on a flag use this)."""
         self._listeners.append(listener)

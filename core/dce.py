@@ -1,12 +1,13 @@
 """Dead-code elimination on Programs: drop equations whose outputs nobody uses."""
 
-from .ir import Literal, Program
+from .ir import ClosedProgram, Literal, Program
 
 
 def dce_program(program: Program, used_outputs=None):
     """Returns (program keeping only the used outputs and the work they need, used-input mask).
 
-    Equations of primitives with side effects (`primitive.effectful`) are always kept.
+    Equations with side effects are always kept: those of effectful primitives (`primitive.effectful`)
+    and those holding a sub-program with such an equation (a `jit` whose body calls `debug_callback`).
     """
     if used_outputs is None:
         used_outputs = [True] * len(program.outvars)
@@ -14,10 +15,30 @@ def dce_program(program: Program, used_outputs=None):
     live = {v for v in outvars if type(v) is not Literal}
     kept = []
     for eqn in reversed(program.equations):
-        if getattr(eqn.primitive, "effectful", False) or any(v in live for v in eqn.outvars):
+        if any(v in live for v in eqn.outvars) or has_effects(eqn):
             kept.append(eqn)
             live.update(a for a in eqn.inputs if type(a) is not Literal)
     kept.reverse()
     used_inputs = [v in live for v in program.invars]
     constvars = [v for v in program.constvars if v in live]
     return Program(constvars, program.invars, outvars, kept), used_inputs
+
+
+def has_effects(eqn) -> bool:
+    """True when running the equation does something besides computing its outputs."""
+    if getattr(eqn.primitive, "effectful", False):
+        return True
+    return any(_program_has_effects(p) for value in eqn.params.values() for p in _sub_programs(value))
+
+
+def _sub_programs(value):
+    if isinstance(value, (Program, ClosedProgram)):
+        return (value,)
+    if isinstance(value, (tuple, list)):
+        return tuple(v for v in value if isinstance(v, (Program, ClosedProgram)))
+    return ()
+
+
+def _program_has_effects(program) -> bool:
+    program = program.program if isinstance(program, ClosedProgram) else program
+    return any(has_effects(eqn) for eqn in program.equations)

@@ -140,24 +140,32 @@ _lattice_edges = {
 }
 
 
-def _compute_upper_bounds():
+def _compute_upper_bounds(edges):
     bounds = {}
 
     def visit(node):
         if node not in bounds:
             above = {node}
-            for parent in _lattice_edges[node]:
+            for parent in edges[node]:
                 above |= visit(parent)
             bounds[node] = frozenset(above)
         return bounds[node]
 
-    for node in _lattice_edges:
+    for node in edges:
         visit(node)
     return bounds
 
 
-_upper_bounds = _compute_upper_bounds()
+# With x64 off, uint32 with int32 must not form int64 (the only 64-bit type the lattice would make from
+# 32-bit inputs), so JAX lets uint32 promote to int32 instead.
+_upper_bounds_x64 = _compute_upper_bounds(_lattice_edges)
+_upper_bounds_x32 = _compute_upper_bounds({**_lattice_edges, uint32: [uint64, int32]})
 _weak_node_of_kind = {"i": weak_int, "u": weak_int, "f": weak_float, "c": weak_complex, "V": weak_float}
+_weak_node_of_type = {builtins.int: weak_int, builtins.float: weak_float, builtins.complex: weak_complex}
+_dtype_of_weak_node = {weak_int: int64, weak_float: float64, weak_complex: complex128}
+_node_default = {weak_int: default_int_dtype, weak_float: default_float_dtype, weak_complex: default_complex_dtype}
+_default_of_kind = {"i": default_int_dtype, "u": default_uint_dtype, "f": default_float_dtype,
+                    "c": default_complex_dtype}
 
 
 def _lattice_node(dtype, weak_type):
@@ -167,42 +175,67 @@ def _lattice_node(dtype, weak_type):
 
 
 def _least_upper_bound(nodes):
-    common = frozenset.intersection(*(_upper_bounds[n] for n in nodes))
-    for candidate in common:
-        if all(c in _upper_bounds[candidate] for c in common):
-            return candidate
-    raise TypeError(f"no common type for {sorted(map(str, nodes))}")  # unreachable: the lattice has a top
+    key = (frozenset(nodes), config.enable_x64)
+    top = _least_upper_bound_cache.get(key)
+    if top is None:
+        upper_bounds = _upper_bounds_x64 if config.enable_x64 else _upper_bounds_x32
+        common = frozenset.intersection(*(upper_bounds[n] for n in nodes))
+        top = _least_upper_bound_cache[key] = next(c for c in common if common <= upper_bounds[c])
+    return top
 
 
-_node_default = {weak_int: default_int_dtype, weak_float: default_float_dtype, weak_complex: default_complex_dtype}
+_least_upper_bound_cache = {}  # (nodes, x64) -> their least upper bound; the lattice is small
 
 
-def promote_types(dtype_a, dtype_b) -> np.dtype:
-    """JAX's `promote_types`: the promotion of two (strong) dtypes, canonicalized."""
-    dtype, _ = result_type_and_weak((np.dtype(dtype_a), False), (np.dtype(dtype_b), False))
+def _promotion_node(value):
+    """A lattice node for a `promote_types` argument: the types int/float/complex are weak nodes."""
+    if isinstance(value, type) and value in _weak_node_of_type:
+        return _weak_node_of_type[value]
+    dtype = np.dtype(value)
+    if dtype not in _known:
+        raise TypeError(f"numax does not support the dtype {dtype}")
     return dtype
 
 
+def promote_types(dtype_a, dtype_b) -> np.dtype:
+    """`jnp.promote_types`: the promotion of two dtypes (not canonicalized, as in JAX).
+
+    The Python types int, float and complex count as weak types, so `promote_types('uint8', int)` is uint8.
+    """
+    top = _least_upper_bound({_promotion_node(dtype_a), _promotion_node(dtype_b)})
+    return _dtype_of_weak_node.get(top, top) if isinstance(top, str) else top
+
+
 def result_type_and_weak(*dtype_weak_pairs):
-    """Least upper bound of (dtype, weak_type) pairs: returns (canonical dtype, weak_type)."""
-    first_dtype, first_weak = dtype_weak_pairs[0]
+    """Least upper bound of (dtype, weak_type) pairs: returns (canonical dtype, weak_type).
+
+    As in JAX: when every operand is weak, the bound of their strong dtypes is taken and made weak (so
+    weak int8 with weak int16 is weak int16, not the default integer).
+    """
+    first_dtype = dtype_weak_pairs[0][0]
+    all_weak = all(w for _, w in dtype_weak_pairs)
     if all(d == first_dtype for d, _ in dtype_weak_pairs[1:]):
-        return canonicalize_dtype(first_dtype), all(w for _, w in dtype_weak_pairs)
-    nodes = {_lattice_node(d, w) for d, w in dtype_weak_pairs}
-    top = _least_upper_bound(nodes)
-    if isinstance(top, str):
-        return canonicalize_dtype(_node_default[top]()), True
-    return canonicalize_dtype(top), False
+        dtype, weak = first_dtype, all_weak
+    else:
+        nodes = {d if all_weak else _lattice_node(d, w) for d, w in dtype_weak_pairs}
+        top = _least_upper_bound(nodes)
+        dtype = _node_default[top]() if isinstance(top, str) else top
+        weak = all_weak or isinstance(top, str)
+    return canonicalize_dtype(dtype), weak and dtype != bool_
 
 
 def dtype_and_weak_of(value):
-    """(dtype, weak_type) of an operand: a Python scalar, a numpy value, a dtype, or an array-like."""
+    """(dtype, weak_type) of an operand: a Python scalar or scalar type, a numpy value, a dtype, an array."""
     if type(value) in python_scalar_types:
         return python_scalar_dtype(value), is_weak_scalar(value)
+    if value is None:
+        return default_float_dtype(), False
     aval = getattr(value, "aval", None)
     if aval is not None:
         return aval.dtype, aval.weak_type
-    if isinstance(value, (np.dtype, type)) or (isinstance(value, str)):
+    if isinstance(value, type) and value in _weak_node_of_type:
+        return python_scalar_dtype(value(0)), True
+    if isinstance(value, (np.dtype, type, str)):
         return canonicalize_dtype(value), False
     dtype = getattr(value, "dtype", None)
     if dtype is not None:
@@ -211,12 +244,20 @@ def dtype_and_weak_of(value):
 
 
 def result_type(*operands, return_weak_type_flag=False):
-    """`jnp.result_type`: the dtype that operands of these types promote to."""
+    """`jnp.result_type`: the dtype that operands of these types promote to.
+
+    A weakly typed result is reported as its kind's default dtype (as JAX does); with
+    `return_weak_type_flag=True` the exact (dtype, weak_type) of the promotion is returned instead, which is
+    what operations use to convert their operands.
+    """
     if not operands:
         raise ValueError("at least one array or dtype is required")
     dtype, weak = result_type_and_weak(*(dtype_and_weak_of(x) for x in operands))
-    return (dtype, weak) if return_weak_type_flag else dtype
-
+    if return_weak_type_flag:
+        return dtype, weak
+    if weak:
+        return _default_of_kind["f" if dtype == bfloat16 else dtype.kind]()
+    return dtype
 
 def dtype(value) -> np.dtype:
     """`numax.numpy.dtype`-like: the canonical dtype of a value or a dtype specifier."""

@@ -11,10 +11,12 @@ def eval_program(program, consts, *args):
     def read(atom):
         return atom.value if type(atom) is Literal else env[atom]
 
-    for var, value in zip(program.constvars, consts):
-        env[var] = value
+    if len(consts) != len(program.constvars):
+        raise TypeError(f"program has {len(program.constvars)} constants, got {len(consts)} values for them")
     if len(args) != len(program.invars):
         raise TypeError(f"program takes {len(program.invars)} arguments, got {len(args)}")
+    for var, value in zip(program.constvars, consts):
+        env[var] = value
     for var, value in zip(program.invars, args):
         env[var] = value
     for eqn in program.equations:

@@ -129,7 +129,14 @@ def _var_names():
 
 
 class ProgramPrinter:
-    """Prints programs in JAX's style: `{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }`."""
+    """Prints programs in JAX's layout: `{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }`.
+
+    A program (or an equation's parameter list) is written on one line when it ends before column
+    `width` (80), and broken over lines otherwise, as JAX's pretty printer does. Every variable gets one
+    name for the whole printout, so nested programs never shadow the names around them.
+    """
+
+    width = 80
 
     def __init__(self):
         self.names = {}
@@ -146,52 +153,50 @@ class ProgramPrinter:
     def binder(self, var):
         return f"{self.name(var)}:{var.aval.str_short()}"
 
-    def equation(self, eqn, indent=0):
-        outs = " ".join(self.binder(v) for v in eqn.outvars) or "_"
-        params = self.params(eqn.params, indent)
-        args = " ".join(self.name(a) for a in eqn.inputs)
-        return f"{outs} = {eqn.primitive.name}{params} {args}".rstrip()
-
-    def params(self, params, indent):
-        if not params:
-            return ""
-        items = []
-        for key in sorted(params):
-            value = params[key]
-            if isinstance(value, (Program, ClosedProgram)):
-                program = value.program if isinstance(value, ClosedProgram) else value
-                inner = ProgramPrinter()
-                inner.name_source = self.name_source  # fresh names, never shadowing outer ones
-                text = inner.program(program, indent + 4)
-                items.append(f"{key}={text}")
-            elif isinstance(value, (tuple, list)) and value and all(
-                isinstance(v, (Program, ClosedProgram)) for v in value
-            ):
-                inner_texts = []
-                for v in value:
-                    inner = ProgramPrinter()
-                    inner.name_source = self.name_source
-                    inner_texts.append(inner.program(v.program if isinstance(v, ClosedProgram) else v, indent + 4))
-                items.append(f"{key}=(" + " ".join(inner_texts) + ")")
-            else:
-                items.append(f"{key}={_param_text(value)}")
-        return "[" + " ".join(items) + "]" if len(items) < 3 and not any("\n" in i for i in items) else (
-            "[\n" + "".join(" " * (indent + 4) + item + "\n" for item in items) + " " * (indent + 2) + "]"
-        )
-
-    def program(self, program: Program, indent=0):
-        consts = " ".join(self.binder(v) for v in program.constvars)
-        invars = " ".join(self.binder(v) for v in program.invars)
-        pad = " " * (indent + 4)
-        lines = [f"{{ lambda {consts}; {invars}. let"]
-        for eqn in program.equations:
-            lines.append(pad + self.equation(eqn, indent + 4))
+    def program(self, program: Program, indent=0, column=None):
+        """The program's text; `indent` is the indentation of the line it starts on, `column` where it starts."""
+        column = indent if column is None else column
+        header = f"{{ lambda {' '.join(self.binder(v) for v in program.constvars)}; " \
+                 f"{' '.join(self.binder(v) for v in program.invars)}. let"
+        equations = [self.equation(eqn, indent + 4) for eqn in program.equations]
         outs = ", ".join(self.name(v) for v in program.outvars)
-        trailing = "," if len(program.outvars) == 1 else ""
-        lines.append(" " * (indent + 2) + f"in ({outs}{trailing}) }}")
-        if not program.equations:
-            return f"{{ lambda {consts}; {invars}. let  in ({outs}{trailing}) }}"
+        footer = f"in ({outs}{',' if len(program.outvars) == 1 else ''}) }}"
+        flat = f"{header} {'; '.join(equations)} {footer}"
+        if "\n" not in flat and column + len(flat) < self.width:
+            return flat
+        lines = [header] + [" " * (indent + 4) + text for text in equations] + [" " * (indent + 2) + footer]
         return "\n".join(lines)
+
+    def equation(self, eqn, indent=0):
+        """`outs = name[params] inputs`; the parameters go one per line when the line would not fit."""
+        outs = " ".join(self.binder(v) for v in eqn.outvars)
+        prefix = f"{outs} = {eqn.primitive.name}" if outs else eqn.primitive.name  # JAX writes no `=` then
+        args = " ".join(self.name(a) for a in eqn.inputs)
+        if not eqn.params:
+            return f"{prefix} {args}".rstrip()
+        keys = sorted(eqn.params)
+        flat_items = [f"{key}={self.param(eqn.params[key], indent, indent + len(prefix) + 1)}" for key in keys]
+        flat = f"{prefix}[{' '.join(flat_items)}] {args}".rstrip()
+        if "\n" not in flat and indent + len(flat) < self.width:
+            return flat
+        item_indent = indent + 2
+        items = [f"{key}={self.param(eqn.params[key], item_indent, item_indent + len(key) + 1)}" for key in keys]
+        body = "".join(" " * item_indent + item + "\n" for item in items)
+        return f"{prefix}[\n{body}{' ' * indent}] {args}".rstrip()
+
+    def param(self, value, indent, column):
+        if isinstance(value, (Program, ClosedProgram)):
+            return self.program(_open(value), indent, column)
+        if isinstance(value, (tuple, list)) and value and all(isinstance(v, (Program, ClosedProgram)) for v in value):
+            texts = []
+            for v in value:
+                texts.append(self.program(_open(v), indent, column + 1))
+            return "(" + " ".join(texts) + ")"
+        return _param_text(value)
+
+
+def _open(program):
+    return program.program if isinstance(program, ClosedProgram) else program
 
 
 def _literal_text(literal):

@@ -20,6 +20,7 @@ class NodeKind(NamedTuple):
 
 
 _registry: dict[type, NodeKind] = {}
+_leaf_types: set[type] = set()  # types met as leaves: flattening skips the node checks for them
 
 
 # --- key path entries ----------------------------------------------------------------------
@@ -55,9 +56,18 @@ class FlattenedIndexKey:
         return f"[<flat index {self.key}>]"
 
 
-def keystr(path) -> str:
-    """`keystr((DictKey('a'), SequenceKey(0)))` -> "['a'][0]"."""
-    return "".join(str(k) for k in path)
+def keystr(path, *, simple=False, separator="") -> str:
+    """`keystr((DictKey('a'), SequenceKey(0)))` -> "['a'][0]"; with `simple=True, separator='/'` -> "a/0"."""
+    if simple:
+        return separator.join(_simple_key(k) for k in path)
+    return separator.join(str(k) for k in path)
+
+
+def _simple_key(key):
+    for attribute in ("key", "idx", "name"):
+        if hasattr(key, attribute):
+            return str(getattr(key, attribute))
+    return str(key)
 
 
 # --- registration ----------------------------------------------------------------------------
@@ -65,6 +75,7 @@ def register_pytree_node(node_type, flatten_func, unflatten_func, flatten_with_k
     """Makes `node_type` a pytree node: `flatten_func(x) -> (children, aux)`, `unflatten_func(aux, children)`."""
     if node_type in _registry:
         raise ValueError(f"duplicate pytree registration for {node_type}")
+    _leaf_types.discard(node_type)
     _registry[node_type] = NodeKind(node_type, flatten_func, unflatten_func, flatten_with_keys_func)
     return node_type
 
@@ -146,8 +157,15 @@ register_pytree_node(
 )
 
 
+_TUPLE, _LIST, _DICT = _registry[tuple], _registry[list], _registry[dict]
+
+
 def _is_namedtuple(value) -> bool:
-    return isinstance(value, tuple) and hasattr(type(value), "_fields") and type(value) is not tuple
+    return _is_namedtuple_type(type(value))
+
+
+def _is_namedtuple_type(node_type) -> bool:
+    return issubclass(node_type, tuple) and hasattr(node_type, "_fields") and node_type is not tuple
 
 
 def _node_kind(value):
@@ -167,20 +185,35 @@ def _node_kind(value):
 class PyTreeDef:
     """The structure of a pytree: hashable, comparable, and able to rebuild a tree from leaves."""
 
-    __slots__ = ("kind", "aux", "children", "num_leaves", "_hash")
+    __slots__ = ("kind", "aux", "child_defs", "num_leaves", "_hash")
 
-    def __init__(self, kind, aux, children):
+    def __init__(self, kind, aux, child_defs, num_leaves):
         self.kind = kind  # None for a leaf
         self.aux = aux
-        self.children = children
-        self.num_leaves = 1 if kind is None else sum(c.num_leaves for c in children)
+        self.child_defs = child_defs
+        self.num_leaves = num_leaves
         self._hash = None
 
     @property
     def num_nodes(self):
-        return 1 + sum(c.num_nodes for c in self.children)
+        return 1 + sum(c.num_nodes for c in self.child_defs)
+
+    def children(self):
+        """The treedefs of this node's children (as JAX's `treedef.children()`)."""
+        return list(self.child_defs)
+
+    def node_data(self):
+        """(node type, aux data) of this node, None for a leaf (as JAX's `treedef.node_data()`)."""
+        return None if self.kind is None else (self.kind.type, self.aux)
 
     def unflatten(self, leaves):
+        if self.kind is None:
+            try:
+                (leaf,) = leaves
+            except ValueError:
+                got = f", got {len(leaves)}" if hasattr(leaves, "__len__") else ""
+                raise ValueError(f"tree structure {self} expects 1 leaf{got}") from None
+            return leaf
         leaves = list(leaves)
         if len(leaves) != self.num_leaves:
             raise ValueError(f"tree structure {self} expects {self.num_leaves} leaves, got {len(leaves)}")
@@ -189,7 +222,7 @@ class PyTreeDef:
     def _build(self, leaves):
         if self.kind is None:
             return next(leaves)
-        return self.kind.unflatten(self.aux, [c._build(leaves) for c in self.children])
+        return self.kind.unflatten(self.aux, [c._build(leaves) for c in self.child_defs])
 
     def flatten_up_to(self, tree):
         """The subtrees of `tree` sitting where this treedef has leaves (tree must have this prefix)."""
@@ -205,19 +238,20 @@ class PyTreeDef:
         if kind is None or kind.type is not self.kind.type:
             raise ValueError(
                 f"pytree structure mismatch at {keystr(path) or 'the root'}: expected "
-                f"{self.kind.type.__name__}, got {type(tree).__name__}"
+                f"{_type_name(self.kind.type)}, got {type(tree).__name__} {_short_repr(tree)}"
             )
-        children, aux = kind.flatten(tree)
-        if aux != self.aux or len(children) != len(self.children):
+        children, keys, aux = _children_and_keys(kind, tree)
+        if len(children) != len(self.child_defs) or not _same_aux(aux, self.aux):
             raise ValueError(
-                f"pytree structure mismatch at {keystr(path) or 'the root'}: {self} vs {tree_structure(tree)}"
+                f"pytree structure mismatch at {keystr(path) or 'the root'}: expected {self}, got "
+                f"{tree_structure(tree)}"
             )
-        for i, (child_def, child) in enumerate(zip(self.children, children)):
-            child_def._flatten_up_to(child, out, path + (SequenceKey(i),))
+        for child_def, child, key in zip(self.child_defs, children, keys):
+            child_def._flatten_up_to(child, out, path + (key,))
 
     def _key(self):
         node_type = None if self.kind is None else self.kind.type
-        return (node_type, _hashable(self.aux), self.children)
+        return (node_type, _hashable(self.aux), self.child_defs)
 
     def __hash__(self):
         if self._hash is None:
@@ -235,17 +269,19 @@ class PyTreeDef:
     def _str(self):
         if self.kind is None:
             return "*"
-        inner = ", ".join(c._str() for c in self.children)
+        inner = ", ".join(c._str() for c in self.child_defs)
         node_type = self.kind.type
         if node_type is tuple:
-            return f"({inner}{',' if len(self.children) == 1 else ''})"
+            return f"({inner}{',' if len(self.child_defs) == 1 else ''})"
         if node_type is list:
             return f"[{inner}]"
         if node_type is dict:
-            return "{" + ", ".join(f"{k!r}: {c._str()}" for k, c in zip(self.aux, self.children)) + "}"
+            return "{" + ", ".join(f"{k!r}: {c._str()}" for k, c in zip(self.aux, self.child_defs)) + "}"
         if node_type is type(None):
             return "None"
-        return f"CustomNode({node_type.__name__}[{self.aux!r}], [{inner}])"
+        if _is_namedtuple_type(node_type) and node_type not in _registry:
+            return f"CustomNode(namedtuple[{node_type.__name__}], [{inner}])"
+        return f"CustomNode({node_type.__name__}[{self.aux}], [{inner}])"
 
 
 def _hashable(aux):
@@ -256,7 +292,81 @@ def _hashable(aux):
         return repr(aux)
 
 
-_LEAF = PyTreeDef(None, None, ())
+def _same_aux(a, b):
+    try:
+        return bool(a == b)
+    except Exception:  # aux data whose == is elementwise (arrays): compare what hashing compares
+        return _hashable(a) == _hashable(b)
+
+
+def _children_and_keys(kind, tree):
+    if kind.flatten_with_keys is not None:
+        keyed, aux = kind.flatten_with_keys(tree)
+        return [c for _, c in keyed], [k for k, _ in keyed], aux
+    children, aux = kind.flatten(tree)
+    children = list(children)
+    return children, [FlattenedIndexKey(i) for i in range(len(children))], aux
+
+
+def _type_name(node_type):
+    return "None" if node_type is type(None) else node_type.__name__
+
+
+def _short_repr(value, limit=60):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+_LEAF = PyTreeDef(None, None, (), 1)
+
+
+def _node(kind, aux, child_defs):
+    return PyTreeDef(kind, aux, child_defs, sum([c.num_leaves for c in child_defs]))
+
+
+def _flatten_plain(tree, leaves):
+    """Flattening without is_leaf or paths, kept lean."""
+    node_type = type(tree)
+    if node_type in _leaf_types:
+        leaves.append(tree)
+        return _LEAF
+    if node_type is tuple or node_type is list:
+        child_defs = tuple([_flatten_plain(child, leaves) for child in tree])
+        return _node(_TUPLE if node_type is tuple else _LIST, None, child_defs)
+    if node_type is dict:
+        keys = sorted(tree)
+        return _node(_DICT, tuple(keys), tuple([_flatten_plain(tree[k], leaves) for k in keys]))
+    kind = _registry.get(node_type)
+    if kind is None:
+        kind = _node_kind(tree)
+        if kind is None:
+            _leaf_types.add(node_type)
+            leaves.append(tree)
+            return _LEAF
+    children, aux = kind.flatten(tree)
+    return _node(kind, aux, tuple([_flatten_plain(child, leaves) for child in children]))
+
+
+def flatten_with_signature(tree, leaves, leaf_signature):
+    """Appends the leaves of `tree` to `leaves` and returns a hashable key of its structure with each
+    leaf's `leaf_signature(leaf)` in place of the leaf: equal keys mean equal treedefs and equal leaf
+    signatures. jit looks its cache up with this key, so that a call that hits the cache never
+    builds a PyTreeDef."""
+    node_type = type(tree)
+    if node_type is tuple or node_type is list:
+        return (node_type, *[flatten_with_signature(child, leaves, leaf_signature) for child in tree])
+    if node_type is dict:
+        keys = sorted(tree)
+        return (dict, tuple(keys), *[flatten_with_signature(tree[k], leaves, leaf_signature) for k in keys])
+    kind = _registry.get(node_type)
+    if kind is None:
+        kind = _node_kind(tree)
+        if kind is None:
+            _leaf_types.add(node_type)
+            leaves.append(tree)
+            return leaf_signature(tree)
+    children, aux = kind.flatten(tree)
+    return (kind.type, _hashable(aux), *[flatten_with_signature(child, leaves, leaf_signature) for child in children])
 
 
 def _flatten(tree, is_leaf, leaves, paths, path):
@@ -274,23 +384,20 @@ def _flatten(tree, is_leaf, leaves, paths, path):
     if paths is None:
         children, aux = kind.flatten(tree)
         keys = None
-    elif kind.flatten_with_keys is not None:
-        keyed, aux = kind.flatten_with_keys(tree)
-        keys = [k for k, _ in keyed]
-        children = [c for _, c in keyed]
     else:
-        children, aux = kind.flatten(tree)
-        keys = [FlattenedIndexKey(i) for i in range(len(children))]
+        children, keys, aux = _children_and_keys(kind, tree)
     child_defs = tuple(
         _flatten(child, is_leaf, leaves, paths, None if paths is None else path + (keys[i],))
         for i, child in enumerate(children)
     )
-    return PyTreeDef(kind, aux, child_defs)
+    return _node(kind, aux, child_defs)
 
 
 def tree_flatten(tree, is_leaf=None):
     """Returns (leaves, treedef). None is an empty node, not a leaf."""
     leaves = []
+    if is_leaf is None:
+        return leaves, _flatten_plain(tree, leaves)
     treedef = _flatten(tree, is_leaf, leaves, None, ())
     return leaves, treedef
 
@@ -319,7 +426,8 @@ def tree_structure(tree, is_leaf=None):
 
 
 def treedef_is_leaf(treedef):
-    return treedef.kind is None
+    """True for a single node with no children: a leaf, or an empty container such as None (as in JAX)."""
+    return treedef.num_nodes == 1
 
 
 def tree_map(f, tree, *rest, is_leaf=None):
@@ -357,8 +465,8 @@ def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
 
 
 def treedef_children(treedef):
-    return list(treedef.children)
+    return treedef.children()
 
 
 def all_leaves(iterable, is_leaf=None):
-    return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)
+    return all(tree_structure(x, is_leaf).kind is None for x in iterable)

@@ -8,7 +8,7 @@ recorded, even one whose operands are all constants (omnistaging).
 import numpy as np
 
 from . import dtypes
-from .avals import get_aval
+from .avals import ShapedArray, get_aval
 from .ir import ClosedProgram, Equation, Literal, Program, Var
 from .trace import Trace, Tracer, new_main
 
@@ -66,15 +66,20 @@ def literal_value(value):
     """The value as a Literal if it is a scalar constant that belongs in the program text, else None."""
     kind = type(value)
     if kind in dtypes.python_scalar_types:
-        aval = get_aval(value)
-        if kind is int:
-            dtypes.check_int_fits(value, aval.dtype)
-        return Literal(value, aval)
+        return Literal(value, get_aval(value))  # get_aval rejects ints too large for the default int type
     if isinstance(value, (np.generic, np.ndarray)) and np.ndim(value) == 0:
-        aval = get_aval(value)
-        return Literal(np.asarray(value, aval.dtype).item() if aval.dtype != dtypes.bfloat16
-                       else np.asarray(value, aval.dtype)[()], aval)
+        return _scalar_literal(value, get_aval(value))
+    aval = getattr(value, "aval", None)
+    if isinstance(aval, ShapedArray) and not aval.shape and not isinstance(value, Tracer):
+        # A concrete 0-d device array (a scalar made into an array before tracing reached it): inlined
+        # like a scalar, as JAX inlines scalar constants, keeping its weak type.
+        return _scalar_literal(np.asarray(value), aval)
     return None
+
+
+def _scalar_literal(value, aval):
+    host = np.asarray(value, aval.dtype)
+    return Literal(host[()] if aval.dtype == dtypes.bfloat16 else host.item(), aval)
 
 
 class ProgramTrace(Trace):

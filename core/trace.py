@@ -217,6 +217,13 @@ def find_top_trace(args):
             main = arg._trace.main
             if main.level > level:
                 top, level = main, main.level
+    if level >= len(trace_stack) or trace_stack[level] is not top:
+        # The tracer's transformation has finished (the tracer was stored and used later): recording
+        # into it would silently lose the operation.
+        raise errors.UnexpectedTracerError(
+            f"encountered a tracer of a transformation that has already finished ({top}). Values computed "
+            "inside a transformed function must be returned from it, not stored."
+        )
     return top.trace_type(top)
 
 

@@ -73,6 +73,17 @@ from .elementwise import (  # noqa: F401
     tan,
     tanh,
 )
+from .gather_scatter import (  # noqa: F401
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+    gather,
+    scatter,
+    scatter_add,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+)
 from .linear import Precision, dot, dot_general  # noqa: F401
 from .reductions import (  # noqa: F401
     argmax,
@@ -101,7 +112,17 @@ from .shapes import (  # noqa: F401
     squeeze,
     transpose,
 )
-from .slicing import index_in_dim, slice, slice_in_dim  # noqa: F401
+from .slicing import (  # noqa: F401
+    dynamic_index_in_dim,
+    dynamic_slice,
+    dynamic_slice_in_dim,
+    dynamic_update_index_in_dim,
+    dynamic_update_slice,
+    dynamic_update_slice_in_dim,
+    index_in_dim,
+    slice,
+    slice_in_dim,
+)
 
 # JAX's names for the logical/bitwise wrappers.
 not_ = bitwise_not

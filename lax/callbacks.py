@@ -1,3 +1,263 @@
-"""(in progress) callbacks primitives."""
+"""Host callbacks: Python functions called on host numpy arrays from inside numax programs.
 
-__all__ = []
+Two primitives: `pure_callback` (results declared up front; may be dropped when unused, like any pure
+op) and `debug_callback` (no results, `effectful` and lowered with `has_side_effect`, so neither DCE
+nor XLA removes it; the debug callbacks of one body are chained in program order). Eagerly they
+call the Python function at once; compiled, they lower to XLA's typed-FFI Python callback target
+(`xla_ffi_python_{cpu,gpu}_callback`), which finds the callable by its position in the module's
+host-callback list. jaxlib copies returned bytes without checking them (RUNTIME.md, traps), so every
+result goes through `HostCallback.check_results` before it is handed back.
+"""
+
+import weakref
+
+import numpy as np
+
+from ..core import dtypes
+from ..core import pytree as tree
+from ..core.avals import ShapedArray, get_aval
+from ..core.primitives import Primitive
+from ..core.trace import Tracer
+from ..lowering.array import Array, put
+from ..lowering.lower import register_lowering
+from ..lowering.stablehlo import aval_type, tensor_type
+
+__all__ = ["pure_callback", "debug_callback"]
+
+
+class HostCallback:
+    """A Python function over flat host arrays, returning a tuple of arrays of the declared avals.
+
+    Hashed by identity: it is a primitive parameter, so each call site makes a new one.
+    """
+
+    __slots__ = ("function", "name", "result_avals", "result_tree")
+
+    def __init__(self, function, name, result_avals=(), result_tree=None):
+        self.function = function  # flat numpy arrays -> a pytree of results (None for debug callbacks)
+        self.name = name
+        self.result_avals = tuple(result_avals)
+        self.result_tree = result_tree
+
+    def __call__(self, *flat_args):
+        # XLA's views are valid only during the call: copy so the function may keep what it gets.
+        results = self.function(*(np.array(a, copy=True) for a in flat_args))
+        if self.result_tree is None:
+            return ()
+        return self.check_results(results)
+
+    def check_results(self, results):
+        """The results as a tuple of contiguous arrays of exactly the declared shapes and dtypes."""
+        try:
+            # Where a result is declared, any array-like will do (a list, a scalar): it becomes one array.
+            leaves = self.result_tree.flatten_up_to(results)
+        except ValueError as error:
+            raise TypeError(f"callback {self.name} returned a value of structure {tree.tree_structure(results)}, "
+                            f"but result_shape_dtypes declares {self.result_tree} ({error})") from None
+        return tuple(self._check_leaf(i, leaf, aval) for i, (leaf, aval) in enumerate(zip(leaves, self.result_avals)))
+
+    def _check_leaf(self, position, leaf, aval):
+        value = np.asarray(leaf)
+        where = f"result {position} of callback {self.name}"
+        if value.shape != aval.shape:
+            raise TypeError(f"{where} has shape {value.shape} (dtype {value.dtype.name}), "
+                            f"but result_shape_dtypes declares shape {aval.shape} (dtype {aval.dtype.name})")
+        if value.dtype != aval.dtype:
+            # Convert within a kind or upwards (int -> float, float64 -> float32), as JAX does; never
+            # downwards (float -> int, complex -> float), which would lose information silently.
+            if _kind_rank(value.dtype) > _kind_rank(aval.dtype):
+                raise TypeError(f"{where} has dtype {value.dtype.name} (shape {value.shape}), which does not "
+                                f"convert to the declared dtype {aval.dtype.name}")
+            value = value.astype(aval.dtype)
+        return np.asarray(value, order="C")  # (np.ascontiguousarray would make 0-d arrays 1-d)
+
+    def __repr__(self):
+        return self.name
+
+
+def _kind_rank(dtype):
+    """bool < integers < floats < complex; anything else (strings, objects) converts to nothing."""
+    if dtype == dtypes.bool_:
+        return 0
+    if dtypes.is_integer(dtype):
+        return 1
+    if dtypes.is_float(dtype):
+        return 2
+    if dtypes.is_complex(dtype):
+        return 3
+    return 4
+
+
+def _host_value(value):
+    """A concrete argument as the numpy array a compiled callback would see (canonical dtype)."""
+    return np.asarray(value, dtype=get_aval(value).dtype)
+
+
+# --- pure_callback ------------------------------------------------------------------------------------
+pure_callback_p = Primitive("pure_callback", multiple_results=True)
+pure_callback_p.def_abstract_eval(lambda *avals, callback, vmap_method: list(callback.result_avals))
+
+
+def _pure_callback_impl(*args, callback, vmap_method):
+    results = callback(*(_host_value(a) for a in args))
+    return [put(value) for value in results]
+
+
+pure_callback_p.def_impl(_pure_callback_impl)
+
+# --- debug_callback -------------------------------------------------------------------------------------
+debug_callback_p = Primitive("debug_callback", multiple_results=True)
+debug_callback_p.effectful = True  # kept by DCE although nothing uses its (empty) result
+debug_callback_p.def_abstract_eval(lambda *avals, callback, ordered: [])
+
+
+def _debug_callback_impl(*args, callback, ordered):
+    callback(*(_host_value(a) for a in args))
+    return []
+
+
+debug_callback_p.def_impl(_debug_callback_impl)
+
+
+# --- lowering -------------------------------------------------------------------------------------------
+def _row_major_layout(aval):
+    dims = ", ".join(str(d) for d in reversed(range(aval.ndim)))
+    return f"dense<[{dims}]> : tensor<{aval.ndim}xindex>" if aval.ndim else "dense<> : tensor<0xindex>"
+
+
+# XLA may reorder side-effecting calls (the GPU did), so each debug callback of a function body takes
+# the previous one's extra zero-size result as an extra operand: a data dependency that keeps them in
+# program order. Bodies of loops and conditionals start chains of their own.
+_ORDER_TOKEN = np.zeros((0,), np.uint8)
+_ORDER_TOKEN_TYPE = tensor_type(_ORDER_TOKEN.shape, dtypes.uint8)
+_order_chains = weakref.WeakKeyDictionary()  # FunctionBuilder (one per body) -> SSA value of its last token
+
+
+class _InProgramOrder:
+    """Adapts a debug callback to take and return the ordering token (which it never sees)."""
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback):
+        self.callback = callback
+
+    def __call__(self, *args):
+        self.callback(*args[:-1])
+        return (_ORDER_TOKEN,)
+
+
+def _callback_lowering(target, ordered_by_token):
+    def rule(ctx, *operands, callback, **_params):
+        avals_in, avals_out = list(ctx.avals_in), list(ctx.avals_out)
+        operand_layouts = [_row_major_layout(a) for a in avals_in]
+        result_types = [aval_type(a) for a in avals_out]
+        result_layouts = [_row_major_layout(a) for a in avals_out]
+        if ordered_by_token:
+            previous = _order_chains.get(ctx.builder)
+            if previous is None:
+                previous = ctx.builder.constant(_ORDER_TOKEN)
+            operands = list(operands) + [previous]
+            callback = _InProgramOrder(callback)
+            operand_layouts.append("dense<0> : tensor<1xindex>")
+            result_types.append(_ORDER_TOKEN_TYPE)
+            result_layouts.append("dense<0> : tensor<1xindex>")
+        index = ctx.module.add_host_callback(callback)
+        attributes = {
+            "call_target_name": f'"{target}"',
+            "api_version": "4 : i32",
+            "backend_config": f"{{index = {index} : ui64}}",
+            # The callback reads and writes plain C-order numpy arrays.
+            "operand_layouts": "[" + ", ".join(operand_layouts) + "]",
+            "result_layouts": "[" + ", ".join(result_layouts) + "]",
+        }
+        if ordered_by_token:
+            attributes["has_side_effect"] = "true"
+        results = ctx.builder.op("stablehlo.custom_call", list(operands), result_types, attributes)
+        if ordered_by_token:
+            _order_chains[ctx.builder] = results.pop()
+        return results
+
+    rule.__name__ = f"lower_{target}"
+    return rule
+
+
+for _primitive, _effectful in ((pure_callback_p, False), (debug_callback_p, True)):
+    register_lowering(_primitive, _callback_lowering("xla_ffi_python_cpu_callback", _effectful))
+    register_lowering(_primitive, _callback_lowering("xla_ffi_python_gpu_callback", _effectful), platform="gpu")
+
+
+# --- public wrappers ------------------------------------------------------------------------------------
+def _function_name(function):
+    return getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or repr(function)
+
+
+def _result_aval(leaf):
+    shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
+    if shape is None or dtype is None:
+        raise TypeError(f"pure_callback: result_shape_dtypes leaves must have .shape and .dtype "
+                        f"(for example numax.ShapeDtypeStruct), got {type(leaf).__name__} {leaf!r}")
+    dtype = np.dtype(dtype)
+    if dtypes.canonicalize_dtype(dtype) != dtype:
+        raise ValueError(f"pure_callback: result_shape_dtypes cannot declare the 64-bit type {dtype.name} "
+                         "while 64-bit mode is off (numax.config.update('numax_enable_x64', True) turns it on)")
+    return ShapedArray(tuple(int(d) for d in shape), dtype)
+
+
+def _check_argument(name, leaf):
+    if isinstance(leaf, (Tracer, Array)):
+        return leaf
+    try:
+        get_aval(leaf)
+    except TypeError:
+        raise TypeError(f"{name}: arguments must be arrays or scalars (pytrees of them), "
+                        f"got {type(leaf).__name__} {leaf!r}") from None
+    return leaf
+
+
+def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None, **kwargs):
+    """Calls the Python function `callback(*args, **kwargs)` on host numpy arrays, eagerly or compiled.
+
+    `result_shape_dtypes` is a pytree of objects with `.shape` and `.dtype` (numax.ShapeDtypeStruct)
+    that the callback's result must match; results are converted to the declared dtypes when that
+    loses no kind (int -> float is fine, float -> int is an error). The callback must be pure: an
+    unused result lets the call be dropped. `sharding` is accepted for JAX compatibility (one device).
+    """
+    if vmap_method not in (None, "sequential", "expand_dims", "broadcast_all", "legacy_vectorized"):
+        raise ValueError(f"pure_callback: unknown vmap_method {vmap_method!r}")
+    leaves, in_tree = tree.tree_flatten((args, kwargs))
+    leaves = [_check_argument("pure_callback", leaf) for leaf in leaves]
+    result_leaves, result_tree = tree.tree_flatten(result_shape_dtypes)
+    result_avals = [_result_aval(leaf) for leaf in result_leaves]
+
+    def flat_function(*flat_args):
+        call_args, call_kwargs = in_tree.unflatten(flat_args)
+        return callback(*call_args, **call_kwargs)
+
+    host_callback = HostCallback(flat_function, _function_name(callback), result_avals, result_tree)
+    outs = pure_callback_p.bind(*leaves, callback=host_callback, vmap_method=vmap_method)
+    return result_tree.unflatten(outs)
+
+
+def _is_dynamic(leaf):
+    return isinstance(leaf, (Tracer, Array, np.ndarray, np.generic))
+
+
+def debug_callback(callback, *args, ordered=False, **kwargs):
+    """Calls `callback(*args, **kwargs)` for its side effect, each time the program runs; returns None.
+
+    Array leaves of the arguments reach the callback as numpy arrays; other leaves (Python scalars,
+    strings) are passed through unchanged. Not removed as dead code although it has no result.
+    """
+    leaves, in_tree = tree.tree_flatten((args, kwargs))
+    dynamic = [_is_dynamic(leaf) for leaf in leaves]
+    static_leaves = [None if is_dynamic else leaf for leaf, is_dynamic in zip(leaves, dynamic)]
+
+    def flat_function(*dynamic_values):
+        values = iter(dynamic_values)
+        full = [next(values) if is_dynamic else leaf for leaf, is_dynamic in zip(static_leaves, dynamic)]
+        call_args, call_kwargs = in_tree.unflatten(full)
+        callback(*call_args, **call_kwargs)
+
+    host_callback = HostCallback(flat_function, _function_name(callback))
+    debug_callback_p.bind(*(leaf for leaf, d in zip(leaves, dynamic) if d), callback=host_callback,
+                          ordered=bool(ordered))

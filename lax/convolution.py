@@ -1,3 +1,254 @@
-"""(in progress) convolution primitives."""
+"""Convolution: `conv_general_dilated` (one primitive, lowered to stablehlo.convolution) and the
+wrappers over it (`conv`, `conv_with_general_padding`, `conv_transpose`), with JAX's dimension numbers.
 
-__all__ = []
+`ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec)` holds, for each operand, the dimension indices of
+(batch, feature, spatial...) for lhs and out and of (out feature, in feature, spatial...) for rhs; the
+spatial dimensions are listed in the order of the kernel's. String specs such as ('NCHW', 'OIHW',
+'NCHW') are turned into this form by `conv_dimension_numbers`.
+"""
+
+import collections
+
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.primitives import Primitive
+from ..core.trace import get_aval_of
+from ..lowering.lower import register_lowering
+from ..lowering.stablehlo import aval_type, i64_array
+from . import typing as T
+from .windows import padtype_to_pads
+
+__all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_permutations", "conv_general_dilated",
+           "conv", "conv_with_general_padding", "conv_transpose", "conv_general_dilated_p"]
+
+
+class ConvDimensionNumbers(collections.namedtuple("ConvDimensionNumbers", ["lhs_spec", "rhs_spec", "out_spec"])):
+    """Dimension indices of (batch, feature, spatial...) in lhs and out, (out feature, in feature,
+    spatial...) in rhs."""
+
+
+def conv_general_permutations(dimension_numbers):
+    """String specs ('NCHW', 'OIHW', 'NCHW') as index permutations (lhs_spec, rhs_spec, out_spec)."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    fixed_letters = (("N", "C"), ("O", "I"), ("N", "C"))
+    for i, (spec, (first, second)) in enumerate(zip(dimension_numbers, fixed_letters)):
+        if spec.count(first) != 1 or spec.count(second) != 1:
+            raise TypeError(f"convolution dimension_numbers[{i}] must contain the characters '{first}' and "
+                            f"'{second}' exactly once, got {spec}.")
+        if len(set(spec)) != len(spec):
+            raise TypeError(f"convolution dimension_numbers[{i}] cannot have duplicate characters, got {spec}.")
+    spatial = [set(spec) - set(letters) for spec, letters in zip(dimension_numbers, fixed_letters)]
+    if not spatial[0] == spatial[1] == spatial[2]:
+        raise TypeError(f"convolution dimension_numbers elements must each have the same set of spatial "
+                        f"characters, got {dimension_numbers}.")
+    kernel_spatial = [c for c in rhs_spec if c not in "OI"]
+
+    def permutation(spec, letters):
+        spatial_dims = [spec.index(c) for c in kernel_spatial]
+        return (spec.index(letters[0]), spec.index(letters[1])) + tuple(spatial_dims)
+
+    return tuple(permutation(spec, letters) for spec, letters in zip(dimension_numbers, fixed_letters))
+
+
+def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
+    """`dimension_numbers` (None, a ConvDimensionNumbers, or three string specs) in canonical form."""
+    if isinstance(dimension_numbers, ConvDimensionNumbers):
+        return dimension_numbers
+    if len(lhs_shape) != len(rhs_shape):
+        raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got {len(lhs_shape)} and "
+                        f"{len(rhs_shape)}.")
+    if dimension_numbers is None:
+        identity = tuple(range(len(lhs_shape)))
+        return ConvDimensionNumbers(identity, identity, identity)
+    if not isinstance(dimension_numbers, (list, tuple)) or len(dimension_numbers) != 3:
+        raise TypeError(f"convolution dimension_numbers must be None, a ConvDimensionNumbers or three strings, "
+                        f"got {dimension_numbers!r}.")
+    if not all(isinstance(spec, str) for spec in dimension_numbers):
+        return ConvDimensionNumbers(*(tuple(int(d) for d in spec) for spec in dimension_numbers))
+    for i, spec in enumerate(dimension_numbers):
+        if len(spec) != len(lhs_shape):
+            raise TypeError(f"convolution dimension_numbers[{i}] must have len equal to the ndim of lhs and rhs, "
+                            f"got {len(spec)} for lhs and rhs shapes {tuple(lhs_shape)} and {tuple(rhs_shape)}.")
+    return ConvDimensionNumbers(*conv_general_permutations(dimension_numbers))
+
+
+def _dilate(size, dilation):
+    return 0 if size == 0 else (size - 1) * dilation + 1
+
+
+# --- the primitive ---------------------------------------------------------------------------------------------
+conv_general_dilated_p = Primitive("conv_general_dilated")
+
+
+def _conv_abstract_eval(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                        feature_group_count, batch_group_count, precision, preferred_element_type):
+    name = "conv_general_dilated"
+    if lhs.ndim != rhs.ndim or lhs.ndim < 2:
+        raise TypeError(f"{name}: lhs and rhs must have the same rank (at least 2), got {T.describe((lhs, rhs))}")
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"{name} requires arguments to have the same dtypes, got {lhs.dtype.name}, {rhs.dtype.name}")
+    T.check_dtype(name, lhs, T.numeric_dtypes)
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    spatial_count = lhs.ndim - 2
+    for label, values in (("window_strides", window_strides), ("padding", padding), ("lhs_dilation", lhs_dilation),
+                          ("rhs_dilation", rhs_dilation)):
+        if len(values) != spatial_count:
+            raise TypeError(f"{name}: {label} {values} must have one entry per spatial dimension ({spatial_count})")
+    if feature_group_count < 1 or batch_group_count < 1:
+        raise ValueError(f"{name}: feature_group_count and batch_group_count must be positive, got "
+                         f"{feature_group_count} and {batch_group_count}")
+    if feature_group_count > 1 and batch_group_count > 1:
+        raise ValueError(f"{name}: at most one of batch_group_count and feature_group_count may be > 1, got "
+                         f"batch_group_count={batch_group_count} and feature_group_count={feature_group_count}")
+    in_features = lhs.shape[lhs_spec[1]]
+    if in_features % feature_group_count or in_features // feature_group_count != rhs.shape[rhs_spec[1]]:
+        raise ValueError(f"{name}: the lhs feature dimension ({in_features}) divided by feature_group_count "
+                         f"({feature_group_count}) must equal the rhs input feature dimension "
+                         f"({rhs.shape[rhs_spec[1]]})")
+    out_features = rhs.shape[rhs_spec[0]]
+    if out_features % feature_group_count or out_features % batch_group_count:
+        raise ValueError(f"{name}: the rhs output feature dimension ({out_features}) must be a multiple of "
+                         f"feature_group_count ({feature_group_count}) and batch_group_count ({batch_group_count})")
+    batch = lhs.shape[lhs_spec[0]]
+    if batch % batch_group_count:
+        raise ValueError(f"{name}: batch_group_count ({batch_group_count}) must divide the lhs batch size ({batch})")
+    out_shape = [0] * lhs.ndim
+    out_shape[out_spec[0]] = batch // batch_group_count
+    out_shape[out_spec[1]] = out_features
+    for i in range(spatial_count):
+        stride = window_strides[i]
+        if stride < 1 or lhs_dilation[i] < 1 or rhs_dilation[i] < 1:
+            raise ValueError(f"{name}: strides and dilations must be positive, got window_strides={window_strides}, "
+                             f"lhs_dilation={lhs_dilation}, rhs_dilation={rhs_dilation}")
+        low, high = padding[i]
+        padded = _dilate(lhs.shape[lhs_spec[2 + i]], lhs_dilation[i]) + low + high
+        window = _dilate(rhs.shape[rhs_spec[2 + i]], rhs_dilation[i])
+        out_shape[out_spec[2 + i]] = max(0, (padded - window) // stride + 1) if padded >= window else 0
+    dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+    return ShapedArray(out_shape, dtype)
+
+
+def _lower_conv(ctx, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                feature_group_count, batch_group_count, precision, preferred_element_type):
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+
+    def dims(values):
+        return "[" + ", ".join(str(int(v)) for v in values) + "]"
+
+    numbers = (
+        f"#stablehlo.conv<raw input_batch_dimension = {lhs_spec[0]}, input_feature_dimension = {lhs_spec[1]}, "
+        f"input_spatial_dimensions = {dims(lhs_spec[2:])}, kernel_input_feature_dimension = {rhs_spec[1]}, "
+        f"kernel_output_feature_dimension = {rhs_spec[0]}, kernel_spatial_dimensions = {dims(rhs_spec[2:])}, "
+        f"output_batch_dimension = {out_spec[0]}, output_feature_dimension = {out_spec[1]}, "
+        f"output_spatial_dimensions = {dims(out_spec[2:])}>")
+    spatial_count = len(window_strides)
+    pads = ", ".join(f"[{low}, {high}]" for low, high in padding)
+    attributes = {
+        "window_strides": i64_array(window_strides),
+        "padding": f"dense<[{pads}]> : tensor<{spatial_count}x2xi64>" if spatial_count else "dense<> : tensor<0x2xi64>",
+        "lhs_dilation": i64_array(lhs_dilation),
+        "rhs_dilation": i64_array(rhs_dilation),
+        "dimension_numbers": numbers,
+        "feature_group_count": f"{feature_group_count} : i64",
+        "batch_group_count": f"{batch_group_count} : i64",
+    }
+    return ctx.builder.op1("stablehlo.convolution", [lhs, rhs], aval_type(ctx.aval_out), attributes)
+
+
+conv_general_dilated_p.def_abstract_eval(_conv_abstract_eval)
+register_lowering(conv_general_dilated_p, _lower_conv)
+
+
+# --- wrappers ----------------------------------------------------------------------------------------------------
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
+                         dimension_numbers=None, feature_group_count=1, batch_group_count=1, precision=None,
+                         preferred_element_type=None):
+    """General n-d convolution with strides, padding ('SAME', 'SAME_LOWER', 'VALID' or (low, high)
+    pairs), input (lhs) and kernel (rhs) dilation, and feature or batch grouping."""
+    lhs_aval, rhs_aval = get_aval_of(lhs), get_aval_of(rhs)
+    numbers = conv_dimension_numbers(lhs_aval.shape, rhs_aval.shape, dimension_numbers)
+    numbers = ConvDimensionNumbers(*(tuple(int(d) for d in spec) for spec in numbers))
+    spatial_count = lhs_aval.ndim - 2
+    if lhs_dilation is None:
+        lhs_dilation = (1,) * spatial_count
+    elif isinstance(padding, str) and any(d != 1 for d in lhs_dilation):
+        raise ValueError("String padding is not implemented for transposed convolution using this op. Please "
+                         "either exactly specify the required padding or use conv_transpose.")
+    rhs_dilation = (1,) * spatial_count if rhs_dilation is None else tuple(int(d) for d in rhs_dilation)
+    if isinstance(padding, str):
+        lhs_spatial = [lhs_aval.shape[d] for d in numbers.lhs_spec[2:]]
+        window = [_dilate(rhs_aval.shape[d], r) for d, r in zip(numbers.rhs_spec[2:], rhs_dilation)]
+        padding = padtype_to_pads(lhs_spatial, window, window_strides, padding)
+    try:
+        padding = tuple((int(low), int(high)) for low, high in padding)
+    except (TypeError, ValueError):
+        raise ValueError(f"padding argument to conv_general_dilated should be a string or a sequence of (low, high) "
+                         f"pairs, got {padding}") from None
+    preferred = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
+    return conv_general_dilated_p.bind(
+        lhs, rhs, window_strides=tuple(int(s) for s in window_strides), padding=padding,
+        lhs_dilation=tuple(int(d) for d in lhs_dilation), rhs_dilation=rhs_dilation, dimension_numbers=numbers,
+        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
+        precision=None, preferred_element_type=preferred)
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+    """Convolution in NCHW / OIHW layout without dilation."""
+    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, precision=None,
+                              preferred_element_type=None):
+    """Convolution in NCHW / OIHW layout with dilations."""
+    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
+                                rhs_dilation=rhs_dilation, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def _transpose_padding(kernel, stride, padding):
+    """(low, high) padding of the dilated input that undoes a forward convolution's `padding`."""
+    if padding == "SAME":
+        total = kernel + stride - 2
+        low = kernel - 1 if stride > kernel - 1 else -(-total // 2)
+    elif padding == "VALID":
+        total = kernel + stride - 2 + max(kernel - stride, 0)
+        low = kernel - 1
+    else:
+        raise ValueError(f"conv_transpose: invalid padding mode {padding!r}: use 'SAME', 'VALID' or (low, high) pairs")
+    return low, total - low
+
+
+_default_transpose_specs = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"), 4: ("NHWC", "HWIO", "NHWC"),
+                            5: ("NHWDC", "HWDIO", "NHWDC")}
+
+
+def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None, transpose_kernel=False,
+                   precision=None, preferred_element_type=None):
+    """The transposed ("fractionally strided") convolution: the input is dilated by `strides`. With
+    `transpose_kernel`, the kernel is flipped spatially and its feature dimensions swapped, which makes
+    this the gradient of conv_general_dilated with respect to its input."""
+    from .shapes import rev, transpose
+
+    lhs_aval, rhs_aval = get_aval_of(lhs), get_aval_of(rhs)
+    rank = lhs_aval.ndim
+    if rank != rhs_aval.ndim or rank < 2:
+        raise TypeError(f"conv_transpose: lhs and rhs must have the same rank (at least 2), got "
+                        f"{T.describe((lhs_aval, rhs_aval))}")
+    if dimension_numbers is None:
+        dimension_numbers = _default_transpose_specs.get(rank)
+    numbers = conv_dimension_numbers(lhs_aval.shape, rhs_aval.shape, dimension_numbers)
+    kernel_spatial = [rhs_aval.shape[d] for d in numbers.rhs_spec[2:]]
+    rhs_dilation = (1,) * (rank - 2) if rhs_dilation is None else tuple(rhs_dilation)
+    if isinstance(padding, str):
+        windows = [_dilate(k, r) for k, r in zip(kernel_spatial, rhs_dilation)]
+        padding = [_transpose_padding(k, s, padding.upper()) for k, s in zip(windows, strides)]
+    if transpose_kernel:
+        rhs = rev(rhs, tuple(numbers.rhs_spec[2:]))
+        permutation = list(range(rank))
+        out_dim, in_dim = numbers.rhs_spec[0], numbers.rhs_spec[1]
+        permutation[out_dim], permutation[in_dim] = in_dim, out_dim
+        rhs = transpose(rhs, permutation)
+    return conv_general_dilated(lhs, rhs, (1,) * (rank - 2), padding, lhs_dilation=strides,
+                                rhs_dilation=rhs_dilation, dimension_numbers=numbers, precision=precision,
+                                preferred_element_type=preferred_element_type)

@@ -13,6 +13,7 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitives import Primitive
 from ..core.trace import Tracer, get_aval_of
+from ..lowering.array import put
 from ..lowering.lower import broadcast_operands, elementwise_lowering, register_lowering
 from ..lowering.stablehlo import aval_type, tensor_type
 from . import typing as T
@@ -30,14 +31,15 @@ def _scalars_like(args):
 
 
 def scalar_as(value, dtype):
-    """A Python scalar as a value of `dtype`: itself when that is its weak type, else a numpy scalar."""
+    """A Python scalar as a value of `dtype`: itself when that is its weak type, else a weakly typed array
+    (so that `lax.mul(weak_float16_array, 2.0)` stays weak, as a Python scalar operand would in JAX)."""
     if type(value) is not bool and dtypes.python_scalar_dtype(value) == dtype:
         return value
     if type(value) is int and dtypes.is_integer(dtype):
         dtypes.check_int_fits(value, dtype)
     if type(value) is builtins.complex and not dtypes.is_complex(dtype):
         raise TypeError(f"cannot convert the complex scalar {value} to {dtype}")
-    return np.asarray(value, dtype=dtype)[()]
+    return put(np.asarray(value, dtype=dtype), weak_type=type(value) is not bool)
 
 
 def _define(name, abstract_eval, lowering, arity):
@@ -66,7 +68,18 @@ def _binary(name, op_name, allowed=T.numeric_dtypes, result_dtype=None, **attrib
 
 # --- unary math ------------------------------------------------------------------------------------
 neg_p, neg = _unary("neg", "stablehlo.negate", T.numeric_dtypes)
-sign_p, sign = _unary("sign", "stablehlo.sign", T.numeric_dtypes)
+
+
+def _lower_sign(ctx, x):
+    # stablehlo.sign has no unsigned form: an unsigned sign is x != 0.
+    aval = ctx.avals_in[0]
+    if not dtypes.is_unsigned(aval.dtype):
+        return ctx.builder.op1("stablehlo.sign", [x], aval_type(ctx.aval_out))
+    nonzero = compare_values(ctx.builder, x, ctx.builder.broadcast_scalar(0, aval.shape, aval.dtype), "NE", aval)
+    return ctx.builder.op1("stablehlo.convert", [nonzero], aval_type(ctx.aval_out))
+
+
+sign_p, sign = _define("sign", T.unary("sign", T.numeric_dtypes), _lower_sign, 1)
 floor_p, floor = _unary("floor", "stablehlo.floor", T.float_dtypes)
 ceil_p, ceil = _unary("ceil", "stablehlo.ceil", T.float_dtypes)
 is_finite_p, is_finite = _unary("is_finite", "stablehlo.is_finite", T.float_dtypes, lambda _: dtypes.bool_)
@@ -79,8 +92,49 @@ rsqrt_p, rsqrt = _unary("rsqrt", "stablehlo.rsqrt")
 cbrt_p, cbrt = _unary("cbrt", "stablehlo.cbrt", T.float_dtypes)
 tanh_p, tanh = _unary("tanh", "stablehlo.tanh")
 logistic_p, logistic = _unary("logistic", "stablehlo.logistic")
-sin_p, sin = _unary("sin", "stablehlo.sine")
-cos_p, cos = _unary("cos", "stablehlo.cosine")
+
+
+def _lower_complex_sin_cos(ctx, z, which):
+    """sin or cos of a complex operand from real functions of its parts (as JAX lowers them):
+    sin(a+bi) = sin a cosh b + i cos a sinh b, cos(a+bi) = cos a cosh b - i sin a sinh b, with
+    cosh and sinh from expm1 for accuracy near 0, and the exact zero part kept when a == 0."""
+    builder = ctx.builder
+    aval = ctx.avals_in[0]
+    part = aval.update(dtype=T.complex_to_real(aval.dtype), weak_type=False)
+    part_type = aval_type(part)
+
+    def op(name, *operands):
+        return builder.op1(name, list(operands), part_type)
+
+    a, b = op("stablehlo.real", z), op("stablehlo.imag", z)
+    sin_a, cos_a = op("stablehlo.sine", a), op("stablehlo.cosine", a)
+    up, down = op("stablehlo.exponential_minus_one", b), op("stablehlo.exponential_minus_one", op("stablehlo.negate", b))
+    half = builder.broadcast_scalar(0.5, part.shape, part.dtype)
+    two = builder.broadcast_scalar(2, part.shape, part.dtype)
+    sinh_b = op("stablehlo.multiply", op("stablehlo.subtract", up, down), half)
+    cosh_b = op("stablehlo.multiply", op("stablehlo.add", op("stablehlo.add", up, down), two), half)
+    zero = builder.broadcast_scalar(0, part.shape, part.dtype)
+    a_is_zero = compare_values(builder, a, zero, "EQ", part)
+    if which == "sin":
+        re, im = op("stablehlo.multiply", sin_a, cosh_b), op("stablehlo.multiply", cos_a, sinh_b)
+        re = builder.op1("stablehlo.select", [a_is_zero, zero, re], part_type)
+    else:
+        re, im = op("stablehlo.multiply", cos_a, cosh_b), op("stablehlo.negate", op("stablehlo.multiply", sin_a, sinh_b))
+        im = builder.op1("stablehlo.select", [a_is_zero, zero, im], part_type)
+    return builder.op1("stablehlo.complex", [re, im], aval_type(ctx.aval_out))
+
+
+def _sin_cos_lowering(which, op_name):
+    def lower(ctx, x):
+        if dtypes.is_complex(ctx.avals_in[0].dtype):
+            return _lower_complex_sin_cos(ctx, x, which)
+        return ctx.builder.op1(op_name, [x], aval_type(ctx.aval_out))
+
+    return lower
+
+
+sin_p, sin = _define("sin", T.unary("sin", T.inexact_dtypes), _sin_cos_lowering("sin", "stablehlo.sine"), 1)
+cos_p, cos = _define("cos", T.unary("cos", T.inexact_dtypes), _sin_cos_lowering("cos", "stablehlo.cosine"), 1)
 tan_p, tan = _unary("tan", "stablehlo.tan")
 asin_p, asin = _unary("asin", "chlo.asin")
 acos_p, acos = _unary("acos", "chlo.acos")
@@ -97,7 +151,7 @@ lgamma_p, lgamma = _unary("lgamma", "chlo.lgamma", T.float_dtypes)
 digamma_p, digamma = _unary("digamma", "chlo.digamma", T.float_dtypes)
 real_p, real = _unary("real", "stablehlo.real", dtypes.complexes, T.complex_to_real)
 imag_p, imag = _unary("imag", "stablehlo.imag", dtypes.complexes, T.complex_to_real)
-abs_p, abs = _unary("abs", "stablehlo.abs", T.numeric_dtypes, T.complex_to_real)
+abs_p, abs = _unary("abs", "stablehlo.abs", T.signed_numeric_dtypes, T.complex_to_real)
 not_p, bitwise_not = _unary("not", "stablehlo.not", T.bool_or_integer)
 population_count_p, population_count = _unary("population_count", "stablehlo.popcnt", T.integer_dtypes)
 clz_p, clz = _unary("clz", "stablehlo.count_leading_zeros", T.integer_dtypes)
@@ -118,12 +172,18 @@ def _lower_conj(ctx, x):
     builder = ctx.builder
     aval = ctx.avals_in[0]
     part_type = tensor_type(aval.shape, T.complex_to_real(aval.dtype))
-    re = builder.op1("stablehlo.real", [x], part_type)
-    im = builder.op1("stablehlo.negate", [builder.op1("stablehlo.imag", [x], part_type)], part_type)
+    if dtypes.is_complex(aval.dtype):
+        re = builder.op1("stablehlo.real", [x], part_type)
+        im = builder.op1("stablehlo.negate", [builder.op1("stablehlo.imag", [x], part_type)], part_type)
+    else:
+        # A real operand is the real part of a complex result (as in JAX).
+        re, im = x, builder.broadcast_scalar(0, aval.shape, aval.dtype)
     return builder.op1("stablehlo.complex", [re, im], aval_type(ctx.aval_out))
 
 
-conj_p, conj = _define("conj", T.unary("conj", dtypes.complexes), _lower_conj, 1)
+_real_to_complex = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128}
+conj_p, conj = _define("conj", T.unary("conj", (dtypes.float32, dtypes.float64) + dtypes.complexes,
+                                       lambda dtype: _real_to_complex.get(dtype, dtype)), _lower_conj, 1)
 
 _rounding_methods = {0: "stablehlo.round_nearest_afz", 1: "stablehlo.round_nearest_even"}
 
@@ -151,11 +211,32 @@ add_p, add = _binary("add", "stablehlo.add")
 sub_p, sub = _binary("sub", "stablehlo.subtract")
 mul_p, mul = _binary("mul", "stablehlo.multiply")
 div_p, div = _binary("div", "stablehlo.divide")
-rem_p, rem = _binary("rem", "stablehlo.remainder")
-pow_p, pow = _binary("pow", "stablehlo.power", T.inexact_dtypes)
-max_p, max = _binary("max", "stablehlo.maximum", T.any_dtype)
-min_p, min = _binary("min", "stablehlo.minimum", T.any_dtype)
-atan2_p, atan2 = _binary("atan2", "stablehlo.atan2", T.float_dtypes)
+rem_p, rem = _binary("rem", "stablehlo.remainder", T.real_numeric_dtypes)
+
+
+def _minmax_lowering(op_name, direction):
+    def lower(ctx, x, y):
+        x, y = broadcast_operands(ctx, (x, y))
+        aval = ctx.aval_out
+        if not dtypes.is_complex(aval.dtype):
+            return ctx.builder.op1(op_name, [x, y], aval_type(aval))
+        # Complex numbers are ordered lexicographically by (real, imag), as in JAX.
+        builder = ctx.builder
+        part = aval.update(dtype=T.complex_to_real(aval.dtype), weak_type=False)
+        x_re, y_re = (builder.op1("stablehlo.real", [v], aval_type(part)) for v in (x, y))
+        x_im, y_im = (builder.op1("stablehlo.imag", [v], aval_type(part)) for v in (x, y))
+        by_real = compare_values(builder, x_re, y_re, direction, part)
+        by_imag = compare_values(builder, x_im, y_im, direction, part)
+        real_equal = compare_values(builder, x_re, y_re, "EQ", part)
+        pick_x = builder.op1("stablehlo.select", [real_equal, by_imag, by_real], tensor_type(part.shape, dtypes.bool_))
+        return builder.op1("stablehlo.select", [pick_x, x, y], aval_type(aval))
+
+    return lower
+
+
+max_p, max = _define("max", T.naryop("max", T.any_dtype), _minmax_lowering("stablehlo.maximum", "GT"), 2)
+min_p, min = _define("min", T.naryop("min", T.any_dtype), _minmax_lowering("stablehlo.minimum", "LT"), 2)
+atan2_p, atan2 = _binary("atan2", "stablehlo.atan2", T.inexact_dtypes)
 nextafter_p, nextafter = _binary("nextafter", "chlo.next_after", T.float_dtypes)
 and_p, bitwise_and = _binary("and", "stablehlo.and", T.bool_or_integer)
 or_p, bitwise_or = _binary("or", "stablehlo.or", T.bool_or_integer)
@@ -166,9 +247,8 @@ shift_right_arithmetic_p, shift_right_arithmetic = _binary(
 shift_right_logical_p, shift_right_logical = _binary(
     "shift_right_logical", "stablehlo.shift_right_logical", T.integer_dtypes)
 complex_p, complex = _binary("complex", "stablehlo.complex", (dtypes.float32, dtypes.float64))
-complex_p.def_abstract_eval(lambda x, y: ShapedArray(
-    T.naryop("complex", (dtypes.float32, dtypes.float64))(x, y).shape,
-    dtypes.complex64 if x.dtype == dtypes.float32 else dtypes.complex128))
+complex_p.def_abstract_eval(lambda x, y: T.naryop("complex", (dtypes.float32, dtypes.float64))(x, y).update(
+    dtype=dtypes.complex64 if x.dtype == dtypes.float32 else dtypes.complex128))
 
 
 def _comparison_type(dtype):
@@ -179,7 +259,14 @@ def _comparison_type(dtype):
     return "SIGNED"
 
 
-def _compare(name, direction):
+def compare_values(builder, x, y, direction, aval):
+    """A `stablehlo.compare` of two values of `aval`'s shape and dtype: a boolean SSA value."""
+    return builder.op1("stablehlo.compare", [x, y], tensor_type(aval.shape, dtypes.bool_), {
+        "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+        "compare_type": f"#stablehlo<comparison_type {_comparison_type(aval.dtype)}>"})
+
+
+def _compare(name, direction, allowed):
     def lower(ctx, x, y):
         operands = broadcast_operands(ctx, (x, y))
         attributes = {
@@ -188,20 +275,58 @@ def _compare(name, direction):
         }
         return ctx.builder.op1("stablehlo.compare", operands, aval_type(ctx.aval_out), attributes)
 
-    return _define(name, T.naryop(name, T.any_dtype, dtypes.bool_), lower, 2)
+    return _define(name, T.naryop(name, allowed, dtypes.bool_), lower, 2)
 
 
-eq_p, eq = _compare("eq", "EQ")
-ne_p, ne = _compare("ne", "NE")
-lt_p, lt = _compare("lt", "LT")
-le_p, le = _compare("le", "LE")
-gt_p, gt = _compare("gt", "GT")
-ge_p, ge = _compare("ge", "GE")
+# Complex numbers have equality but no order (as in JAX).
+eq_p, eq = _compare("eq", "EQ", T.any_dtype)
+ne_p, ne = _compare("ne", "NE", T.any_dtype)
+lt_p, lt = _compare("lt", "LT", T.ordered_dtypes)
+le_p, le = _compare("le", "LE", T.ordered_dtypes)
+gt_p, gt = _compare("gt", "GT", T.ordered_dtypes)
+ge_p, ge = _compare("ge", "GE", T.ordered_dtypes)
+
+
+# --- pow ----------------------------------------------------------------------------------------------
+def _pow_abstract_eval(x, y):
+    # The exponent has the base's dtype, or is an integer array (as in JAX).
+    T.check_dtype("pow", x, T.inexact_dtypes, 0)
+    if y.dtype != x.dtype:
+        T.check_dtype("pow", y, T.integer_dtypes, 1)
+    shape = T.broadcast_shapes("pow", (x, y))
+    return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
+
+
+def _lower_pow(ctx, x, y):
+    base, exponent = ctx.avals_in
+    x, y = broadcast_operands(ctx, (x, y))
+    if exponent.dtype != base.dtype:
+        y = ctx.builder.op1("stablehlo.convert", [y], tensor_type(ctx.aval_out.shape, base.dtype))
+    return ctx.builder.op1("stablehlo.power", [x, y], aval_type(ctx.aval_out))
+
+
+pow_p, _ = _define("pow", _pow_abstract_eval, _lower_pow, 2)
+
+
+def pow(x, y):
+    """`x ** y` elementwise; `y` has `x`'s dtype or is an integer array."""
+    if type(y) in dtypes.python_scalar_types and type(x) not in dtypes.python_scalar_types:
+        y = scalar_as(y, get_aval_of(x).dtype)
+    elif type(x) in dtypes.python_scalar_types and type(y) not in dtypes.python_scalar_types:
+        y_dtype = get_aval_of(y).dtype
+        x = scalar_as(x, dtypes.default_float_dtype() if dtypes.is_integer(y_dtype) else y_dtype)
+    return pow_p.bind(x, y)
 
 
 # --- integer_pow ------------------------------------------------------------------------------------
 integer_pow_p = Primitive("integer_pow")
-integer_pow_p.def_abstract_eval(lambda x, y: T.unary("integer_pow", T.numeric_dtypes)(x))
+def _integer_pow_abstract_eval(x, y):
+    if y < 0 and not dtypes.is_inexact(x.dtype):
+        raise TypeError(f"integers cannot be raised to negative powers, got integer_pow({x.str_short()}, {y})")
+    return T.unary("integer_pow", T.numeric_dtypes)(x)
+
+
+integer_pow_p.def_abstract_eval(_integer_pow_abstract_eval)
 
 
 def _lower_integer_pow(ctx, x, y):
@@ -311,7 +436,7 @@ def _clamp_abstract_eval(low, x, high):
     for bound in (low, high):
         if bound.shape and bound.shape != x.shape:
             raise TypeError(f"clamp bounds must be scalars or have the operand's shape, got {T.describe((low, x, high))}")
-    return ShapedArray(x.shape, x.dtype, x.weak_type)
+    return ShapedArray(x.shape, x.dtype, T.all_weak((low, x, high)))
 
 
 clamp_p.def_abstract_eval(_clamp_abstract_eval)
@@ -381,8 +506,11 @@ bitcast_convert_type_p = Primitive("bitcast_convert_type")
 
 def _bitcast_abstract_eval(x, new_dtype):
     old_size, new_size = x.dtype.itemsize, np.dtype(new_dtype).itemsize
-    if x.dtype == dtypes.bool_ or new_dtype == dtypes.bool_:
-        raise TypeError("bitcast_convert_type does not accept bool (its bit width is not defined)")
+    if x.dtype == new_dtype:
+        return ShapedArray(x.shape, new_dtype)
+    if dtypes.bool_ in (x.dtype, new_dtype) or dtypes.is_complex(x.dtype) or dtypes.is_complex(new_dtype):
+        raise TypeError(f"bitcast_convert_type does not accept bool or complex values unless the operand and result "
+                        f"dtypes match, got {x.dtype.name} to {np.dtype(new_dtype).name}")
     if old_size == new_size:
         shape = x.shape
     elif old_size > new_size:

@@ -51,8 +51,7 @@ def _dot_general_abstract_eval(lhs, rhs, dimension_numbers, precision, preferred
     lhs_free = tuple(s for i, s in enumerate(lhs.shape) if i not in lhs_contract and i not in lhs_batch)
     rhs_free = tuple(s for i, s in enumerate(rhs.shape) if i not in rhs_contract and i not in rhs_batch)
     dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
-    weak = lhs.weak_type and rhs.weak_type and preferred_element_type is None
-    return ShapedArray(batch + lhs_free + rhs_free, dtype, weak)
+    return ShapedArray(batch + lhs_free + rhs_free, dtype, lhs.weak_type and rhs.weak_type)
 
 
 def _dims(values):

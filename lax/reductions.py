@@ -9,6 +9,7 @@ from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, i64_array, tensor_type
 from . import typing as T
+from .shapes import as_array
 
 
 def reduced_shape(name, x, axes):
@@ -21,8 +22,11 @@ def identity_of(kind, dtype):
     """The identity element of a monoid reduction for `dtype`."""
     if kind == "sum" or kind == "or" or kind == "xor":
         return np.zeros((), dtype)
-    if kind == "prod" or kind == "and":
-        return np.ones((), dtype) if dtype != dtypes.bool_ else np.array(True)
+    if kind == "prod":
+        return np.ones((), dtype)
+    if kind == "and":
+        # All bits set: True for bool, -1 for signed and the maximum for unsigned integers.
+        return np.array(True) if dtype == dtypes.bool_ else np.array(-1).astype(dtype)
     if kind == "max":
         if dtypes.is_inexact(dtype):
             return np.array(-np.inf, dtype)
@@ -62,7 +66,10 @@ def _define_reduction(name, kind, op_name, allowed):
     def wrapper(operand, axes):
         aval = get_aval_of(operand)
         axes = tuple(sorted(T.normalize_axis(a, aval.ndim) for a in axes))
-        return primitive.bind(operand, axes=axes) if axes else operand
+        if not axes:
+            T.check_dtype(name, aval, allowed)
+            return as_array(operand)
+        return primitive.bind(operand, axes=axes)
 
     wrapper.__name__ = name
     wrapper.__doc__ = f"Reduces `operand` over `axes` with {kind}."
@@ -121,7 +128,8 @@ def _define_arg_reduction(name, direction):
                 b_not_nan = inner.op1("stablehlo.not", [b_nan], pred)
                 better = inner.op1("stablehlo.or", [better, inner.op1("stablehlo.and", [a_nan, b_not_nan], pred)], pred)
                 equal = inner.op1("stablehlo.or", [equal, inner.op1("stablehlo.and", [a_nan, b_nan], pred)], pred)
-            lower_index = compare(inner, a_index, b_index, "LT", "SIGNED")
+            index_kind = "UNSIGNED" if dtypes.is_unsigned(index_dtype) else "SIGNED"
+            lower_index = compare(inner, a_index, b_index, "LT", index_kind)
             take_a = inner.op1("stablehlo.or", [better, inner.op1("stablehlo.and", [equal, lower_index], pred)], pred)
             return [inner.op1("stablehlo.select", [take_a, a_value, b_value], value_scalar),
                     inner.op1("stablehlo.select", [take_a, a_index, b_index], index_scalar)]

@@ -7,9 +7,18 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
+from ..lowering.array import put
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, i64_array
 from . import typing as T
+
+
+def as_array(operand):
+    """`operand` when it is an array or a tracer, else copied to the device: a wrapper that has nothing
+    to do still returns an array, as JAX's do."""
+    if isinstance(getattr(operand, "aval", None), ShapedArray):
+        return operand
+    return put(np.asarray(operand), weak_type=dtypes.is_weak_scalar(operand))
 
 
 def _shape_tuple(shape):
@@ -49,7 +58,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
     shape, dims = _shape_tuple(shape), tuple(int(d) for d in broadcast_dimensions)
     aval = get_aval_of(operand)
     if aval.shape == shape and dims == tuple(range(len(shape))):
-        return operand
+        return as_array(operand)
     return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
 
 
@@ -71,6 +80,9 @@ reshape_p = Primitive("reshape")
 
 def _reshape_abstract_eval(x, new_sizes, dimensions):
     new_sizes = T.check_shape("reshape", new_sizes)
+    if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
+        raise TypeError(f"reshape dimensions {dimensions} are not a permutation of the operand's {x.ndim} dimensions "
+                        f"({x.str_short()})")
     if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
         raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} for shape {x.shape}")
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
@@ -94,7 +106,7 @@ def reshape(operand, new_sizes, dimensions=None):
     aval = get_aval_of(operand)
     dims = None if dimensions is None or tuple(dimensions) == tuple(range(aval.ndim)) else tuple(dimensions)
     if aval.shape == new_sizes and dims is None:
-        return operand
+        return as_array(operand)
     return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dims)
 
 
@@ -116,8 +128,8 @@ register_lowering(transpose_p, lambda ctx, x, permutation: ctx.builder.op1(
 
 def transpose(operand, permutation):
     permutation = tuple(int(p) for p in permutation)
-    if permutation == tuple(range(len(permutation))):
-        return operand
+    if permutation == tuple(range(len(permutation))) and len(permutation) == get_aval_of(operand).ndim:
+        return as_array(operand)
     return transpose_p.bind(operand, permutation=permutation)
 
 
@@ -141,7 +153,7 @@ def squeeze(array, dimensions):
     aval = get_aval_of(array)
     dimensions = tuple(sorted({T.normalize_axis(d, aval.ndim, "squeeze dimension") for d in dimensions}))
     if not dimensions:
-        return array
+        return as_array(array)
     return squeeze_p.bind(array, dimensions=dimensions)
 
 
@@ -174,7 +186,7 @@ register_lowering(rev_p, lambda ctx, x, dimensions: ctx.builder.op1(
 
 def rev(operand, dimensions):
     dimensions = tuple(int(d) for d in dimensions)
-    return rev_p.bind(operand, dimensions=dimensions) if dimensions else operand
+    return rev_p.bind(operand, dimensions=dimensions) if dimensions else as_array(operand)
 
 
 # --- concatenate -----------------------------------------------------------------------------------------
@@ -206,7 +218,8 @@ register_lowering(concatenate_p, lambda ctx, *xs, dimension: ctx.builder.op1(
 def concatenate(operands, dimension):
     operands = list(operands)
     if len(operands) == 1:
-        return operands[0]
+        _concatenate_abstract_eval(get_aval_of(operands[0]), dimension=int(dimension))
+        return as_array(operands[0])
     return concatenate_p.bind(*operands, dimension=int(dimension))
 
 
@@ -289,6 +302,11 @@ def full(shape, fill_value, dtype=None):
 
 def full_like(x, fill_value, dtype=None, shape=None):
     """An array like `x` (its shape and dtype unless given) filled with `fill_value`."""
+    from .elementwise import convert_element_type
+
     aval = get_aval_of(x)
-    target_dtype = aval.dtype if dtype is None else dtype
-    return full(aval.shape if shape is None else shape, fill_value, target_dtype)
+    target_dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+    # With no dtype given the result keeps x's weak type (as in JAX).
+    value = convert_element_type(fill_value, target_dtype, dtype is None and aval.weak_type)
+    return broadcast_in_dim_p.bind(value, shape=aval.shape if shape is None else _shape_tuple(shape),
+                                   broadcast_dimensions=())

@@ -1,10 +1,17 @@
-"""Slicing primitives: static slice (gather, scatter, dynamic slices are added beside it)."""
+"""Slicing primitives: static `slice`, and `dynamic_slice` / `dynamic_update_slice` with traced starts.
 
+Gather and scatter, the general indexed reads and writes, live in `gather_scatter.py`.
+"""
+
+import numpy as np
+
+from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, i64_array
+from . import typing as T
 
 slice_p = Primitive("slice")
 
@@ -61,3 +68,147 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     index = index + aval.shape[axis] if index < 0 else index
     out = slice_in_dim(operand, index, index + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
+
+
+# --- dynamic_slice / dynamic_update_slice ---------------------------------------------------------------
+# Start indices are scalar operands. XLA clamps each start so that the whole window fits in the operand;
+# the wrappers first wrap negative starts once (start + size), as JAX does.
+
+
+def _check_start_indices(name, operand, start_indices):
+    if len(start_indices) != operand.ndim:
+        raise TypeError(f"{name}: got {len(start_indices)} start indices for an operand of rank {operand.ndim} "
+                        f"({operand.str_short()}); pass one scalar index per dimension")
+    for i, index in enumerate(start_indices):
+        if index.ndim != 0 or index.dtype not in T.integer_dtypes:
+            raise TypeError(f"{name}: start index {i} must be an integer scalar, got {index.str_short()}")
+    if len({index.dtype for index in start_indices}) > 1:
+        raise TypeError(f"{name}: start indices must share one dtype, got {T.describe(start_indices)}")
+
+
+dynamic_slice_p = Primitive("dynamic_slice")
+
+
+def _dynamic_slice_abstract_eval(operand, *start_indices, slice_sizes):
+    _check_start_indices("dynamic_slice", operand, start_indices)
+    if len(slice_sizes) != operand.ndim or any(not 0 <= s <= d for s, d in zip(slice_sizes, operand.shape)):
+        raise TypeError(f"dynamic_slice: slice_sizes {slice_sizes} must have one entry per dimension of "
+                        f"{operand.str_short()}, each between 0 and that dimension's size")
+    return ShapedArray(slice_sizes, operand.dtype, operand.weak_type)
+
+
+dynamic_slice_p.def_abstract_eval(_dynamic_slice_abstract_eval)
+register_lowering(dynamic_slice_p, lambda ctx, operand, *start_indices, slice_sizes: ctx.builder.op1(
+    "stablehlo.dynamic_slice", [operand, *start_indices], aval_type(ctx.aval_out),
+    {"slice_sizes": i64_array(slice_sizes)}))
+
+dynamic_update_slice_p = Primitive("dynamic_update_slice")
+
+
+def _dynamic_update_slice_abstract_eval(operand, update, *start_indices):
+    _check_start_indices("dynamic_update_slice", operand, start_indices)
+    T.check_same_dtypes("dynamic_update_slice", (operand, update))
+    if update.ndim != operand.ndim or any(u > d for u, d in zip(update.shape, operand.shape)):
+        raise TypeError(f"dynamic_update_slice: update {update.str_short()} must have the operand's rank and fit "
+                        f"inside the operand {operand.str_short()}")
+    return operand
+
+
+dynamic_update_slice_p.def_abstract_eval(_dynamic_update_slice_abstract_eval)
+register_lowering(dynamic_update_slice_p, lambda ctx, operand, update, *start_indices: ctx.builder.op1(
+    "stablehlo.dynamic_update_slice", [operand, update, *start_indices], aval_type(ctx.aval_out)))
+
+
+def index_dtype_of(indices):
+    """The dtype index arrays are converted to for gathers: int32, or int64 when x64 is on and one needs it."""
+    wide = any(get_aval_of(i).dtype in (dtypes.int64, dtypes.uint32, dtypes.uint64) for i in indices
+               if type(i) not in dtypes.python_scalar_types)
+    return dtypes.canonicalize_dtype(dtypes.int64) if wide else dtypes.int32
+
+
+def dynamic_start_indices(operand_shape, start_indices):
+    """Start indices with negative values wrapped (start + size), all of one integer dtype.
+
+    As in JAX, array indices must share a dtype; Python ints take it (or int32).
+    """
+    from .elementwise import add, lt, select
+
+    start_indices = list(start_indices)
+    if len(start_indices) != len(operand_shape):
+        raise TypeError(f"expected {len(operand_shape)} start indices for an operand of shape {operand_shape}, "
+                        f"got {len(start_indices)}")
+    avals = [None if isinstance(i, int) else get_aval_of(i) for i in start_indices]
+    for aval in avals:
+        if aval is not None and (aval.ndim != 0 or aval.dtype not in T.integer_dtypes):
+            raise TypeError(f"start indices must be integer scalars, got {aval.str_short()}")
+    array_dtypes = {aval.dtype for aval in avals if aval is not None}
+    if len(array_dtypes) > 1:
+        raise TypeError(f"start indices must be integers of the same type, got {sorted(d.name for d in array_dtypes)}")
+    dtype = array_dtypes.pop() if array_dtypes else dtypes.int32
+    out = []
+    for index, aval, size in zip(start_indices, avals, operand_shape):
+        if aval is None:
+            # Wrapped once, then clamped here as XLA would clamp it (so it fits an unsigned dtype).
+            index = int(index)
+            out.append(np.asarray(min(max(index + size if index < 0 else index, 0), size), dtype)[()])
+        elif dtypes.is_unsigned(dtype):
+            out.append(index)
+        else:
+            out.append(select(lt(index, dtype.type(0)), add(index, dtype.type(size)), index))
+    return out
+
+
+def dynamic_slice(operand, start_indices, slice_sizes):
+    """The window of `slice_sizes` starting at `start_indices` (scalars, possibly traced).
+
+    Starts are clamped so the window stays inside the operand, as in XLA; negative starts count from
+    the end first.
+    """
+    aval = get_aval_of(operand)
+    slice_sizes = tuple(int(s) for s in slice_sizes)
+    return dynamic_slice_p.bind(operand, *dynamic_start_indices(aval.shape, start_indices), slice_sizes=slice_sizes)
+
+
+def dynamic_update_slice(operand, update, start_indices):
+    """`operand` with `update` written at `start_indices` (clamped so the update fits)."""
+    aval = get_aval_of(operand)
+    return dynamic_update_slice_p.bind(operand, update, *dynamic_start_indices(aval.shape, start_indices))
+
+
+def _axis_starts(rank, index, axis):
+    starts = [0] * rank
+    starts[axis] = index
+    return starts
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    aval = get_aval_of(operand)
+    axis = T.normalize_axis(axis, aval.ndim)
+    sizes = list(aval.shape)
+    sizes[axis] = int(slice_size)
+    return dynamic_slice(operand, _axis_starts(aval.ndim, start_index, axis), sizes)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    from .shapes import squeeze
+
+    aval = get_aval_of(operand)
+    axis = T.normalize_axis(axis, aval.ndim)
+    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    aval = get_aval_of(operand)
+    axis = T.normalize_axis(axis, aval.ndim)
+    return dynamic_update_slice(operand, update, _axis_starts(aval.ndim, start_index, axis))
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis):
+    from .shapes import expand_dims
+
+    aval = get_aval_of(operand)
+    axis = T.normalize_axis(axis, aval.ndim)
+    if get_aval_of(update).ndim == aval.ndim - 1:
+        update = expand_dims(update, (axis,))
+    return dynamic_update_slice_in_dim(operand, update, index, axis)

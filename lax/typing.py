@@ -12,6 +12,9 @@ float_dtypes = dtypes.floats
 inexact_dtypes = dtypes.floats + dtypes.complexes
 integer_dtypes = dtypes.integers
 numeric_dtypes = dtypes.integers + dtypes.floats + dtypes.complexes
+real_numeric_dtypes = dtypes.integers + dtypes.floats
+signed_numeric_dtypes = dtypes.signed_integers + dtypes.floats + dtypes.complexes
+ordered_dtypes = (dtypes.bool_,) + dtypes.integers + dtypes.floats
 bool_or_integer = (dtypes.bool_,) + dtypes.integers
 any_dtype = dtypes.all_dtypes
 
@@ -21,6 +24,9 @@ _category_names = {
     integer_dtypes: "integer",
     numeric_dtypes: "numeric",
     bool_or_integer: "boolean or integer",
+    real_numeric_dtypes: "integer or floating",
+    signed_numeric_dtypes: "signed integer, floating or complex",
+    ordered_dtypes: "boolean, integer or floating",
     any_dtype: "any",
 }
 
@@ -65,12 +71,14 @@ def all_weak(avals):
 
 
 def unary(name, allowed, result_dtype=None):
-    """Abstract eval of an elementwise unary op; `result_dtype(dtype)` maps the output dtype."""
+    """Abstract eval of an elementwise unary op; `result_dtype(dtype)` maps the output dtype.
+
+    Weak types propagate even when the dtype changes (a weak float's is_finite is a weak bool), as in JAX."""
 
     def rule(x):
         check_dtype(name, x, allowed)
         dtype = x.dtype if result_dtype is None else result_dtype(x.dtype)
-        return ShapedArray(x.shape, dtype, x.weak_type and result_dtype is None)
+        return ShapedArray(x.shape, dtype, x.weak_type)
 
     return rule
 
@@ -84,8 +92,7 @@ def naryop(name, allowed, result_dtype=None):
         check_same_dtypes(name, operands)
         shape = broadcast_shapes(name, operands)
         dtype = operands[0].dtype if result_dtype is None else result_dtype
-        weak = all_weak(operands) and result_dtype is None
-        return ShapedArray(shape, dtype, weak)
+        return ShapedArray(shape, dtype, all_weak(operands))
 
     return rule
 

@@ -154,26 +154,30 @@ class Array:
         prefix = "Array("
         body = np.array2string(self._value(), separator=", ", prefix=prefix)
         weak = ", weak_type=True" if self.aval.weak_type else ""
-        default_dtypes = (dtypes.float32, dtypes.int32, dtypes.bool_)
-        if self.aval.dtype in default_dtypes and not weak and self.aval.size > 0:
-            return f"{prefix}{body}, dtype={self.dtype.name})"
-        return f"{prefix}{body}, dtype={self.dtype.name}{weak})"
+        shape = f", shape={self.shape}" if self.aval.size == 0 else ""  # "[]" alone does not say the shape
+        return f"{prefix}{body}{shape}, dtype={self.dtype.name}{weak})"
 
     def __str__(self):
         return str(self._value())
 
     def __reduce__(self):
-        return (_rebuild, (self._value(),))
+        return (_rebuild, (self._value(), self.aval.weak_type))
 
     def __dlpack__(self, stream=None, **kwargs):
-        return self._value().__dlpack__()
+        value = self._value()
+        try:
+            return value.__dlpack__(stream=stream, **kwargs)
+        except BufferError:
+            # The cached host value is read-only, which consumers of older DLPack versions cannot be
+            # told; they get a private copy instead.
+            return value.copy().__dlpack__(stream=stream, **kwargs)
 
     def __dlpack_device__(self):
         return (1, 0)
 
 
-def _rebuild(value):
-    return put(value)
+def _rebuild(value, weak_type=False):
+    return put(value, weak_type=weak_type)
 
 
 avals_module.aval_of_type[Array] = lambda array: array.aval

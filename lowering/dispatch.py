@@ -39,6 +39,18 @@ class Executable:
         self.host_callbacks = host_callbacks  # kept alive as long as the executable
         self.handlers = [xla.result_handler(a.shape, a.dtype, backend, device) for a in out_avals]
 
+    def buffers_of(self, values):
+        """Device buffers of the call's arguments, whose avals are known to match (checked by the caller)."""
+        backend, device = self.backend, self.device
+        buffers = []
+        for value, aval in zip(values, self.in_avals):
+            if type(value) is Array and value._backend is backend and xla.buffer_device(value._buffer) is device \
+                    and not xla.is_deleted(value._buffer):
+                buffers.append(value._buffer)
+            else:
+                buffers.append(to_buffer(value, aval, backend, device))
+        return buffers
+
     def run_buffers(self, buffers):
         if self.const_buffers:
             buffers = self.const_buffers + buffers
@@ -70,10 +82,30 @@ def to_buffer(value, aval, backend, device):
         if xla.is_deleted(value._buffer):
             raise RuntimeError("an argument array was deleted (donated to an earlier call?)")
         return value._buffer
+    if type(value) in dtypes.python_scalar_types:
+        return _scalar_buffer(value, aval.dtype, backend, device)
     host = np.asarray(value, dtype=aval.dtype)
     if host.shape != aval.shape:
         raise TypeError(f"argument of shape {host.shape} passed where {aval.str_short()} is expected")
     return xla.device_put(host, backend, device)
+
+
+_scalar_buffers = {}
+
+
+def _scalar_buffer(value, dtype, backend, device):
+    """Device buffers of Python scalars, cached: loops pass the same few scalars over and over."""
+    key = (type(value), value, dtype, device)
+    buffer = _scalar_buffers.get(key) if value == value else None
+    if buffer is None:
+        if type(value) is int and dtypes.is_integer(dtype):
+            dtypes.check_int_fits(value, dtype)
+        buffer = xla.device_put(np.asarray(value, dtype=dtype), backend, device)
+        if value == value:
+            if len(_scalar_buffers) > 4096:
+                _scalar_buffers.clear()
+            _scalar_buffers[key] = buffer
+    return buffer
 
 
 def _const_is_argument(value):

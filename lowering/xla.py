@@ -11,6 +11,7 @@ import functools
 import glob
 import importlib.util
 import os
+import re
 import sys
 import threading
 
@@ -125,6 +126,12 @@ def _register_gpu_kernels(c_api, kernels_package):
     except ImportError:
         return
     xc.register_custom_call_handler("CUDA", functools.partial(extension.register_custom_call_target, c_api))
+    # FFI type ids the GPU handlers use; without them compiling a host callback fails ("Type id ... is not
+    # registered with a static registry").
+    if hasattr(extension, "register_custom_type") and hasattr(xc, "register_custom_type_handler"):
+        xc.register_custom_type_handler("CUDA", functools.partial(extension.register_custom_type, c_api))
+        for name, type_id in extension.ffi_types().items():
+            xc.register_custom_type(name, type_id, platform="CUDA")
     registrations = dict(extension.ffi_handlers()) if hasattr(extension, "ffi_handlers") else {}
     for module_name in ("_solver", "_linalg"):
         try:
@@ -136,7 +143,8 @@ def _register_gpu_kernels(c_api, kernels_package):
 
 
 def available_platforms():
-    wanted = os.environ.get("NUMAX_PLATFORMS") or os.environ.get("JAX_PLATFORMS") or ""
+    # numax reads its own variable only: tests pin jax (the oracle) with JAX_PLATFORMS without moving numax.
+    wanted = os.environ.get("NUMAX_PLATFORMS") or ""
     return [p.strip() for p in wanted.split(",") if p.strip()]
 
 
@@ -229,8 +237,19 @@ def compile_module(text: str, backend: Backend, devices, host_callbacks=(), num_
         ids = np.array([d.id for d in devices], dtype=np.int32)[assignment]
         options.device_assignment = xc.DeviceAssignment.create(ids)
     _ensure_custom_call_targets(text, backend)
+    _check_host_callback_indices(text, host_callbacks)
     with _lock:
         return backend.client.compile_and_load(module, backend.device_list(devices), options, list(host_callbacks))
+
+
+def _check_host_callback_indices(text, host_callbacks):
+    """A Python-callback custom call whose index is past the end of `host_callbacks` segfaults in XLA."""
+    if "_python_" not in text:
+        return
+    for index in re.findall(r"python_(?:cpu|gpu)_callback\".*?index = (\d+) : ui64", text):
+        if int(index) >= len(host_callbacks):
+            raise LoweringError(f"module calls host callback {index}, but only {len(host_callbacks)} were given "
+                                "(this is a numax bug)")
 
 
 # --- custom call targets (LAPACK on the CPU) -------------------------------------------------------

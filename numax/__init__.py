@@ -15,6 +15,8 @@ from numax._runtime import block_until_ready, default_backend, device_get, devic
 from numax.core import pytree as _pytree
 from numax.core.config import config  # noqa: F401
 from numax.core.errors import ConcretizationTypeError  # noqa: F401
+from numax import debug, errors  # noqa: F401, E402
+from numax.debug import pure_callback  # noqa: F401, E402
 from numax.lowering import dispatch as _dispatch  # noqa: F401  (installs eager execution)
 from numax.lowering.array import Array  # noqa: F401
 from numax.transforms.jit import ShapeDtypeStruct, eval_shape, jit, make_jaxpr  # noqa: F401, E402

@@ -3,6 +3,7 @@
 import numpy as np
 
 from numax.core import pytree
+from numax.core.avals import get_aval
 from numax.core.trace import Tracer
 from numax.lowering import xla
 from numax.lowering.array import Array, put
@@ -32,7 +33,7 @@ def device_put(x, device=None):
             return leaf
         if isinstance(leaf, Array) and (device is None or leaf.device is device):
             return leaf
-        return put(np.asarray(leaf), device=device, weak_type=getattr(leaf, "weak_type", False))
+        return put(np.asarray(leaf, get_aval(leaf).dtype), device=device, weak_type=get_aval(leaf).weak_type)
 
     return pytree.tree_map(put_leaf, x)
 

@@ -54,6 +54,10 @@ register_lowering(jit_p, lambda ctx, *args, program, name: ctx.lower_program(pro
 
 
 # --- signatures -----------------------------------------------------------------------------------
+class _TracerArgument(Exception):
+    """Raised while computing a call's signature when an argument is a tracer (the call is traced)."""
+
+
 def _leaf_signature(leaf):
     kind = type(leaf)
     if kind is Array:
@@ -61,7 +65,7 @@ def _leaf_signature(leaf):
     if kind in dtypes.python_scalar_types:
         return kind
     if isinstance(leaf, Tracer):
-        return leaf.aval
+        raise _TracerArgument
     return get_aval(leaf)
 
 
@@ -114,11 +118,10 @@ class JitFunction:
     def _split(self, args, kwargs):
         static_argnums = self.static_argnums
         if static_argnums:
-            for i in static_argnums:
-                if i >= len(args):
-                    raise TypeError(f"jit of {self.name}: static_argnums includes {i}, but only {len(args)} "
-                                    "positional arguments were given")
-            static = tuple((i, _hashable_static(args[i], f"at position {i}")) for i in static_argnums)
+            # As in JAX, a static position not given positionally is skipped: its argument comes by
+            # keyword (static through its name) or from its default.
+            static = tuple((i, _hashable_static(args[i], f"at position {i}")) for i in static_argnums
+                           if i < len(args))
             dynamic_args = tuple(a for i, a in enumerate(args) if i not in static_argnums)
         else:
             static, dynamic_args = (), args
@@ -150,7 +153,8 @@ class JitFunction:
         """Traces for these arguments: (Program, consts, in_tree, out_tree, static, donated mask)."""
         dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
         leaves, in_tree = tree.tree_flatten((dynamic_args, dynamic_kwargs))
-        in_avals = [_leaf_aval(leaf, _leaf_signature(leaf)) for leaf in leaves]
+        in_avals = [leaf.aval if isinstance(leaf, Tracer) else _leaf_aval(leaf, _leaf_signature(leaf))
+                    for leaf in leaves]
         flat_fun = self._flat_fun(static, in_tree)
         program, consts = trace_to_program(flat_fun, in_avals)
         donated = self._donated_mask(dynamic_args, dynamic_kwargs, static)
@@ -172,26 +176,31 @@ class JitFunction:
 
     # -- calling --
     def __call__(self, *args, **kwargs):
-        dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
-        leaves, in_tree = tree.tree_flatten((dynamic_args, dynamic_kwargs))
-        signature = [_leaf_signature(leaf) for leaf in leaves]
-        if len(trace_stack) > 1 or any(isinstance(leaf, Tracer) for leaf in leaves):
-            return self._call_traced(args, kwargs, leaves)
-        key = (in_tree, static, tuple(signature), config.enable_x64)
+        if self.static_argnums or kwargs:
+            dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
+        else:
+            dynamic_args, dynamic_kwargs, static = args, None, ()
+        leaves = []
+        try:
+            signature = tree.flatten_with_signature(dynamic_args, leaves, _leaf_signature)
+            kw_signature = tree.flatten_with_signature(dynamic_kwargs, leaves, _leaf_signature) if dynamic_kwargs else None
+        except _TracerArgument:
+            return self._call_traced(args, kwargs)
+        if len(trace_stack) > 1:
+            return self._call_traced(args, kwargs)
+        key = (signature, kw_signature, static, config.enable_x64)
         entry = self.cache.get(key)
         if entry is None:
-            entry = self._compile(key, args, kwargs, leaves, signature)
+            entry = self._compile(key, args, kwargs, leaves)
         executable = entry.executable
-        buffers = [dispatch.to_buffer(leaf, aval, executable.backend, executable.device)
-                   for leaf, aval in zip(leaves, executable.in_avals)]
-        outs = executable.wrap_outputs(executable.run_buffers(buffers))
+        outs = executable.wrap_outputs(executable.run_buffers(executable.buffers_of(leaves)))
         if entry.donated:
             for leaf, donated in zip(leaves, entry.donated):
                 if donated and type(leaf) is Array and not leaf.is_deleted():
                     leaf.delete()
         return entry.out_tree.unflatten(outs)
 
-    def _compile(self, key, args, kwargs, leaves, signature):
+    def _compile(self, key, args, kwargs, leaves):
         reason = _compile_reason(self.last_key, key)
         program, consts, in_tree, out_tree, donated = self.trace_program(args, kwargs)
         closed = ClosedProgram(program, consts)
@@ -203,18 +212,20 @@ class JitFunction:
         self.last_key = key
         return entry
 
-    def _call_traced(self, args, kwargs, leaves):
+    def _call_traced(self, args, kwargs):
         """Under another transformation: stage a `jit` equation holding the traced program."""
         program, consts, in_tree, out_tree, _ = self.trace_program(args, kwargs)
+        dynamic_args, dynamic_kwargs, _ = self._split(args, kwargs)
+        leaves = tree.tree_leaves((dynamic_args, dynamic_kwargs))
         closed, hoisted = hoist_tracer_consts(program, consts)
         outs = jit_p.bind(*hoisted, *leaves, program=closed, name=self.name)
         return out_tree.unflatten(outs)
 
     # -- inspection --
     def lower(self, *args, **kwargs):
-        program, consts, _, out_tree, donated = self.trace_program(args, kwargs)
+        program, consts, in_tree, out_tree, donated = self.trace_program(args, kwargs)
         closed = ClosedProgram(program, consts)
-        return Lowered(self.name, closed, out_tree, _donation_attributes(program, donated))
+        return Lowered(self.name, closed, in_tree, out_tree, _donation_attributes(program, donated))
 
     def eval_shape(self, *args, **kwargs):
         program, _, _, out_tree, _ = self.trace_program(args, kwargs)
@@ -249,17 +260,38 @@ def _donation_attributes(program, donated):
 def _compile_reason(previous, key):
     if previous is None:
         return "first call"
-    old_tree, old_static, old_sig, old_x64 = previous
-    new_tree, new_static, new_sig, new_x64 = key
+    old_sig, old_kw, old_static, old_x64 = previous
+    new_sig, new_kw, new_static, new_x64 = key
     if old_x64 != new_x64:
         return "the x64 flag changed"
-    if old_tree != new_tree:
-        return f"new argument structure {new_tree}"
     if old_static != new_static:
         return f"new static arguments {new_static} (was {old_static})"
-    changes = [f"argument {i}: {_sig_text(a)} -> {_sig_text(b)}" for i, (a, b) in enumerate(zip(old_sig, new_sig))
-               if a != b]
+    old_leaves, new_leaves = _signature_leaves(old_sig) + _signature_leaves(old_kw), (
+        _signature_leaves(new_sig) + _signature_leaves(new_kw))
+    if len(old_leaves) != len(new_leaves) or _structure_only(old_sig) != _structure_only(new_sig) or (
+            _structure_only(old_kw) != _structure_only(new_kw)):
+        return "new argument structure"
+    changes = [f"argument leaf {i}: {_sig_text(a)} -> {_sig_text(b)}"
+               for i, (a, b) in enumerate(zip(old_leaves, new_leaves)) if a != b]
     return "new shapes or dtypes: " + "; ".join(changes[:4])
+
+
+def _is_leaf_signature(part):
+    return isinstance(part, ShapedArray) or part in dtypes.python_scalar_types
+
+
+def _signature_leaves(signature):
+    if signature is None:
+        return []
+    if _is_leaf_signature(signature):
+        return [signature]
+    return [leaf for part in signature[1:] for leaf in _signature_leaves(part)]
+
+
+def _structure_only(signature):
+    if signature is None or _is_leaf_signature(signature):
+        return None
+    return (signature[0],) + tuple(_structure_only(part) for part in signature[1:])
 
 
 def _sig_text(signature):
@@ -303,9 +335,10 @@ class ShapeDtypeStruct:
 class Lowered:
     """A traced and lowered jit function: `as_text()` is its StableHLO; `compile()` compiles it."""
 
-    def __init__(self, name, closed, out_tree, arg_attributes):
+    def __init__(self, name, closed, in_tree, out_tree, arg_attributes):
         self.name = name
         self.closed = closed
+        self.in_tree = in_tree
         self.out_tree = out_tree
         self.arg_attributes = arg_attributes
         self._text = None
@@ -319,7 +352,7 @@ class Lowered:
 
     def compile(self):
         return Compiled(dispatch.compile_program(self.closed, self.name, arg_attributes=self.arg_attributes),
-                        self.out_tree)
+                        self.in_tree, self.out_tree)
 
     @property
     def jaxpr(self):
@@ -327,12 +360,23 @@ class Lowered:
 
 
 class Compiled:
-    def __init__(self, executable, out_tree):
+    """A compiled jit function: called with the lowered arguments, static ones left out."""
+
+    def __init__(self, executable, in_tree, out_tree):
         self.executable = executable
+        self.in_tree = in_tree
         self.out_tree = out_tree
 
-    def __call__(self, *args):
-        leaves = tree.tree_leaves(args)
+    def __call__(self, *args, **kwargs):
+        leaves, in_tree = tree.tree_flatten((args, kwargs))
+        if in_tree != self.in_tree:
+            raise TypeError(f"function compiled for arguments structured as {self.in_tree} was called with "
+                            f"{in_tree}")
+        for i, (leaf, aval) in enumerate(zip(leaves, self.executable.in_avals)):
+            leaf_aval = _leaf_aval(leaf, _leaf_signature(leaf))
+            if (leaf_aval.shape, leaf_aval.dtype) != (aval.shape, aval.dtype):
+                raise TypeError(f"argument leaf {i} of the compiled function has type {leaf_aval.str_short()}, "
+                                f"but it was compiled for {aval.str_short()}")
         return self.out_tree.unflatten(self.executable(*leaves))
 
     def as_text(self):

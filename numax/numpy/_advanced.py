@@ -1,3 +1,778 @@
-"""(in progress)"""
+"""Advanced indexing: integer-array and boolean-mask indices, `take` and friends, and the `.at` property.
 
-__all__ = []
+Every index expression is turned into one gather (or scatter) plan, `IndexPlan`: each index entry is an
+operand dimension read whole, a window (unit-step slice), a strided slice (an iota of positions), or part
+of the block of advanced indices, whose dimensions go where numpy puts them (in place when the advanced
+indices are adjacent, first otherwise). Boolean masks must be concrete: their result shape depends on
+their values.
+"""
+
+import operator
+from typing import NamedTuple
+
+import numpy as np
+
+from numax import lax
+from numax.core import dtypes
+from numax.core.trace import Tracer
+from numax.lax.gather_scatter import gather_fill_value
+from numax.lax.slicing import index_dtype_of
+
+from . import _shape
+from ._array_methods import install_late
+from ._util import canonicalize_axis, is_array, materialize, shape, to_array
+
+__all__ = [
+    "NonConcreteBooleanIndexError", "argwhere", "compress", "diag_indices", "diag_indices_from", "extract",
+    "flatnonzero", "indices", "ix_", "put_along_axis", "ravel_multi_index", "take_along_axis", "tril_indices",
+    "tril_indices_from", "triu_indices", "triu_indices_from", "unravel_index",
+]
+
+
+class NonConcreteBooleanIndexError(IndexError):
+    """A boolean mask whose values are not known at trace time was used as an index."""
+
+    def __init__(self, aval):
+        super().__init__(
+            f"Array boolean indices must be concrete; got a traced mask {aval.str_short()}. The shape of "
+            "`x[mask]` depends on the mask's values, which are unknown inside numax.jit. Use "
+            "`numax.numpy.where(mask, x, fill)` to keep the shape, or `numax.numpy.nonzero(mask, size=N)` "
+            "(and index with its result) for a fixed-size result.")
+
+
+# --- parsing an index ---------------------------------------------------------------------------------------
+# Entries after parsing: ("new",), ("slice", axis, start, step, count), ("int", axis, value) for static
+# integers, ("array", axis, array) for integer arrays (axis None: a 0-d boolean mask, which indexes nothing).
+
+
+def _is_integer_dtype(dtype):
+    return dtypes.is_integer(np.dtype(dtype))
+
+
+def _as_index_array(item):
+    """An index item that is not None/Ellipsis/slice/int, as an array (numpy for host values)."""
+    if is_array(item):
+        return item
+    if isinstance(item, (list, tuple)):
+        if any(isinstance(x, (slice, type(None), type(Ellipsis))) for x in item):
+            raise TypeError(f"a list index may hold only integers or booleans, got {item!r}; use a tuple of "
+                            "indices instead")
+        array = to_array(list(item))
+        if not is_array(array) and np.size(array) == 0:
+            return np.zeros(np.shape(array), np.int32)  # numpy reads an empty list as an integer index
+        return array
+    array = np.asarray(item)
+    if array.dtype == object:
+        raise TypeError(f"index {item!r} of type {type(item).__name__} is not an integer, slice, array or None")
+    return array
+
+
+def _concrete_mask(mask):
+    if isinstance(mask, Tracer):
+        value = mask.to_concrete_value()
+        if value is None:
+            raise NonConcreteBooleanIndexError(mask.aval)
+        return np.asarray(value)
+    return np.asarray(mask)
+
+
+def _dims_consumed(kind, item):
+    if kind == "mask":
+        return np.ndim(item)
+    if kind == "basic":
+        return 1 if isinstance(item, slice) else 0  # None and Ellipsis consume none themselves
+    return 1
+
+
+def parse_index(index, a_shape):
+    """The entries of `index` for an array of `a_shape`, with Ellipsis expanded and masks made integer."""
+    items = index if isinstance(index, tuple) else (index,)
+    parsed = []  # (kind, item) before axes are known
+    for item in items:
+        if item is None or item is Ellipsis or isinstance(item, slice):
+            parsed.append(("basic", item))
+        elif isinstance(item, (bool, np.bool_)):
+            parsed.append(("mask", np.asarray(item)))
+        elif isinstance(item, (int, np.integer)):
+            parsed.append(("int", int(item)))
+        else:
+            array = _as_index_array(item)
+            dtype = np.dtype(array.dtype)
+            if dtype == np.bool_:
+                parsed.append(("mask", _concrete_mask(array)))
+            elif _is_integer_dtype(dtype):
+                parsed.append(("array", array))
+            else:
+                raise IndexError(f"indexing arrays must have an integer or boolean dtype, got {dtype.name}; "
+                                 "only integers, slices, None, Ellipsis and integer or boolean arrays are valid "
+                                 "indices")
+    if sum(1 for kind, item in parsed if item is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(_dims_consumed(kind, item) for kind, item in parsed)
+    rank = len(a_shape)
+    if consumed > rank:
+        raise IndexError(f"too many indices for array: array is {rank}-dimensional, but {consumed} were indexed")
+    if not any(item is Ellipsis for _, item in parsed):
+        parsed.append(("basic", Ellipsis))
+    entries, axis = [], 0
+    for kind, item in parsed:
+        if item is None:
+            entries.append(("new",))
+        elif item is Ellipsis:
+            for _ in range(rank - consumed):
+                entries.append(_slice_entry(slice(None), axis, a_shape[axis]))
+                axis += 1
+        elif kind == "basic":
+            entries.append(_slice_entry(item, axis, a_shape[axis]))
+            axis += 1
+        elif kind == "int":
+            size = a_shape[axis]
+            if not -size <= item < size:
+                raise IndexError(f"index {item} is out of bounds for axis {axis} with size {size}")
+            entries.append(("int", axis, item % size))
+            axis += 1
+        elif kind == "array":
+            entries.append(("array", axis, item))
+            axis += 1
+        else:
+            mask = item
+            if mask.ndim == 0:
+                entries.append(("array", None, np.zeros(int(mask), np.int32)))
+                continue
+            mask_shape = tuple(a_shape[axis:axis + mask.ndim])
+            if mask.shape != mask_shape:
+                raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed dimensions "
+                                 f"{mask_shape} (axes {axis}..{axis + mask.ndim - 1}) of an array of shape {a_shape}")
+            for positions in np.nonzero(mask):
+                entries.append(("array", axis, positions.astype(np.int32)))
+                axis += 1
+    return entries
+
+
+def _slice_entry(item, axis, size):
+    start, stop, step = (None if v is None else operator.index(v) for v in (item.start, item.stop, item.step))
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    first, _, step = slice(start, stop, step).indices(size)
+    count = len(range(*slice(start, stop, step).indices(size)))
+    return ("slice", axis, first, step, count)
+
+
+# --- plans ------------------------------------------------------------------------------------------------------
+class IndexPlan(NamedTuple):
+    """One gather/scatter that reads or writes `a[index]`."""
+
+    indices: object  # integer array of shape batch_shape + (len(start_index_map),)
+    offset_dims: tuple
+    collapsed_slice_dims: tuple
+    start_index_map: tuple
+    slice_sizes: tuple
+    gather_shape: tuple  # the gather's result shape: the indexed shape without the new (None) axes
+    newaxis_dims: tuple  # positions of the None axes in the final shape
+    final_shape: tuple
+
+
+def _normalize_indices(array, size, dtype):
+    """Integer index array with negative entries wrapped (i + size), converted to the index dtype."""
+    if not is_array(array):
+        array = np.asarray(array)
+        if not dtypes.is_unsigned(array.dtype):
+            array = np.where(array < 0, array + size, array)
+        return array.astype(dtype)
+    signed = not dtypes.is_unsigned(array.dtype)
+    array = lax.convert_element_type(array, dtype)
+    if signed:
+        array = lax.select(lax.lt(array, dtype.type(0)), lax.add(array, dtype.type(size)), array)
+    return array
+
+
+def _place(array, batch_shape, dims):
+    """`array` broadcast into `batch_shape`, its dimensions at `dims` (right-aligned numpy broadcasting)."""
+    if not is_array(array):
+        target = [1] * len(batch_shape)
+        for source, d in zip(np.shape(array), dims):
+            target[d] = source
+        return np.broadcast_to(np.reshape(array, target), batch_shape)
+    return lax.broadcast_in_dim(array, batch_shape, dims)
+
+
+def _stack_last(components, batch_shape, dtype):
+    if not components:
+        return np.zeros(tuple(batch_shape) + (0,), dtype)
+    if not any(is_array(c) for c in components):
+        return np.stack(components, axis=-1).astype(dtype)
+    rank = len(batch_shape)
+    return lax.concatenate([lax.expand_dims(lax.convert_element_type(c, dtype), (rank,)) for c in components], rank)
+
+
+def make_plan(entries, a_shape):
+    """The gather/scatter plan of parsed entries (see `parse_index`)."""
+    advanced = [e for e in entries if e[0] in ("int", "array")]
+    positions = [i for i, e in enumerate(entries) if e[0] in ("int", "array")]
+    contiguous = positions == list(range(positions[0], positions[0] + len(positions))) if positions else True
+    try:
+        block_shape = np.broadcast_shapes(*(np.shape(e[2]) if e[0] == "array" else () for e in advanced))
+    except ValueError:
+        shapes = " ".join(str(tuple(np.shape(e[2]))) for e in advanced if e[0] == "array")
+        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         f"{shapes}") from None
+    tokens = [("block",)] if advanced and not contiguous else []
+    for i, entry in enumerate(entries):
+        if entry[0] in ("int", "array"):
+            if contiguous and i == positions[0]:
+                tokens.append(("block",))
+        else:
+            tokens.append(entry)
+
+    batch_shape, pending = [], []  # pending: (operand axis, value, dims in batch_shape)
+    offset_dims, collapsed, newaxis_dims, gather_shape = [], [], [], []
+    slice_sizes = list(a_shape)
+    final_position = 0
+    for token in tokens:
+        if token[0] == "new":
+            newaxis_dims.append(final_position)
+            final_position += 1
+            continue
+        if token[0] == "block":
+            start = len(batch_shape)
+            batch_shape.extend(block_shape)
+            gather_shape.extend(block_shape)
+            final_position += len(block_shape)
+            for entry in advanced:
+                kind, axis, value = entry
+                if axis is None:
+                    continue
+                rank = np.ndim(value) if kind == "array" else 0
+                dims = list(range(start + len(block_shape) - rank, start + len(block_shape)))
+                pending.append((axis, value, dims))
+                collapsed.append(axis)
+                slice_sizes[axis] = 1
+            continue
+        _, axis, first, step, count = token
+        if step == 1 or count <= 1:
+            offset_dims.append(len(gather_shape))
+            slice_sizes[axis] = count
+            if count != a_shape[axis]:
+                pending.append((axis, np.asarray(first), []))
+        else:
+            pending.append((axis, first + step * np.arange(count), [len(batch_shape)]))
+            batch_shape.append(count)
+            collapsed.append(axis)
+            slice_sizes[axis] = 1
+        gather_shape.append(count)
+        final_position += 1
+    final_shape = list(gather_shape)
+    for d in newaxis_dims:
+        final_shape.insert(d, 1)
+    index_dtype = index_dtype_of([value for _, value, _ in pending])
+    components = [_place(_normalize_indices(value, a_shape[axis], index_dtype), tuple(batch_shape), dims)
+                  for axis, value, dims in pending]
+    if int(np.prod(final_shape, dtype=np.int64)) != 0:
+        for axis in collapsed:
+            if a_shape[axis] == 0:
+                raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+    return IndexPlan(_stack_last(components, batch_shape, index_dtype), tuple(offset_dims), tuple(sorted(collapsed)),
+                     tuple(axis for axis, _, _ in pending), tuple(slice_sizes), tuple(gather_shape),
+                     tuple(newaxis_dims), tuple(final_shape))
+
+
+# --- reading ------------------------------------------------------------------------------------------------------
+def _dynamic_scalar_getitem(a, entries):
+    """`a[...]` where the only non-static indices are integer scalars: one dynamic_slice, then basic indexing."""
+    from ._indexing import basic_getitem
+
+    a_shape = shape(a)
+    starts, sizes, squeezed, basic = [0] * len(a_shape), list(a_shape), [], []
+    for entry in entries:
+        if entry[0] == "array":
+            starts[entry[1]] = entry[2]
+            sizes[entry[1]] = 1
+            squeezed.append(entry[1])
+        elif entry[0] == "int":
+            basic.append(entry[2])
+        elif entry[0] == "new":
+            basic.append(None)
+        else:
+            _, axis, first, step, count = entry
+            stop = first + step * count
+            basic.append(slice(first, stop if stop >= 0 else None, step))
+    out = lax.squeeze(lax.dynamic_slice(a, starts, sizes), squeezed)
+    return basic_getitem(out, tuple(basic))
+
+
+def _gather_mode(mode):
+    return lax.GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else lax.GatherScatterMode.from_any(mode)
+
+
+def advanced_getitem(a, index, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
+    """`a[index]` for any numpy index (out-of-bounds array indices are clamped unless `mode` says otherwise)."""
+    a = to_array(a)
+    a_shape = shape(a)
+    entries = parse_index(index, a_shape)
+    gather_mode = _gather_mode(mode)
+    scalar_only = all(np.ndim(e[2]) == 0 for e in entries if e[0] == "array")
+    if scalar_only and gather_mode is not lax.GatherScatterMode.FILL_OR_DROP and any(
+            e[0] == "array" and e[1] is not None for e in entries):
+        return materialize(_dynamic_scalar_getitem(a, entries))
+    plan = make_plan(entries, a_shape)
+    if int(np.prod(plan.final_shape, dtype=np.int64)) == 0:
+        return lax.full(plan.final_shape, np.zeros((), dtypes.dtype(a)))
+    dimension_numbers = lax.GatherDimensionNumbers(plan.offset_dims, plan.collapsed_slice_dims, plan.start_index_map)
+    out = lax.gather(a, plan.indices, dimension_numbers, plan.slice_sizes, indices_are_sorted=indices_are_sorted,
+                     unique_indices=unique_indices, mode=gather_mode, fill_value=fill_value)
+    if plan.newaxis_dims:
+        out = lax.expand_dims(out, plan.newaxis_dims)
+    return materialize(out)
+
+
+# --- writing: the .at property ----------------------------------------------------------------------------------
+def scatter_update(a, index, values, scatter_op, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    """`a` with `values` combined into `a[index]` by `scatter_op` (one of lax's scatter functions)."""
+    a = to_array(a)
+    a_shape = shape(a)
+    a_dtype, a_weak = dtypes.dtype_and_weak_of(a)
+    values = to_array(values)
+    plan = make_plan(parse_index(index, a_shape), a_shape)
+    if int(np.prod(plan.final_shape, dtype=np.int64)) == 0:
+        return materialize(a)
+    values = lax.convert_element_type(values, a_dtype, a_weak)
+    values = _shape.broadcast_to(values, plan.final_shape)
+    values = lax.reshape(values, plan.gather_shape)
+    dimension_numbers = lax.ScatterDimensionNumbers(plan.offset_dims, plan.collapsed_slice_dims, plan.start_index_map)
+    return materialize(scatter_op(a, plan.indices, values, dimension_numbers, indices_are_sorted=indices_are_sorted,
+                                  unique_indices=unique_indices, mode=mode))
+
+
+class _IndexUpdateRef:
+    """`x.at[index]`: functional updates of the elements `x[index]`, returning new arrays."""
+
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array = array
+        self.index = index
+
+    def __repr__(self):
+        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
+        """`x[index]`, with a choice of out-of-bounds `mode` ('clip', 'fill', 'promise_in_bounds')."""
+        return advanced_getitem(self.array, self.index, indices_are_sorted=indices_are_sorted,
+                                unique_indices=unique_indices, mode=mode, fill_value=fill_value)
+
+    def _update(self, values, scatter_op, indices_are_sorted, unique_indices, mode):
+        return scatter_update(self.array, self.index, values, scatter_op, indices_are_sorted=indices_are_sorted,
+                              unique_indices=unique_indices, mode=mode)
+
+    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """`x` with `x[index] = values` (out-of-bounds updates are dropped unless mode='clip')."""
+        return self._update(values, lax.scatter, indices_are_sorted, unique_indices, mode)
+
+    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """`x` with `x[index] += values`; repeated indices accumulate."""
+        return self._update(values, lax.scatter_add, indices_are_sorted, unique_indices, mode)
+
+    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        from ._ufuncs import negative
+
+        return self._update(negative(to_array(values)), lax.scatter_add, indices_are_sorted, unique_indices, mode)
+
+    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """`x` with `x[index] *= values`; repeated indices multiply."""
+        return self._update(values, lax.scatter_mul, indices_are_sorted, unique_indices, mode)
+
+    mul = multiply
+
+    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """`x / y` where y is 1 outside `index` and the product of the values at it (as JAX computes it)."""
+        from ._creation import ones_like
+        from ._ufuncs import divide
+
+        denominators = scatter_update(ones_like(self.array), self.index, values, lax.scatter_mul,
+                                      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
+        return divide(self.array, denominators)
+
+    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        from ._creation import ones_like
+        from ._ufuncs import power
+
+        exponents = scatter_update(ones_like(self.array), self.index, values, lax.scatter_mul,
+                                   indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
+        return power(self.array, exponents)
+
+    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """`x` with `x[index] = minimum(x[index], values)`."""
+        return self._update(values, lax.scatter_min, indices_are_sorted, unique_indices, mode)
+
+    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """`x` with `x[index] = maximum(x[index], values)`."""
+        return self._update(values, lax.scatter_max, indices_are_sorted, unique_indices, mode)
+
+
+class _IndexUpdateHelper:
+    """The object `x.at` returns: index it (`x.at[index]`) to choose the elements to update."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, index):
+        return _IndexUpdateRef(self.array, index)
+
+    def __repr__(self):
+        return f"_IndexUpdateHelper({self.array!r})"
+
+
+install_late("at", property(_IndexUpdateHelper))
+
+
+# --- take and friends ------------------------------------------------------------------------------------------
+def _take_mode(mode, indices, size, clip_wraps_negative=False):
+    """(indices, gather mode) for numpy's take modes, as JAX reads them (None means 'fill'). JAX's take clips
+    negative indices to 0 in mode 'clip', while take_along_axis first counts them from the end."""
+    if mode is None or mode == "fill":
+        return _normalize_indices(indices, size, index_dtype_of([indices])), lax.GatherScatterMode.FILL_OR_DROP
+    if mode == "clip":
+        if clip_wraps_negative:
+            indices = _normalize_indices(indices, size, index_dtype_of([indices]))
+        return indices, lax.GatherScatterMode.CLIP
+    if mode == "wrap":
+        from ._ufuncs import remainder
+
+        return remainder(indices, np.asarray(size, dtypes.dtype(indices))), lax.GatherScatterMode.PROMISE_IN_BOUNDS
+    if mode == "promise_in_bounds":
+        return _normalize_indices(indices, size, index_dtype_of([indices])), lax.GatherScatterMode.PROMISE_IN_BOUNDS
+    if mode == "raise":
+        raise NotImplementedError("take's mode='raise' needs the index values; use 'fill', 'clip' or 'wrap'")
+    raise ValueError(f"invalid take mode {mode!r}: expected 'fill', 'clip', 'wrap' or 'promise_in_bounds'")
+
+
+def _integer_indices(name, indices):
+    indices = to_array(indices)
+    if not _is_integer_dtype(dtypes.dtype(indices)):
+        raise TypeError(f"{name} requires integer indices, got {dtypes.dtype(indices).name}")
+    return indices
+
+
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indices_are_sorted=False,
+         fill_value=None):
+    """Elements of `a` at `indices` along `axis` (flattened when None); out-of-bounds indices give `fill_value`
+    (NaN, or the extreme integer) unless `mode` is 'clip' or 'wrap'."""
+    if out is not None:
+        raise NotImplementedError("take's out= argument is not supported: numax arrays are immutable")
+    a = to_array(a)
+    indices = _integer_indices("take", indices)
+    if axis is None:
+        a, axis = _shape.ravel(a), 0
+    a_shape = shape(a)
+    if not a_shape:
+        raise ValueError("take of a 0-d array needs axis=None")
+    axis = canonicalize_axis(axis, len(a_shape))
+    index_shape = shape(indices)
+    out_shape = a_shape[:axis] + index_shape + a_shape[axis + 1:]
+    size = a_shape[axis]
+    indices, gather_mode = _take_mode(mode, indices, size)
+    if size == 0 and int(np.prod(index_shape, dtype=np.int64)):
+        if gather_mode is not lax.GatherScatterMode.FILL_OR_DROP:
+            raise IndexError("cannot take a non-empty selection from an empty axis")
+        from ._creation import full
+
+        return full(out_shape, gather_fill_value(fill_value, dtypes.dtype(a)))
+    if int(np.prod(out_shape, dtype=np.int64)) == 0:
+        return lax.full(out_shape, np.zeros((), dtypes.dtype(a)))
+    offset_dims = tuple(range(axis)) + tuple(range(axis + len(index_shape), len(out_shape)))
+    slice_sizes = a_shape[:axis] + (1,) + a_shape[axis + 1:]
+    dimension_numbers = lax.GatherDimensionNumbers(offset_dims, (axis,), (axis,))
+    return materialize(lax.gather(a, _expand_last(indices), dimension_numbers, slice_sizes, mode=gather_mode,
+                                  fill_value=fill_value, unique_indices=unique_indices,
+                                  indices_are_sorted=indices_are_sorted))
+
+
+def _expand_last(indices):
+    return np.expand_dims(indices, -1) if not is_array(indices) else lax.expand_dims(indices, (len(shape(indices)),))
+
+
+def _along_axis_operands(name, arr, indices, axis):
+    """arr and indices broadcast against each other outside `axis` (numpy's take_along_axis rule)."""
+    arr = to_array(arr)
+    indices = _integer_indices(name, indices)
+    if axis is None:
+        arr, indices, axis = _shape.ravel(arr), _shape.ravel(indices), 0
+    arr_shape, index_shape = shape(arr), shape(indices)
+    if len(arr_shape) != len(index_shape):
+        raise ValueError(f"{name}: indices and arr must have the same number of dimensions, got shapes "
+                         f"{index_shape} and {arr_shape}")
+    axis = canonicalize_axis(axis, len(arr_shape))
+    others = [d for d in range(len(arr_shape)) if d != axis]
+    batch = np.broadcast_shapes(tuple(arr_shape[d] for d in others), tuple(index_shape[d] for d in others))
+    arr_target = list(batch)
+    arr_target.insert(axis, arr_shape[axis])
+    index_target = list(batch)
+    index_target.insert(axis, index_shape[axis])
+    return _shape.broadcast_to(arr, arr_target), _shape.broadcast_to(indices, index_target), axis, tuple(others)
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """`arr` read at `indices` along `axis`, matching the other dimensions (out-of-bounds: fill, as in JAX)."""
+    arr, indices, axis, others = _along_axis_operands("take_along_axis", arr, indices, axis)
+    out_shape = shape(indices)
+    indices, gather_mode = _take_mode(mode, indices, shape(arr)[axis], clip_wraps_negative=True)
+    if int(np.prod(out_shape, dtype=np.int64)) == 0 or shape(arr)[axis] == 0:
+        return lax.full(out_shape, gather_fill_value(fill_value, dtypes.dtype(arr)))
+    dimension_numbers = lax.GatherDimensionNumbers((), (axis,), (axis,), others, others)
+    return materialize(lax.gather(arr, _expand_last(indices), dimension_numbers, (1,) * len(out_shape),
+                                  mode=gather_mode, fill_value=fill_value))
+
+
+def put_along_axis(arr, indices, values, axis, inplace=True, mode=None):
+    """`arr` with `values` written at `indices` along `axis` (pass inplace=False: arrays are immutable)."""
+    if inplace:
+        raise ValueError("numax arrays are immutable: call put_along_axis(..., inplace=False), which returns "
+                         "the updated array")
+    original = to_array(arr)
+    target_shape = shape(original)
+    arr, indices, axis, others = _along_axis_operands("put_along_axis", arr, indices, axis)
+    if shape(arr) != target_shape:
+        raise ValueError(f"put_along_axis: indices of shape {shape(indices)} do not fit arr of shape {target_shape}")
+    values = lax.convert_element_type(to_array(values), dtypes.dtype(arr), dtypes.dtype_and_weak_of(arr)[1])
+    values = _shape.broadcast_to(values, shape(indices))
+    if int(np.prod(shape(indices), dtype=np.int64)) == 0:
+        return materialize(arr)
+    indices = _normalize_indices(indices, target_shape[axis], index_dtype_of([indices]))
+    dimension_numbers = lax.ScatterDimensionNumbers((), (axis,), (axis,), others, others)
+    return materialize(lax.scatter(arr, _expand_last(indices), values, dimension_numbers, mode=mode))
+
+
+# --- nonzero and friends -------------------------------------------------------------------------------------
+def _inclusive_cumsum(x):
+    """Prefix sums of a 1-D integer array by doubling shifts (log2(n) adds of padded copies)."""
+    n = shape(x)[0]
+    shift = 1
+    while shift < n:
+        x = lax.add(x, lax.pad(x, np.zeros((), dtypes.dtype(x)), [(shift, -shift, 0)]))
+        shift *= 2
+    return x
+
+
+def _fill_values(fill_value, ndim):
+    if fill_value is None:
+        return (0,) * ndim
+    values = tuple(np.ravel(np.asarray(fill_value))) if np.ndim(fill_value) else (fill_value,) * ndim
+    if len(values) != ndim:
+        raise ValueError(f"fill_value must be a scalar or have one entry per dimension ({ndim}), got {fill_value}")
+    return values
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """Indices of the nonzero elements, one array per dimension. Under numax.jit pass `size` (the result length:
+    extra positions get `fill_value`, default 0; extra nonzeros are dropped)."""
+    a = to_array(a)
+    a_shape = shape(a)
+    if not a_shape:
+        raise ValueError("nonzero of a 0-d array is not allowed; use atleast_1d(a).nonzero()")
+    index_dtype = dtypes.default_int_dtype()
+    concrete = None
+    if isinstance(a, Tracer):
+        concrete = a.to_concrete_value()
+        if concrete is None and size is None:
+            from numax.core.errors import ConcretizationTypeError
+
+            raise ConcretizationTypeError(a, "the result shape of nonzero depends on the values; pass size= "
+                                             "(a static result length) to use nonzero under numax.jit")
+    else:
+        concrete = np.asarray(a)
+    fills = _fill_values(fill_value, len(a_shape))
+    if concrete is not None:
+        found = np.nonzero(concrete)
+        if size is not None:
+            found = tuple(np.concatenate([f[:size], np.full(max(0, size - len(f)), fill, f.dtype)])
+                          for f, fill in zip(found, fills))
+        return tuple(materialize(f.astype(index_dtype)) for f in found)
+    return _traced_nonzero(a, a_shape, int(size), fills, index_dtype)
+
+
+def _traced_nonzero(a, a_shape, size, fills, index_dtype):
+    from ._ufuncs import not_equal
+
+    total = int(np.prod(a_shape, dtype=np.int64))
+    flags = lax.convert_element_type(_shape.ravel(not_equal(a, 0)), index_dtype)
+    # Each nonzero's rank among the nonzeros is its destination; the others go out of bounds and are dropped.
+    destination = lax.select(lax.ne(flags, index_dtype.type(0)),
+                             lax.sub(_inclusive_cumsum(flags), index_dtype.type(1)),
+                             lax.full((total,), index_dtype.type(size)))
+    positions = lax.full((size,), index_dtype.type(total))
+    dimension_numbers = lax.ScatterDimensionNumbers((), (0,), (0,))
+    positions = lax.scatter(positions, lax.expand_dims(destination, (1,)), lax.iota(index_dtype, total),
+                            dimension_numbers, unique_indices=True, mode="drop")
+    found = lax.lt(positions, index_dtype.type(total))
+    out, stride = [], total
+    for size_d, fill in zip(a_shape, fills):
+        stride //= size_d
+        coordinate = lax.rem(lax.div(positions, index_dtype.type(stride)), index_dtype.type(size_d))
+        out.append(lax.select(found, coordinate, lax.full((size,), np.asarray(fill, index_dtype))))
+    return tuple(out)
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+    return nonzero(_shape.ravel(to_array(a)), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    """The indices of nonzero elements as rows of a (count, ndim) array."""
+    a = to_array(a)
+    if not shape(a):
+        count = len(nonzero(lax.reshape(a, (1,)), size=size)[0])
+        return materialize(np.zeros((count, 0), dtypes.default_int_dtype()))
+    found = nonzero(a, size=size, fill_value=fill_value)
+    return _shape.stack(found, axis=1)
+
+
+def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
+    """The slices of `a` along `axis` where `condition` (1-D) is true; `size` fixes the result length."""
+    if out is not None:
+        raise NotImplementedError("compress's out= argument is not supported: numax arrays are immutable")
+    condition = to_array(condition)
+    if len(shape(condition)) != 1:
+        raise ValueError(f"compress: condition must be 1-D, got shape {shape(condition)}")
+    a = to_array(a)
+    if axis is None:
+        a, axis = _shape.ravel(a), 0
+    length = shape(a)[axis]
+    if size is not None and not 0 <= size <= length:
+        raise ValueError(f"compress: size must be between 0 and the length of the axis ({length}), got {size}")
+    if shape(condition)[0] > length:
+        if size is None and np.asarray(_concrete_mask(condition))[length:].any():
+            raise ValueError(f"compress: condition has true entries beyond the {length} entries of axis {axis}")
+        condition = lax.slice_in_dim(condition, 0, length)
+    kept = nonzero(condition, size=size, fill_value=length)[0]
+    return take(a, kept, axis=axis, mode="fill", fill_value=fill_value)
+
+
+def extract(condition, arr, *, size=None, fill_value=0):
+    """The elements of `arr` where `condition` is true, flattened."""
+    return compress(_shape.ravel(to_array(condition)), _shape.ravel(to_array(arr)), size=size, fill_value=fill_value)
+
+
+# --- index arrays ------------------------------------------------------------------------------------------------
+def _index_arrays(arrays, dtype=None):
+    dtype = dtypes.default_int_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    return tuple(materialize(np.asarray(x, dtype)) for x in arrays)
+
+
+def diag_indices(n, ndim=2):
+    if n < 0 or ndim < 0:
+        raise ValueError(f"diag_indices needs non-negative n and ndim, got n={n}, ndim={ndim}")
+    return _index_arrays([np.arange(n)] * ndim)
+
+
+def diag_indices_from(arr):
+    arr_shape = shape(arr)
+    if len(arr_shape) < 2 or len(set(arr_shape)) != 1:
+        raise ValueError(f"diag_indices_from needs an array of at least 2 equal dimensions, got shape {arr_shape}")
+    return diag_indices(arr_shape[0], len(arr_shape))
+
+
+def tril_indices(n, k=0, m=None):
+    return _index_arrays(np.tril_indices(operator.index(n), operator.index(k), m))
+
+
+def triu_indices(n, k=0, m=None):
+    return _index_arrays(np.triu_indices(operator.index(n), operator.index(k), m))
+
+
+def _matrix_shape(name, arr):
+    arr_shape = shape(arr)
+    if len(arr_shape) != 2:
+        raise ValueError(f"{name} needs a 2-D array, got shape {arr_shape}")
+    return arr_shape
+
+
+def tril_indices_from(arr, k=0):
+    rows, cols = _matrix_shape("tril_indices_from", arr)
+    return tril_indices(rows, k, cols)
+
+
+def triu_indices_from(arr, k=0):
+    rows, cols = _matrix_shape("triu_indices_from", arr)
+    return triu_indices(rows, k, cols)
+
+
+def indices(dimensions, dtype=None, sparse=False):
+    """An index grid for an array of shape `dimensions` (stacked, or a tuple of broadcastable arrays if sparse)."""
+    dimensions = tuple(operator.index(d) for d in dimensions)
+    grids = np.indices(dimensions, sparse=True)
+    if sparse:
+        return _index_arrays(grids, dtype)
+    dtype = dtypes.default_int_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    return materialize(np.indices(dimensions, dtype=dtype))
+
+
+def ix_(*args):
+    """Open-mesh index arrays: the i-th argument (1-D) shaped to lie along dimension i."""
+    out = []
+    for i, arg in enumerate(args):
+        arg = to_array(arg)
+        arg_shape = shape(arg)
+        if len(arg_shape) != 1:
+            raise ValueError(f"cross index must be 1-dimensional, got shape {arg_shape} at position {i}")
+        if dtypes.dtype(arg) == dtypes.bool_:
+            arg = nonzero(arg)[0]
+        target = [1] * len(args)
+        target[i] = shape(arg)[0]
+        out.append(materialize(lax.reshape(arg, target)))
+    return tuple(out)
+
+
+def unravel_index(indices, shape_):
+    """Flat indices as a tuple of coordinate arrays for an array of `shape_` (negative indices count from the end;
+    out-of-bounds ones are clipped, as in JAX)."""
+    from ._logic import clip
+    from ._ufuncs import floor_divide, remainder
+
+    indices = _integer_indices("unravel_index", indices)
+    dims = tuple(operator.index(d) for d in shape_)
+    total = int(np.prod(dims, dtype=np.int64))
+    dtype = dtypes.dtype(indices)
+    flat = clip(_normalize_indices(indices, total, dtype), 0, max(total - 1, 0))
+    out, stride = [], total
+    for size in dims:
+        stride //= size if size else 1
+        out.append(remainder(floor_divide(flat, np.asarray(max(stride, 1), dtype)), np.asarray(max(size, 1), dtype)))
+    return tuple(materialize(o) for o in out)
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """Coordinate arrays as flat indices into an array of shape `dims` (mode 'raise' needs concrete indices)."""
+    from ._logic import clip
+    from ._ufuncs import add, multiply, remainder
+
+    dims = tuple(operator.index(d) for d in dims)
+    if len(multi_index) != len(dims):
+        raise ValueError(f"ravel_multi_index: {len(multi_index)} index arrays for {len(dims)} dimensions")
+    if order not in ("C", "F"):
+        raise ValueError(f"ravel_multi_index order must be 'C' or 'F', got {order!r}")
+    arrays = [_integer_indices("ravel_multi_index", i) for i in multi_index]
+    if mode == "raise":
+        for i, (array, size) in enumerate(zip(arrays, dims)):
+            if isinstance(array, Tracer) and array.to_concrete_value() is None:
+                from numax.core.errors import ConcretizationTypeError
+
+                raise ConcretizationTypeError(array, "ravel_multi_index with mode='raise' checks the index values; "
+                                                     "use mode='wrap' or mode='clip' under numax.jit")
+            value = np.asarray(array.to_concrete_value() if isinstance(array, Tracer) else array)
+            if value.size and (value.min() < 0 or value.max() >= size):
+                raise ValueError(f"invalid entry in coordinates array {i}: values must lie in [0, {size})")
+    elif mode == "wrap":
+        arrays = [remainder(a, np.asarray(size, dtypes.dtype(a))) for a, size in zip(arrays, dims)]
+    elif mode == "clip":
+        arrays = [clip(a, 0, size - 1) for a, size in zip(arrays, dims)]
+    else:
+        raise ValueError(f"ravel_multi_index mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    strides = np.cumprod((1,) + (dims[::-1] if order == "C" else dims)[:-1])
+    strides = strides[::-1] if order == "C" else strides
+    result = None
+    for array, stride in zip(arrays, strides):
+        term = multiply(array, int(stride))
+        result = term if result is None else add(result, term)
+    return materialize(result)

@@ -1,9 +1,9 @@
-"""Indexing: `x[...]` with basic indices (ints, slices, None, Ellipsis), and slicing helpers."""
+"""Indexing: `x[...]`. Static basic indices (ints, slices, None, Ellipsis) become one static slice here;
+everything else (integer and boolean arrays, traced integers) goes to `_advanced`, which gathers."""
 
 import numpy as np
 
 from numax import lax
-from numax.core.trace import Tracer
 
 from ._util import shape, to_array
 
@@ -13,6 +13,8 @@ def slice_along(a, axis, start, stop, step=1):
 
 
 def _is_basic(index):
+    if isinstance(index, (bool, np.bool_)):
+        return False  # a boolean scalar is a 0-d mask, not the integer 0 or 1
     return index is None or index is Ellipsis or isinstance(index, (int, np.integer, slice))
 
 
@@ -96,19 +98,17 @@ def getitem(a, index):
     return advanced_getitem(a, indices)
 
 
-def take(a, indices, axis=None, mode=None, fill_value=None):
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indices_are_sorted=False,
+         fill_value=None):
+    """Elements of `a` at `indices` along `axis` (see `_advanced.take`)."""
     from ._advanced import take as take_
 
-    return take_(a, indices, axis=axis, mode=mode, fill_value=fill_value)
+    return take_(a, indices, axis=axis, out=out, mode=mode, unique_indices=unique_indices,
+                 indices_are_sorted=indices_are_sorted, fill_value=fill_value)
 
 
 def nonzero(a, *, size=None, fill_value=None):
     """Indices of the nonzero elements; under tracing, `size` must be given (the result shape)."""
-    a = to_array(a)
-    if isinstance(a, Tracer) and size is None:
-        from numax.core.trace import concrete_or_error
-
-        concrete_or_error(a, "nonzero's result shape depends on the values; pass size= to use it under jit")
     from ._advanced import nonzero as nonzero_
 
     return nonzero_(a, size=size, fill_value=fill_value)

@@ -1,5 +1,7 @@
 """Elementwise numpy functions (ufunc-style), with numpy broadcasting and JAX's dtype promotion."""
 
+import operator
+
 import numpy as np
 
 from numax import lax
@@ -47,14 +49,26 @@ cbrt = _unary_inexact(lax.cbrt, "cbrt")
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
 
+def _log_base(x, base):
+    # Complex logs divide both parts by the real log of the base (a complex division would turn
+    # log(0) = -inf + 0j into -inf + nan j).
+    log_x = lax.log(x)
+    dtype = aval(x).dtype
+    if not dtypes.is_complex(dtype):
+        return lax.div(log_x, np.asarray(np.log(base), dtype))
+    re, im = lax.real(log_x), lax.imag(log_x)
+    log_base = np.asarray(np.log(base), aval(re).dtype)
+    return lax.complex(lax.div(re, log_base), lax.div(im, log_base))
+
+
 def log2(x, /):
     (x,) = promote_args_inexact("log2", x)
-    return lax.div(lax.log(x), lax.log(lax.convert_element_type(2, aval(x).dtype)))
+    return _log_base(x, 2)
 
 
 def log10(x, /):
     (x,) = promote_args_inexact("log10", x)
-    return lax.div(lax.log(x), lax.log(lax.convert_element_type(10, aval(x).dtype)))
+    return _log_base(x, 10)
 
 
 def rsqrt(x, /):
@@ -72,20 +86,39 @@ def _binary(lax_fn, name, promote=promote_args):
     return fn
 
 
-add = _binary(lax.add, "add")
+def _bool_as(lax_fn, bool_fn):
+    """numpy adds booleans with `or` and multiplies them with `and`."""
+    def fn(x1, x2):
+        return bool_fn(x1, x2) if aval(x1).dtype == dtypes.bool_ else lax_fn(x1, x2)
+
+    return fn
+
+
+add = _binary(_bool_as(lax.add, lax.bitwise_or), "add")
 subtract = _binary(lax.sub, "subtract")
-multiply = _binary(lax.mul, "multiply")
+multiply = _binary(_bool_as(lax.mul, lax.bitwise_and), "multiply")
 maximum = _binary(lax.max, "maximum")
 minimum = _binary(lax.min, "minimum")
 arctan2 = _binary(lax.atan2, "arctan2", promote_args_inexact)
 atan2 = arctan2
 nextafter = _binary(lax.nextafter, "nextafter", promote_args_inexact)
+def _ordered(lax_fn):
+    """An order comparison that orders complex numbers lexicographically by (real, imag), as jax.numpy does."""
+    def fn(x1, x2):
+        if not dtypes.is_complex(aval(x1).dtype):
+            return lax_fn(x1, x2)
+        re1, re2 = lax.real(x1), lax.real(x2)
+        return lax.select(lax.eq(re1, re2), lax_fn(lax.imag(x1), lax.imag(x2)), lax_fn(re1, re2))
+
+    return fn
+
+
 equal = _binary(lax.eq, "equal")
 not_equal = _binary(lax.ne, "not_equal")
-less = _binary(lax.lt, "less")
-less_equal = _binary(lax.le, "less_equal")
-greater = _binary(lax.gt, "greater")
-greater_equal = _binary(lax.ge, "greater_equal")
+less = _binary(_ordered(lax.lt), "less")
+less_equal = _binary(_ordered(lax.le), "less_equal")
+greater = _binary(_ordered(lax.gt), "greater")
+greater_equal = _binary(_ordered(lax.ge), "greater_equal")
 
 
 def _bitwise(lax_fn, name):
@@ -107,15 +140,22 @@ bitwise_xor = _bitwise(lax.bitwise_xor, "bitwise_xor")
 
 def _logical(lax_fn, name):
     def fn(x1, x2, /):
-        x1, x2 = promote_args(name, to_bool(x1), to_bool(x2))
-        return lax_fn(x1, x2)
+        # The result is weakly typed only when both operands are (Python scalars, weak arrays), as in jax.numpy.
+        weak = all(dtypes.dtype_and_weak_of(x)[1] for x in (x1, x2))
+        x1, x2 = promote_args(name, x1, x2)
+        result = lax_fn(to_bool(x1), to_bool(x2))
+        return result if weak else lax.convert_element_type(result, dtypes.bool_)
 
     fn.__name__ = name
     return fn
 
 
 def to_bool(x):
-    return lax.convert_element_type(to_array(x), dtypes.bool_)
+    """`x != 0` (for complex values too, where a conversion would look at the real part only)."""
+    (x,) = promote_args("logical", x)
+    if aval(x).dtype == dtypes.bool_:
+        return x
+    return lax.ne(x, lax.full_like(x, 0))
 
 
 logical_and = _logical(lax.bitwise_and, "logical_and")
@@ -154,12 +194,12 @@ bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
 def negative(x, /):
-    (x,) = promote_args_numeric("negative", x)
+    (x,) = promote_args("negative", x)
     return lax.neg(x)
 
 
 def positive(x, /):
-    (x,) = promote_args_numeric("positive", x)
+    (x,) = promote_args("positive", x)
     return x
 
 
@@ -175,7 +215,7 @@ abs = absolute
 
 
 def sign(x, /):
-    (x,) = promote_args_numeric("sign", x)
+    (x,) = promote_args("sign", x)
     dtype = aval(x).dtype
     if dtypes.is_unsigned(dtype):
         return lax.convert_element_type(lax.ne(x, 0), dtype)
@@ -207,7 +247,18 @@ def floor_divide(x1, x2, /):
         return lax.select(needs_fix, lax.sub(quotient, 1), quotient)
     if dtypes.is_complex(dtype):
         raise TypeError("floor_divide does not support complex numbers")
-    return lax.floor(lax.div(x1, x2))
+    return _float_divmod(x1, x2)[0]
+
+
+def _float_divmod(x1, x2):
+    """numpy's float divmod: the quotient is (x1 - fmod(x1, x2)) / x2, corrected by one (and the
+    remainder by x2) where the remainder's sign differs from the divisor's; the quotient is rounded."""
+    mod = lax.rem(x1, x2)
+    quotient = lax.div(lax.sub(x1, mod), x2)
+    fix = lax.bitwise_and(lax.ne(mod, lax.full_like(mod, 0)), lax.ne(lax.sign(x2), lax.sign(mod)))
+    mod = lax.select(fix, lax.add(mod, x2), mod)
+    quotient = lax.select(fix, lax.sub(quotient, lax.full_like(quotient, 1)), quotient)
+    return lax.round(quotient, lax.RoundingMethod.TO_NEAREST_EVEN), mod
 
 
 def remainder(x1, x2, /):
@@ -215,6 +266,7 @@ def remainder(x1, x2, /):
     dtype = aval(x1).dtype
     if dtypes.is_complex(dtype):
         raise TypeError("remainder does not support complex numbers")
+    x2 = _nonzero_divisor(x2)
     rem = lax.rem(x1, x2)
     if dtypes.is_unsigned(dtype):
         return rem
@@ -227,9 +279,19 @@ def remainder(x1, x2, /):
 mod = remainder
 
 
+def _nonzero_divisor(x2):
+    """Integer remainders by zero are 0 in jax.numpy: the divisor 0 is replaced by 1."""
+    dtype = aval(x2).dtype
+    if not dtypes.is_integer(dtype):
+        return x2
+    return lax.select(lax.eq(x2, lax.full_like(x2, 0)), lax.full_like(x2, 1), x2)
+
+
 def fmod(x1, x2, /):
     x1, x2 = promote_args_numeric("fmod", x1, x2)
-    return lax.rem(x1, x2)
+    if dtypes.is_complex(aval(x1).dtype):
+        raise TypeError("fmod does not support complex numbers")
+    return lax.rem(x1, _nonzero_divisor(x2))
 
 
 def divmod(x1, x2, /):
@@ -243,6 +305,13 @@ def power(x1, x2, /):
         if x2 < 0 and dtypes.is_integer(aval(x1).dtype):
             raise ValueError("integers to negative integer powers are not allowed")
         return lax.integer_pow(x1, x2)
+    from ._util import promote_shapes
+
+    if dtypes.is_integer(aval(to_array(x2)).dtype) and dtypes.is_inexact(dtypes.result_type(x1, x2)):
+        # An integer exponent stays an integer (lax.pow takes one): only the base becomes inexact.
+        (x1,) = promote_args_inexact("power", x1)
+        (x2,) = promote_args("power", x2)
+        return lax.pow(*promote_shapes("power", x1, x2))
     x1, x2 = promote_args_numeric("power", x1, x2)
     dtype = aval(x1).dtype
     if dtypes.is_integer(dtype):
@@ -251,19 +320,18 @@ def power(x1, x2, /):
 
 
 def _integer_power(base, exponent):
-    # Square-and-multiply over the bits of the exponent; negative exponents give 0 (1 for base 1).
-    dtype = aval(base).dtype
-    bits = dtype.itemsize * 8
-    shape = np.broadcast_shapes(aval(base).shape, aval(exponent).shape)
-    base = lax.broadcast_in_dim(base, shape, range(len(shape))) if aval(base).shape != shape else base
-    exponent = lax.broadcast_in_dim(exponent, shape, range(len(shape))) if aval(exponent).shape != shape else exponent
-    result = lax.full(shape, 1, dtype)
-    for _ in range(bits):
-        odd = lax.ne(lax.bitwise_and(exponent, 1), 0)
+    """Square-and-multiply over the low 6 bits of the exponent (larger powers of |base| > 1 overflow),
+    shifting the exponent logically; 0 ** n is 0 for n != 0. These are jax.numpy's integer semantics."""
+    from ._shape import broadcast_arrays
+
+    base, exponent = broadcast_arrays(base, exponent)
+    zero, one = lax.full_like(exponent, 0), lax.full_like(exponent, 1)
+    result = lax.select(lax.bitwise_and(lax.eq(base, zero), lax.ne(exponent, zero)), zero, one)
+    for _ in range(6):
+        odd = lax.ne(lax.bitwise_and(exponent, one), zero)
         result = lax.select(odd, lax.mul(result, base), result)
         base = lax.mul(base, base)
-        exponent = lax.shift_right_logical(exponent, 1) if dtypes.is_unsigned(dtype) else lax.shift_right_arithmetic(
-            exponent, 1)
+        exponent = lax.shift_right_logical(exponent, one)
     return result
 
 
@@ -286,17 +354,17 @@ def reciprocal(x, /):
 
 
 def floor(x, /):
-    (x,) = promote_args_numeric("floor", x)
+    (x,) = promote_args("floor", x)
     return x if not dtypes.is_inexact(aval(x).dtype) else lax.floor(x)
 
 
 def ceil(x, /):
-    (x,) = promote_args_numeric("ceil", x)
+    (x,) = promote_args("ceil", x)
     return x if not dtypes.is_inexact(aval(x).dtype) else lax.ceil(x)
 
 
 def trunc(x, /):
-    (x,) = promote_args_numeric("trunc", x)
+    (x,) = promote_args("trunc", x)
     if not dtypes.is_inexact(aval(x).dtype):
         return x
     return lax.select(lax.lt(x, 0), lax.ceil(x), lax.floor(x))
@@ -306,14 +374,22 @@ fix = trunc
 
 
 def rint(x, /):
+    if not dtypes.is_inexact(aval(to_array(x)).dtype):
+        # Integers become (strongly typed) floats first, as in jax.numpy.
+        x = lax.convert_element_type(to_array(x), dtypes.default_float_dtype())
     (x,) = promote_args_inexact("rint", x)
+    if dtypes.is_complex(aval(x).dtype):
+        return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
 def round(a, decimals=0, out=None):
     """Rounds half to even, to `decimals` places (like numpy.round)."""
-    (a,) = promote_args_numeric("round", a)
+    decimals = operator.index(decimals)
+    (a,) = promote_args("round", a)
     dtype = aval(a).dtype
+    if dtype == dtypes.bool_:
+        raise TypeError("round does not accept boolean arrays (data type bool is not inexact)")
     if dtypes.is_integer(dtype):
         if decimals >= 0:
             return a
@@ -354,18 +430,19 @@ def isinf(x, /):
 def isnan(x, /):
     (x,) = promote_args("isnan", x)
     dtype = aval(x).dtype
-    if dtypes.is_inexact(dtype):
-        return lax.ne(x, x)
-    return lax.full(aval(x).shape, False, dtypes.bool_)
+    # x != x also for integers: False, with x's weak type (as in jax.numpy).
+    return lax.ne(x, x)
 
 
 def isposinf(x, /):
     (x,) = promote_args("isposinf", x)
+    _reject_complex("isposinf", x)
     return lax.bitwise_and(isinf(x), lax.gt(x, 0)) if dtypes.is_float(aval(x).dtype) else isinf(x)
 
 
 def isneginf(x, /):
     (x,) = promote_args("isneginf", x)
+    _reject_complex("isneginf", x)
     return lax.bitwise_and(isinf(x), lax.lt(x, 0)) if dtypes.is_float(aval(x).dtype) else isinf(x)
 
 
@@ -373,7 +450,7 @@ def signbit(x, /):
     (x,) = promote_args("signbit", x)
     dtype = aval(x).dtype
     if dtypes.is_integer(dtype):
-        return lax.lt(x, 0)
+        return lax.lt(x, np.zeros((), dtype))
     if dtype == dtypes.bool_:
         return lax.full(aval(x).shape, False, dtypes.bool_)
     int_type = {2: np.int16, 4: np.int32, 8: np.int64}[dtype.itemsize]
@@ -416,38 +493,53 @@ def angle(z, deg=False):
         result = lax.atan2(lax.imag(z), lax.real(z))
     else:
         result = lax.atan2(lax.full_like(z, 0), z)
-    return lax.mul(result, lax.convert_element_type(180 / np.pi, aval(result).dtype)) if deg else result
+    return lax.mul(result, np.asarray(180 / np.pi, aval(result).dtype)) if deg else result
+
+
+def _reject_complex(name, *args):
+    if any(dtypes.is_complex(aval(a).dtype) for a in args):
+        raise TypeError(f"{name} is not well defined for complex-valued inputs; convert to real values first "
+                        f"(for example with abs(x))")
 
 
 def hypot(x1, x2, /):
     x1, x2 = promote_args_inexact("hypot", x1, x2)
-    return lax.sqrt(lax.add(lax.mul(x1, x1), lax.mul(x2, x2)))
+    _reject_complex("hypot", x1)
+    # big * sqrt(1 + (small / big)**2) does not overflow where x1**2 + x2**2 would.
+    x1, x2 = lax.abs(x1), lax.abs(x2)
+    either_inf = lax.bitwise_or(isinf(x1), isinf(x2))
+    big, small = lax.max(x1, x2), lax.min(x1, x2)
+    big_is_zero = lax.eq(big, lax.full_like(big, 0))
+    ratio = lax.div(small, where_(big_is_zero, lax.full_like(big, 1), big))
+    result = where_(big_is_zero, big, lax.mul(big, lax.sqrt(lax.add(lax.integer_pow(ratio, 2), 1))))
+    return where_(either_inf, np.inf, result)
 
 
 def logaddexp(x1, x2, /):
     x1, x2 = promote_args_inexact("logaddexp", x1, x2)
+    _reject_complex("logaddexp", x1)
     biggest = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
-    both_inf = lax.eq(x1, x2)
+    # delta is nan when both are infinite of the same sign (the sum is then right) or one is nan.
     softplus = lax.log1p(lax.exp(lax.neg(lax.abs(delta))))
-    return lax.select(both_inf, lax.add(x1, lax.log(lax.convert_element_type(2, aval(x1).dtype))),
-                      lax.add(biggest, softplus))
+    return where_(isnan(delta), lax.add(x1, x2), lax.add(biggest, softplus))
 
 
 def logaddexp2(x1, x2, /):
     x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+    _reject_complex("logaddexp2", x1)
     ln2 = lax.convert_element_type(np.log(2), aval(x1).dtype)
     return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
 
 
 def deg2rad(x, /):
     (x,) = promote_args_inexact("deg2rad", x)
-    return lax.mul(x, lax.convert_element_type(np.pi / 180, aval(x).dtype))
+    return lax.mul(x, np.pi / 180)
 
 
 def rad2deg(x, /):
     (x,) = promote_args_inexact("rad2deg", x)
-    return lax.mul(x, lax.convert_element_type(180 / np.pi, aval(x).dtype))
+    return lax.mul(x, 180 / np.pi)
 
 
 radians, degrees = deg2rad, rad2deg
@@ -455,7 +547,7 @@ radians, degrees = deg2rad, rad2deg
 
 def sinc(x, /):
     (x,) = promote_args_inexact("sinc", x)
-    pi_x = lax.mul(x, lax.convert_element_type(np.pi, aval(x).dtype))
+    pi_x = lax.mul(x, np.pi)
     is_zero = lax.eq(x, 0)
     safe = lax.select(is_zero, lax.full_like(pi_x, 1), pi_x)
     return lax.select(is_zero, lax.full_like(x, 1), lax.div(lax.sin(safe), safe))
@@ -463,20 +555,21 @@ def sinc(x, /):
 
 def heaviside(x1, x2, /):
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
-    zero = lax.full_like(x1, 0)
-    one = lax.full_like(x1, 1)
-    return lax.select(lax.lt(x1, 0), zero, lax.select(lax.eq(x1, 0), lax.broadcast_in_dim(
-        x2, aval(x1).shape, range(aval(x2).ndim)) if aval(x2).shape != aval(x1).shape else x2, one))
+    _reject_complex("heaviside", x1)
+    dtype = aval(x1).dtype
+    zero, one = np.zeros((), dtype), np.ones((), dtype)
+    step = where_(lax.lt(x1, zero), zero, where_(lax.gt(x1, zero), one, x2))
+    return where_(isnan(x1), x1, step)
 
 
 def fmax(x1, x2, /):
     x1, x2 = promote_args("fmax", x1, x2)
-    return lax.select(isnan(x2), x1, lax.select(isnan(x1), x2, lax.max(x1, x2)))
+    return where_(isnan(x2), x1, where_(isnan(x1), x2, lax.max(x1, x2)))
 
 
 def fmin(x1, x2, /):
     x1, x2 = promote_args("fmin", x1, x2)
-    return lax.select(isnan(x2), x1, lax.select(isnan(x1), x2, lax.min(x1, x2)))
+    return where_(isnan(x2), x1, where_(isnan(x1), x2, lax.min(x1, x2)))
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):

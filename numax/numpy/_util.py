@@ -71,13 +71,24 @@ def _sequence_leaves(value):
     return [value]
 
 
+def device_array(value, weak_type=None):
+    """`value` as a numax.Array (tracers pass): numpy functions return arrays, as jax.numpy's do."""
+    if is_array(value):
+        return value
+    weak = dtypes.is_weak_scalar(value) if weak_type is None else weak_type
+    return put(np.asarray(value), weak_type=weak)
+
+
 def promote_dtypes(*args):
-    """Converts arguments to their common (JAX-promoted) dtype, keeping weak types where JAX does."""
-    if len(args) < 2:
-        return [to_array(a) for a in args]
+    """Converts arguments to their common (JAX-promoted) dtype, keeping weak types where JAX does.
+
+    Host values (numpy arrays, Python scalars) become device arrays carrying the result's weak type, so
+    that `int32 array + 1.5` is a weakly typed float32 array as in JAX."""
     arrays = [to_array(a) for a in args]
+    if len(args) < 2:
+        return [device_array(a) for a in arrays]
     dtype, weak = dtypes.result_type(*arrays, return_weak_type_flag=True)
-    return [lax.convert_element_type(a, dtype, weak) for a in arrays]
+    return [device_array(lax.convert_element_type(a, dtype, weak), weak) for a in arrays]
 
 
 def promote_dtypes_inexact(*args):

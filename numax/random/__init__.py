@@ -1,1 +1,40 @@
-"""(in progress) numax.random"""
+"""`numax.random`: explicit-key pseudo-random numbers, bit-identical to `jax.random` (threefry2x32).
+
+Keys are either raw uint32[2] arrays (`PRNGKey`) or typed keys (`key`, dtype `key<fry>`); every
+function accepts both and returns keys of the kind it was given.
+"""
+
+from ._keys import (  # noqa: F401
+    KeyDType,
+    PRNGKey,
+    PRNGKeyArray,
+    clone,
+    fold_in,
+    key,
+    key_data,
+    key_impl,
+    split,
+    wrap_key_data,
+)
+from ._samplers import (  # noqa: F401
+    bernoulli,
+    bits,
+    categorical,
+    cauchy,
+    choice,
+    exponential,
+    gumbel,
+    laplace,
+    logistic,
+    lognormal,
+    multivariate_normal,
+    normal,
+    pareto,
+    permutation,
+    rademacher,
+    randint,
+    rayleigh,
+    truncated_normal,
+    uniform,
+    weibull_min,
+)

@@ -1,1 +1,3 @@
-"""(in progress) numax.scipy"""
+"""`numax.scipy`: scipy's special functions and distributions over numax arrays (JAX's numerics)."""
+
+from . import special, stats  # noqa: F401

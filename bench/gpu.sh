@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite and the benchmarks on an NVIDIA GPU machine (the device tool's H100/H200):
+# numax's arrays live on the GPU by default there; jax (the tests' oracle) stays on the CPU.
+# Usage (from the repo root, on the GPU machine): bash bench/gpu.sh [pytest args...]
+set -uo pipefail
+python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -1
+out=${OUT:-/tmp}
+python3 - <<'PY'
+import numax, numax.numpy as xnp
+print("numax backend:", numax.default_backend(), numax.devices())
+x = xnp.arange(8.0)
+assert numax.default_backend() == "gpu", "expected arrays on the GPU"
+print("sum on", x.device, "=", float((x * 2).sum()))
+PY
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+XLA_PYTHON_CLIENT_PREALLOCATE=false python3 -m pytest -n 8 -q -p no:cacheprovider "${@:-tests}" 2>&1 | tee "$out/gpu-tests.log" | tail -40
+python3 bench/dispatch.py 2>&1 | tee "$out/gpu-dispatch.md"

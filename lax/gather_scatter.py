@@ -1,0 +1,338 @@
+"""Gather and scatter: reads and writes of windows at indices given by an array.
+
+`gather` and the scatter family (`scatter`, `scatter_add`, `scatter_mul`, `scatter_min`, `scatter_max`)
+follow XLA's dimension-number model, with JAX's conventions: the index vector is the last dimension of
+the indices, and out-of-bounds behaviour is chosen by a `GatherScatterMode`:
+
+- CLIP: indices are clamped so that every window lies inside the operand.
+- FILL_OR_DROP: a gather fills windows that are not wholly inside the operand with `fill_value`; a
+  scatter drops updates whose window is not wholly inside the operand.
+- PROMISE_IN_BOUNDS: the caller promises in-bounds indices; XLA's native behaviour (clamping for gather,
+  dropping for scatter) is used as is.
+"""
+
+import enum
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.primitives import Primitive
+from ..lowering.lower import register_lowering
+from ..lowering.stablehlo import aval_type, i64_array, tensor_type
+from . import typing as T
+
+
+class GatherScatterMode(enum.Enum):
+    CLIP = enum.auto()
+    FILL_OR_DROP = enum.auto()
+    PROMISE_IN_BOUNDS = enum.auto()
+
+    def __repr__(self):
+        return f"GatherScatterMode.{self.name}"
+
+    @staticmethod
+    def from_any(mode):
+        """JAX's parsing: a mode, or 'clip' / 'fill' / 'drop' / 'promise_in_bounds'; None means FILL_OR_DROP."""
+        if isinstance(mode, GatherScatterMode):
+            return mode
+        if mode == "clip":
+            return GatherScatterMode.CLIP
+        if mode is None or mode == "fill" or mode == "drop":
+            return GatherScatterMode.FILL_OR_DROP
+        if mode == "promise_in_bounds":
+            return GatherScatterMode.PROMISE_IN_BOUNDS
+        raise ValueError(f"unknown gather/scatter mode {mode!r}: expected 'clip', 'fill', 'drop' or "
+                         "'promise_in_bounds'")
+
+
+class GatherDimensionNumbers(NamedTuple):
+    """How a gather reads windows: which output dimensions are window (offset) dimensions, which operand
+    dimensions are collapsed away (their window size must be 1), and which operand dimension each entry
+    of the index vector addresses."""
+
+    offset_dims: tuple
+    collapsed_slice_dims: tuple
+    start_index_map: tuple
+    operand_batching_dims: tuple = ()
+    start_indices_batching_dims: tuple = ()
+
+
+class ScatterDimensionNumbers(NamedTuple):
+    """How a scatter writes windows: which update dimensions are window dimensions, which operand
+    dimensions the windows leave out (size 1), and which operand dimension each index entry addresses."""
+
+    update_window_dims: tuple
+    inserted_window_dims: tuple
+    scatter_dims_to_operand_dims: tuple
+    operand_batching_dims: tuple = ()
+    scatter_indices_batching_dims: tuple = ()
+
+
+def _as_tuples(numbers):
+    return type(numbers)(*(tuple(int(d) for d in field) for field in numbers))
+
+
+def _check_dims(name, what, dims, rank, sorted_required=True):
+    if any(not 0 <= d < rank for d in dims) or len(set(dims)) != len(dims):
+        raise TypeError(f"{name}: {what} {dims} must be distinct dimensions in [0, {rank})")
+    if sorted_required and list(dims) != sorted(dims):
+        raise TypeError(f"{name}: {what} {dims} must be sorted")
+
+
+def _check_indices(name, indices, index_map, operand_batching_dims, indices_batching_dims, operand):
+    if indices.dtype not in T.integer_dtypes:
+        raise TypeError(f"{name}: indices must have an integer dtype, got {indices.str_short()}")
+    if indices.ndim == 0:
+        raise TypeError(f"{name}: indices must have at least one dimension (the index vector is the last one)")
+    if indices.shape[-1] != len(index_map):
+        raise TypeError(f"{name}: the index vector (last dimension of indices {indices.str_short()}) has "
+                        f"{indices.shape[-1]} entries, but {len(index_map)} operand dimensions are mapped "
+                        f"({index_map})")
+    _check_dims(name, "the index map", index_map, operand.ndim, sorted_required=False)
+    _check_dims(name, "operand_batching_dims", operand_batching_dims, operand.ndim)
+    _check_dims(name, "the indices' batching dims", indices_batching_dims, indices.ndim - 1, sorted_required=False)
+    if set(index_map) & set(operand_batching_dims):
+        raise TypeError(f"{name}: operand batching dims {operand_batching_dims} may not be indexed ({index_map})")
+    if len(operand_batching_dims) != len(indices_batching_dims):
+        raise TypeError(f"{name}: operand batching dims {operand_batching_dims} and indices batching dims "
+                        f"{indices_batching_dims} must pair up")
+    for od, idim in zip(operand_batching_dims, indices_batching_dims):
+        if operand.shape[od] != indices.shape[idim]:
+            raise TypeError(f"{name}: batching dimension {od} of the operand {operand.str_short()} and {idim} of "
+                            f"the indices {indices.str_short()} differ in size")
+
+
+# --- gather ---------------------------------------------------------------------------------------------
+gather_p = Primitive("gather")
+
+
+def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
+                          unique_indices, mode, fill_value):
+    dn = dimension_numbers
+    _check_indices("gather", indices, dn.start_index_map, dn.operand_batching_dims,
+                   dn.start_indices_batching_dims, operand)
+    _check_dims("gather", "collapsed_slice_dims", dn.collapsed_slice_dims, operand.ndim)
+    if len(slice_sizes) != operand.ndim:
+        raise TypeError(f"gather: slice_sizes {slice_sizes} must have one entry per dimension of {operand.str_short()}")
+    if any(not 0 <= s <= d for s, d in zip(slice_sizes, operand.shape)):
+        raise TypeError(f"gather: slice_sizes {slice_sizes} must lie between 0 and the operand shape {operand.shape}")
+    removed = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    if len(removed) != len(dn.collapsed_slice_dims) + len(dn.operand_batching_dims):
+        raise TypeError("gather: collapsed_slice_dims and operand_batching_dims must not overlap")
+    if any(slice_sizes[d] > 1 for d in removed):
+        raise TypeError(f"gather: collapsed and batching dimensions {sorted(removed)} need slice size <= 1, "
+                        f"got slice_sizes {slice_sizes}")
+    batch_shape = indices.shape[:-1]
+    rank = len(batch_shape) + len(dn.offset_dims)
+    _check_dims("gather", "offset_dims", dn.offset_dims, rank)
+    if len(dn.offset_dims) + len(removed) != operand.ndim:
+        raise TypeError(f"gather: offset_dims {dn.offset_dims} must name one output dimension per operand dimension "
+                        f"that is neither collapsed nor batching ({operand.ndim - len(removed)} of them)")
+    window_sizes = iter([s for d, s in enumerate(slice_sizes) if d not in removed])
+    batch_sizes = iter(batch_shape)
+    shape = [next(window_sizes) if d in dn.offset_dims else next(batch_sizes) for d in range(rank)]
+    return ShapedArray(shape, operand.dtype, operand.weak_type)
+
+
+def _dims_text(name, dims):
+    return f"{name} = [{', '.join(map(str, dims))}]" if dims else None
+
+
+def _gather_attribute(dn, index_vector_dim):
+    fields = [_dims_text("offset_dims", dn.offset_dims), _dims_text("collapsed_slice_dims", dn.collapsed_slice_dims),
+              _dims_text("operand_batching_dims", dn.operand_batching_dims),
+              _dims_text("start_indices_batching_dims", dn.start_indices_batching_dims),
+              _dims_text("start_index_map", dn.start_index_map), f"index_vector_dim = {index_vector_dim}"]
+    return f"#stablehlo.gather<{', '.join(f for f in fields if f)}>"
+
+
+def _compare(builder, a, b, direction, dtype, shape):
+    kind = "UNSIGNED" if dtypes.is_unsigned(dtype) else "SIGNED"
+    return builder.op1("stablehlo.compare", [a, b], tensor_type(shape, dtypes.bool_), {
+        "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+        "compare_type": f"#stablehlo<comparison_type {kind}>"})
+
+
+def _index_bounds(builder, indices_aval, upper_bounds):
+    """Constants of the indices' shape: zeros, and `upper_bounds` (one per index entry) along the last axis."""
+    shape, dtype = indices_aval.shape, indices_aval.dtype
+    zeros = builder.broadcast_scalar(0, shape, dtype)
+    upper = builder.constant(np.asarray(upper_bounds, dtype))
+    upper = builder.op1("stablehlo.broadcast_in_dim", [upper], tensor_type(shape, dtype),
+                        {"broadcast_dimensions": i64_array([len(shape) - 1])})
+    return zeros, upper
+
+
+def _in_bounds_mask(builder, indices, indices_aval, upper_bounds):
+    """A boolean of the batch shape: True where every entry of the index vector is in [0, upper bound]."""
+    shape, dtype = indices_aval.shape, indices_aval.dtype
+    zeros, upper = _index_bounds(builder, indices_aval, upper_bounds)
+    pred = tensor_type(shape, dtypes.bool_)
+    ok = builder.op1("stablehlo.and", [_compare(builder, indices, zeros, "GE", dtype, shape),
+                                       _compare(builder, indices, upper, "LE", dtype, shape)], pred)
+    scalar = tensor_type((), dtypes.bool_)
+    region = builder.region([scalar, scalar], lambda inner, args: [inner.op1("stablehlo.and", args, scalar)])
+    return builder.op1("stablehlo.reduce", [ok, builder.constant(np.array(True))],
+                       tensor_type(shape[:-1], dtypes.bool_), {"dimensions": i64_array([len(shape) - 1])}, [region])
+
+
+def _lower_gather(ctx, operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted, unique_indices,
+                  mode, fill_value):
+    builder = ctx.builder
+    operand_aval, indices_aval = ctx.avals_in
+    out = ctx.aval_out
+    dn = dimension_numbers
+    attributes = {"dimension_numbers": _gather_attribute(dn, indices_aval.ndim - 1),
+                  "slice_sizes": i64_array(slice_sizes),
+                  "indices_are_sorted": "true" if indices_are_sorted else "false"}
+    gathered = builder.op1("stablehlo.gather", [operand, indices], aval_type(out), attributes)
+    if mode is not GatherScatterMode.FILL_OR_DROP or out.size == 0:
+        return gathered  # XLA itself clamps the start of every window into the operand
+    upper_bounds = [operand_aval.shape[d] - slice_sizes[d] for d in dn.start_index_map]
+    mask = _in_bounds_mask(builder, indices, indices_aval, upper_bounds)
+    batch_dims = [d for d in range(out.ndim) if d not in dn.offset_dims]
+    mask = builder.op1("stablehlo.broadcast_in_dim", [mask], tensor_type(out.shape, dtypes.bool_),
+                       {"broadcast_dimensions": i64_array(batch_dims)})
+    fill = builder.broadcast_scalar(gather_fill_value(fill_value, out.dtype), out.shape, out.dtype)
+    return builder.op1("stablehlo.select", [mask, gathered, fill], aval_type(out))
+
+
+def gather_fill_value(fill_value, dtype):
+    """JAX's default fill for out-of-bounds gathers: NaN, the lowest signed / highest unsigned int, True."""
+    if fill_value is not None:
+        return np.asarray(fill_value).astype(dtype)
+    if dtypes.is_inexact(dtype):
+        return np.asarray(np.nan, dtype)
+    if dtypes.is_unsigned(dtype):
+        return np.asarray(np.iinfo(dtype).max, dtype)
+    if dtype == dtypes.bool_:
+        return np.asarray(True)
+    return np.asarray(np.iinfo(dtype).min, dtype)
+
+
+gather_p.def_abstract_eval(_gather_abstract_eval)
+register_lowering(gather_p, _lower_gather)
+
+
+def _hashable_scalar(value):
+    if value is None:
+        return None
+    value = np.asarray(value)
+    if value.ndim != 0:
+        raise TypeError(f"fill_value must be a scalar, got shape {value.shape}")
+    return value.item()
+
+
+def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_indices=False,
+           indices_are_sorted=False, mode=None, fill_value=None):
+    """Reads the windows of `slice_sizes` starting at each index vector of `start_indices` (JAX's lax.gather)."""
+    if not isinstance(dimension_numbers, GatherDimensionNumbers):
+        raise TypeError(f"gather: dimension_numbers must be a GatherDimensionNumbers, got {dimension_numbers!r}")
+    return gather_p.bind(operand, start_indices, dimension_numbers=_as_tuples(dimension_numbers),
+                         slice_sizes=tuple(int(s) for s in slice_sizes), indices_are_sorted=bool(indices_are_sorted),
+                         unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode),
+                         fill_value=_hashable_scalar(fill_value))
+
+
+# --- scatter ----------------------------------------------------------------------------------------------
+def _scatter_window_sizes(operand, updates, dn):
+    """The window size along each operand dimension (1 where the window leaves a dimension out)."""
+    removed = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    window = iter(updates.shape[d] for d in dn.update_window_dims)
+    return [1 if d in removed else next(window) for d in range(operand.ndim)]
+
+
+def _scatter_abstract_eval(name, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+                           unique_indices, mode):
+    dn = dimension_numbers
+    T.check_dtype(name, operand, _combiners[name][1])
+    T.check_same_dtypes(name, (operand, updates))
+    _check_indices(name, indices, dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
+                   dn.scatter_indices_batching_dims, operand)
+    _check_dims(name, "update_window_dims", dn.update_window_dims, updates.ndim)
+    _check_dims(name, "inserted_window_dims", dn.inserted_window_dims, operand.ndim)
+    removed = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    if len(removed) != len(dn.inserted_window_dims) + len(dn.operand_batching_dims):
+        raise TypeError(f"{name}: inserted_window_dims and operand_batching_dims must not overlap")
+    if len(dn.update_window_dims) + len(removed) != operand.ndim:
+        raise TypeError(f"{name}: update_window_dims {dn.update_window_dims} must name one updates dimension per "
+                        f"operand dimension that is neither inserted nor batching ({operand.ndim - len(removed)})")
+    scatter_shape = tuple(s for d, s in enumerate(updates.shape) if d not in dn.update_window_dims)
+    if scatter_shape != indices.shape[:-1]:
+        raise TypeError(f"{name}: the scatter dimensions of updates {updates.str_short()} (shape {scatter_shape}) "
+                        f"must equal the batch shape of the indices {indices.str_short()}")
+    sizes = _scatter_window_sizes(operand, updates, dn)
+    if any(s > d for s, d in zip(sizes, operand.shape)):
+        raise TypeError(f"{name}: update windows {tuple(sizes)} do not fit in the operand {operand.str_short()}")
+    return operand
+
+
+# name -> (combining op in the scatter's region, accepted dtypes); plain scatter keeps the update.
+_combiners = {
+    "scatter": (None, T.any_dtype), "scatter_add": ("stablehlo.add", T.numeric_dtypes),
+    "scatter_mul": ("stablehlo.multiply", T.numeric_dtypes), "scatter_min": ("stablehlo.minimum", T.any_dtype),
+    "scatter_max": ("stablehlo.maximum", T.any_dtype),
+}
+
+
+def _scatter_lowering(name):
+    combiner = _combiners[name][0]
+
+    def lower(ctx, operand, indices, updates, *, dimension_numbers, indices_are_sorted, unique_indices, mode):
+        builder = ctx.builder
+        operand_aval, indices_aval, updates_aval = ctx.avals_in
+        dn = dimension_numbers
+        if mode is GatherScatterMode.CLIP and indices_aval.size:
+            sizes = _scatter_window_sizes(operand_aval, updates_aval, dn)
+            upper_bounds = [operand_aval.shape[d] - sizes[d] for d in dn.scatter_dims_to_operand_dims]
+            low, high = _index_bounds(builder, indices_aval, upper_bounds)
+            indices = builder.op1("stablehlo.clamp", [low, indices, high], aval_type(indices_aval))
+        scalar = tensor_type((), operand_aval.dtype)
+        if combiner is None:
+            region = builder.region([scalar, scalar], lambda inner, args: [args[1]])
+        else:
+            region = builder.region([scalar, scalar], lambda inner, args: [inner.op1(combiner, args, scalar)])
+        fields = [_dims_text("update_window_dims", dn.update_window_dims),
+                  _dims_text("inserted_window_dims", dn.inserted_window_dims),
+                  _dims_text("input_batching_dims", dn.operand_batching_dims),
+                  _dims_text("scatter_indices_batching_dims", dn.scatter_indices_batching_dims),
+                  _dims_text("scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims),
+                  f"index_vector_dim = {indices_aval.ndim - 1}"]
+        attributes = {
+            "scatter_dimension_numbers": f"#stablehlo.scatter<{', '.join(f for f in fields if f)}>",
+            "indices_are_sorted": "true" if indices_are_sorted else "false",
+            "unique_indices": "true" if unique_indices else "false"}
+        return builder.op1("stablehlo.scatter", [operand, indices, updates], aval_type(ctx.aval_out),
+                           attributes, [region])
+
+    return lower
+
+
+def _define_scatter(name, doc):
+    primitive = Primitive(name)
+    primitive.def_abstract_eval(lambda *avals, **params: _scatter_abstract_eval(name, *avals, **params))
+    register_lowering(primitive, _scatter_lowering(name))
+
+    def wrapper(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
+                unique_indices=False, mode=None):
+        if not isinstance(dimension_numbers, ScatterDimensionNumbers):
+            raise TypeError(f"{name}: dimension_numbers must be a ScatterDimensionNumbers, got {dimension_numbers!r}")
+        return primitive.bind(operand, scatter_indices, updates, dimension_numbers=_as_tuples(dimension_numbers),
+                              indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices),
+                              mode=GatherScatterMode.from_any(mode))
+
+    wrapper.__name__ = name
+    wrapper.__doc__ = doc
+    return primitive, wrapper
+
+
+scatter_p, scatter = _define_scatter(
+    "scatter", "Writes `updates` into windows of `operand` at `scatter_indices` (the last write of a repeated "
+    "index wins, in an unspecified order).")
+scatter_add_p, scatter_add = _define_scatter("scatter_add", "Adds `updates` into `operand`; repeated indices add up.")
+scatter_mul_p, scatter_mul = _define_scatter("scatter_mul", "Multiplies `operand` by `updates` at the indices.")
+scatter_min_p, scatter_min = _define_scatter("scatter_min", "The minimum of `operand` and `updates` at the indices.")
+scatter_max_p, scatter_max = _define_scatter("scatter_max", "The maximum of `operand` and `updates` at the indices.")
+

@@ -1,0 +1,215 @@
+"""Activation functions, softmax and friends, standardize and one_hot, written over numax.numpy.
+
+Each follows `jax.nn`'s formula (not only its mathematics), so results agree to the last bit where
+the same XLA operations run.
+"""
+
+import numpy as np
+
+from numax import lax
+from numax import numpy as xnp
+from numax.core import dtypes
+from numax.numpy._util import canonicalize_axis, check_arraylike, promote_args_inexact
+
+
+def _array(name, x):
+    check_arraylike(name, x)
+    return xnp.asarray(x)
+
+
+def identity(x):
+    """Returns `x` unchanged (as an array)."""
+    return _array("identity", x)
+
+
+def relu(x):
+    """max(x, 0)."""
+    return xnp.maximum(_array("relu", x), 0)
+
+
+def relu6(x):
+    """min(max(x, 0), 6)."""
+    return xnp.minimum(xnp.maximum(_array("relu6", x), 0), 6.0)
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x))."""
+    return lax.logistic(_array("sigmoid", x))
+
+
+def softplus(x):
+    """log(1 + exp(x)), stable for large |x|."""
+    return xnp.logaddexp(_array("softplus", x), 0)
+
+
+def soft_sign(x):
+    """x / (|x| + 1)."""
+    x = _array("soft_sign", x)
+    return x / (xnp.abs(x) + 1)
+
+
+def silu(x):
+    """x * sigmoid(x) (also called swish)."""
+    x = _array("silu", x)
+    return x * sigmoid(x)
+
+
+swish = silu
+
+
+def log_sigmoid(x):
+    """log(sigmoid(x)) = -softplus(-x)."""
+    return -softplus(-_array("log_sigmoid", x))
+
+
+def elu(x, alpha=1.0):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    x = _array("elu", x)
+    # expm1 sees only the non-positive part, so large x cannot overflow to inf * 0.
+    return xnp.where(x > 0, x, alpha * xnp.expm1(xnp.where(x > 0, 0.0, x)))
+
+
+def leaky_relu(x, negative_slope=1e-2):
+    """x for x >= 0, negative_slope * x otherwise."""
+    x = _array("leaky_relu", x)
+    return xnp.where(x >= 0, x, negative_slope * x)
+
+
+def hard_tanh(x):
+    """x clipped to [-1, 1]."""
+    x = _array("hard_tanh", x)
+    return xnp.where(x > 1, 1, xnp.where(x < -1, -1, x))
+
+
+def celu(x, alpha=1.0):
+    """max(x, 0) + alpha * expm1(min(x, 0) / alpha)."""
+    x = _array("celu", x)
+    return xnp.maximum(x, 0.0) + alpha * xnp.expm1(xnp.minimum(x, 0.0) / alpha)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(x):
+    """scale * elu(x, alpha) with the self-normalizing constants."""
+    return _SELU_SCALE * elu(x, _SELU_ALPHA)
+
+
+def gelu(x, approximate=True):
+    """x * Phi(x), with Phi the normal CDF (or its tanh approximation)."""
+    (x,) = promote_args_inexact("gelu", x)
+    x = xnp.asarray(x)
+    dtype = x.dtype
+    if approximate:
+        sqrt_2_over_pi = np.sqrt(2 / np.pi).astype(dtype)
+        cdf = 0.5 * (1.0 + xnp.tanh(sqrt_2_over_pi * (x + 0.044715 * (x ** 3))))
+        return x * cdf
+    sqrt_half = np.sqrt(0.5).astype(dtype)
+    return xnp.asarray(0.5 * x * lax.erfc(-x * sqrt_half), dtype=dtype)
+
+
+def glu(x, axis=-1):
+    """First half of `x` along `axis` gated by the sigmoid of the second half."""
+    x = _array("glu", x)
+    size = x.shape[axis]
+    if size % 2:
+        raise ValueError(f"glu: axis {axis} of shape {x.shape} must have an even size")
+    first, second = xnp.split(x, 2, axis)
+    return first * sigmoid(second)
+
+
+def squareplus(x, b=4):
+    """(x + sqrt(x^2 + b)) / 2."""
+    x = _array("squareplus", x)
+    return (x + xnp.sqrt(xnp.square(x) + b)) / 2
+
+
+def sparse_plus(x):
+    """0 below -1, x above 1, (x + 1)^2 / 4 between."""
+    x = _array("sparse_plus", x)
+    return xnp.where(x <= -1.0, 0.0, xnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
+
+
+def sparse_sigmoid(x):
+    """clip((x + 1) / 2, 0, 1)."""
+    x = _array("sparse_sigmoid", x)
+    return 0.5 * xnp.clip(x + 1.0, 0.0, 2.0)
+
+
+def mish(x):
+    """x * tanh(softplus(x))."""
+    x = _array("mish", x)
+    return x * xnp.tanh(softplus(x))
+
+
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6."""
+    return relu6(_array("hard_sigmoid", x) + 3.0) / 6.0
+
+
+def hard_silu(x):
+    """x * hard_sigmoid(x)."""
+    x = _array("hard_silu", x)
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def log_softmax(x, axis=-1, where=None):
+    """x - logsumexp(x) along `axis`; masked-out entries (where=False) give -inf."""
+    x = _array("log_softmax", x)
+    x_max = xnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+    x_safe = x if where is None else xnp.where(where, x, -np.inf)
+    shifted = x_safe - x_max
+    shifted_logsumexp = xnp.log(xnp.sum(xnp.exp(shifted), axis, where=where, keepdims=True))
+    result = shifted - shifted_logsumexp
+    if where is not None:
+        return xnp.where(where, result, -np.inf)
+    return result
+
+
+def softmax(x, axis=-1, where=None):
+    """exp(x) / sum(exp(x)) along `axis`, shifted by the maximum; masked-out entries give 0."""
+    x = _array("softmax", x)
+    x_max = xnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+    x_safe = x if where is None else xnp.where(where, x, -np.inf)
+    unnormalized = xnp.exp(x_safe - x_max)
+    result = unnormalized / xnp.sum(unnormalized, axis, where=where, keepdims=True)
+    if where is not None:
+        result = xnp.where(where, result, 0)
+    return result
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *, algorithm="fast"):
+    """(x - mean) / sqrt(variance + epsilon), with statistics over `axis` unless given."""
+    check_arraylike("standardize", x)
+    if mean is None:
+        mean = xnp.mean(x, axis, keepdims=True, where=where)
+    if variance is None:
+        if algorithm == "stable":
+            variance = xnp.mean(xnp.square(xnp.subtract(x, mean)), axis, keepdims=True, where=where)
+        elif algorithm == "fast":
+            # E[x^2] - E[x]^2 can round below zero; clip so that rsqrt stays finite.
+            variance = xnp.mean(xnp.square(x), axis, keepdims=True, where=where) - xnp.square(mean)
+            variance = xnp.clip(variance, 0)
+        else:
+            raise ValueError(f"Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")
+    return xnp.subtract(x, mean) * lax.rsqrt(xnp.asarray(variance + epsilon))
+
+
+def one_hot(x, num_classes, *, dtype=None, axis=-1):
+    """1 where the new `axis` index equals x, else 0 (of `dtype`, default float)."""
+    try:
+        num_classes = int(num_classes)
+    except TypeError:
+        raise TypeError("one_hot: num_classes must be a concrete Python integer (it sets the result shape)") from None
+    x = _array("one_hot", x)
+    dtype = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    out_axis = canonicalize_axis(axis, x.ndim + 1)
+    expanded = lax.expand_dims(x, (out_axis,))
+    classes_shape = [1] * x.ndim
+    classes_shape.insert(out_axis, num_classes)
+    classes = lax.broadcasted_iota(x.dtype, classes_shape, out_axis)
+    return (expanded == classes).astype(dtype)

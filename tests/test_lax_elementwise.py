@@ -1,0 +1,524 @@
+"""Elementwise lax primitives against jax.lax: one table of cases, each checked eagerly and under jit.
+
+Every case runs the numax primitive and the jax.lax one on the same inputs (random values of the
+case's domain plus edge values: nan, +-inf, -0.0, integer extremes) for every dtype the op accepts,
+and compares values, dtypes and weak types. Dtype acceptance is compared with jax for every op and
+dtype without compiling anything.
+"""
+
+import collections
+
+import jax
+import ml_dtypes
+import numpy as np
+import pytest
+from harness import assert_close, rand
+from hypothesis import given
+from hypothesis import strategies as st
+from jax import lax as jlax
+
+import numax
+from numax import lax
+
+bf16 = np.dtype(ml_dtypes.bfloat16)
+FLOATS = [np.dtype(np.float32), np.dtype(np.float16), bf16]
+COMPLEX = [np.dtype(np.complex64)]
+SIGNED = [np.dtype(np.int8), np.dtype(np.int32)]
+UNSIGNED = [np.dtype(np.uint8), np.dtype(np.uint32)]
+INTS = SIGNED + UNSIGNED
+BOOL = [np.dtype(np.bool_)]
+INEXACT = FLOATS + COMPLEX
+REAL = INTS + FLOATS
+NUMERIC = INTS + FLOATS + COMPLEX
+ALL = BOOL + NUMERIC
+ORDERED = BOOL + INTS + FLOATS
+SIGNED_NUMERIC = SIGNED + FLOATS + COMPLEX
+
+N_RANDOM = 12
+
+
+def _edge_values(dtype):
+    if dtype in FLOATS:
+        return np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5], dtype)
+    if dtype in COMPLEX:
+        return np.array([0, -0.0 + 0j, 1j, -1, np.nan, complex(np.inf, 0), complex(0, -np.inf), 0.5 - 0.5j], dtype)
+    if dtype == np.bool_:
+        return np.array([True, False, True, False])
+    info = np.iinfo(dtype)
+    return np.array([0, 1, info.max, info.min, info.max - 1, info.min + 1, 2, 7], dtype)
+
+
+def make_input(rng, dtype, domain, edges=True):
+    """N_RANDOM values of `dtype` in `domain` (float bounds; integers scaled) followed by edge values."""
+    low, high = domain
+    if dtype == np.bool_:
+        values = rng.random(N_RANDOM) < 0.5
+    elif dtype in INTS:
+        info = np.iinfo(dtype)
+        lo, hi = max(info.min, int(np.floor(low * 10))), min(info.max, int(np.ceil(high * 10)))
+        values = rng.integers(lo, hi + 1, size=N_RANDOM).astype(dtype)
+    elif dtype in COMPLEX:
+        values = (rng.uniform(low, high, N_RANDOM) + 1j * rng.uniform(low, high, N_RANDOM)).astype(dtype)
+    else:
+        values = rng.uniform(low, high, N_RANDOM).astype(dtype)
+    if not edges:
+        return values
+    return np.concatenate([values, _edge_values(dtype)])
+
+
+Case = collections.namedtuple("Case", "name numax_fn jax_fn arity dtypes domain edges scale inputs")
+
+
+def case(name, numax_fn, jax_fn, arity, dtypes, domain=(-3.0, 3.0), edges=True, scale=1.0, inputs=None):
+    """`inputs(rng, dtype)` overrides the generated operands (a list of numpy arrays)."""
+    return Case(name, numax_fn, jax_fn, arity, tuple(dtypes), domain, edges, scale, inputs)
+
+
+def same(name, arity, dtypes, **kwargs):
+    """A case whose numax and jax functions share `name` in their lax modules."""
+    return case(name, getattr(lax, name), getattr(jlax, name), arity, dtypes, **kwargs)
+
+
+def _shift_inputs(rng, dtype):
+    # Shift amounts cover negative values and amounts at or beyond the bit width.
+    bits = dtype.itemsize * 8
+    x = make_input(rng, dtype, (-3, 3))
+    amounts = np.array([-1, 0, 1, 3, bits - 1, bits, bits + 1, 2 * bits] * 3, np.int64)[:len(x)]
+    return [x, amounts.astype(dtype) if dtype in SIGNED or bits > 8 else np.clip(amounts, 0, 255).astype(dtype)]
+
+
+def _pow_int_exponent_inputs(rng, dtype):
+    x = make_input(rng, dtype, (0.1, 3))
+    return [x, rng.integers(-4, 5, size=len(x)).astype(np.int32)]
+
+
+def _nextafter_inputs(rng, dtype):
+    x = make_input(rng, dtype, (-3, 3))
+    y = np.concatenate([make_input(rng, dtype, (-3, 3), edges=False), _edge_values(dtype)[::-1]])
+    y[:3] = x[:3]
+    return [x, y]
+
+
+def _complex_inputs(rng, dtype):
+    return [make_input(rng, dtype, (-3, 3)), make_input(rng, dtype, (-3, 3))[::-1].copy()]
+
+
+ROUND_AFZ, ROUND_EVEN = lax.RoundingMethod.AWAY_FROM_ZERO, lax.RoundingMethod.TO_NEAREST_EVEN
+J_AFZ, J_EVEN = jlax.RoundingMethod.AWAY_FROM_ZERO, jlax.RoundingMethod.TO_NEAREST_EVEN
+
+CASES = [
+    # binary arithmetic
+    same("add", 2, NUMERIC),
+    same("sub", 2, NUMERIC),
+    same("mul", 2, NUMERIC),
+    same("div", 2, NUMERIC),
+    same("rem", 2, REAL),
+    same("pow", 2, INEXACT, domain=(0.1, 3.0)),
+    case("pow_int_exponent", lax.pow, jlax.pow, 2, INEXACT, inputs=_pow_int_exponent_inputs),
+    same("max", 2, ALL),
+    same("min", 2, ALL),
+    same("atan2", 2, INEXACT),
+    case("nextafter", lax.nextafter, jlax.nextafter, 2, FLOATS, inputs=_nextafter_inputs),
+    case("complex", lax.complex, jlax.complex, 2, [np.dtype(np.float32)]),
+    # integer_pow with several exponents
+    case("integer_pow_0", lambda x: lax.integer_pow(x, 0), lambda x: jlax.integer_pow(x, 0), 1, NUMERIC),
+    case("integer_pow_3", lambda x: lax.integer_pow(x, 3), lambda x: jlax.integer_pow(x, 3), 1, NUMERIC),
+    case("integer_pow_7", lambda x: lax.integer_pow(x, 7), lambda x: jlax.integer_pow(x, 7), 1, NUMERIC,
+         domain=(-1.5, 1.5), scale=4),
+    case("integer_pow_-2", lambda x: lax.integer_pow(x, -2), lambda x: jlax.integer_pow(x, -2), 1, INEXACT),
+    # unary arithmetic and rounding
+    same("neg", 1, NUMERIC),
+    same("sign", 1, NUMERIC),
+    same("floor", 1, FLOATS),
+    same("ceil", 1, FLOATS),
+    case("round_away_from_zero", lambda x: lax.round(x, ROUND_AFZ), lambda x: jlax.round(x, J_AFZ), 1, FLOATS,
+         inputs=lambda rng, dtype: [np.concatenate([np.arange(-3.5, 4, 0.5), _edge_values(dtype)]).astype(dtype)]),
+    case("round_to_nearest_even", lambda x: lax.round(x, ROUND_EVEN), lambda x: jlax.round(x, J_EVEN), 1, FLOATS,
+         inputs=lambda rng, dtype: [np.concatenate([np.arange(-3.5, 4, 0.5), _edge_values(dtype)]).astype(dtype)]),
+    same("abs", 1, SIGNED_NUMERIC),
+    same("is_finite", 1, FLOATS),
+    # transcendental
+    same("exp", 1, INEXACT),
+    same("exp2", 1, INEXACT),
+    same("expm1", 1, INEXACT),
+    same("log", 1, INEXACT, domain=(-0.5, 4.0)),
+    same("log1p", 1, INEXACT, domain=(-1.5, 4.0)),
+    same("sqrt", 1, INEXACT, domain=(-1.0, 5.0)),
+    same("rsqrt", 1, INEXACT, domain=(-1.0, 5.0)),
+    same("cbrt", 1, FLOATS),
+    same("tanh", 1, INEXACT),
+    same("logistic", 1, INEXACT),
+    same("sin", 1, INEXACT),
+    same("cos", 1, INEXACT),
+    same("tan", 1, INEXACT, domain=(-1.4, 1.4)),
+    same("asin", 1, INEXACT, domain=(-1.2, 1.2)),
+    same("acos", 1, INEXACT, domain=(-1.2, 1.2)),
+    same("atan", 1, INEXACT),
+    same("sinh", 1, INEXACT),
+    same("cosh", 1, INEXACT),
+    same("asinh", 1, INEXACT),
+    same("acosh", 1, INEXACT, domain=(0.5, 4.0)),
+    same("atanh", 1, INEXACT, domain=(-1.2, 1.2)),
+    same("erf", 1, FLOATS),
+    same("erfc", 1, FLOATS),
+    same("erf_inv", 1, FLOATS, domain=(-1.1, 1.1), scale=2),
+    same("lgamma", 1, FLOATS, domain=(-4.0, 6.0), scale=4),
+    same("digamma", 1, FLOATS, domain=(-4.0, 6.0), scale=10),
+    # comparisons
+    same("eq", 2, ALL),
+    same("ne", 2, ALL),
+    same("lt", 2, ORDERED),
+    same("le", 2, ORDERED),
+    same("gt", 2, ORDERED),
+    same("ge", 2, ORDERED),
+    # logic and bits
+    same("bitwise_and", 2, BOOL + INTS),
+    same("bitwise_or", 2, BOOL + INTS),
+    same("bitwise_xor", 2, BOOL + INTS),
+    same("bitwise_not", 1, BOOL + INTS),
+    case("shift_left", lax.shift_left, jlax.shift_left, 2, INTS, inputs=_shift_inputs),
+    case("shift_right_arithmetic", lax.shift_right_arithmetic, jlax.shift_right_arithmetic, 2, INTS,
+         inputs=_shift_inputs),
+    case("shift_right_logical", lax.shift_right_logical, jlax.shift_right_logical, 2, INTS, inputs=_shift_inputs),
+    same("population_count", 1, INTS),
+    same("clz", 1, INTS),
+    # complex parts
+    same("real", 1, COMPLEX),
+    same("imag", 1, COMPLEX),
+    same("conj", 1, COMPLEX + [np.dtype(np.float32)]),
+    # precision
+    case("reduce_precision_5_10", lambda x: lax.reduce_precision(x, 5, 10),
+         lambda x: jlax.reduce_precision(x, 5, 10), 1, FLOATS, domain=(-1e5, 1e5)),
+    case("reduce_precision_8_7", lambda x: lax.reduce_precision(x, 8, 7),
+         lambda x: jlax.reduce_precision(x, 8, 7), 1, FLOATS, domain=(-1e5, 1e5)),
+    case("reduce_precision_3_2", lambda x: lax.reduce_precision(x, 3, 2),
+         lambda x: jlax.reduce_precision(x, 3, 2), 1, FLOATS),
+    # clamping and selection (operands built by `inputs`)
+    case("clamp_scalar_bounds", lambda x: lax.clamp(np.asarray(1, x.dtype), x, np.asarray(5, x.dtype)),
+         lambda x: jlax.clamp(np.asarray(1, x.dtype), x, np.asarray(5, x.dtype)), 1, REAL),
+    case("clamp_array_bounds", lax.clamp, jlax.clamp, 3, REAL,
+         inputs=lambda rng, dtype: [make_input(rng, dtype, (-3, 0)), make_input(rng, dtype, (-3, 3)),
+                                    make_input(rng, dtype, (0, 3))]),
+]
+
+CASE_IDS = [c.name for c in CASES]
+
+
+def _operands(rng, c, dtype):
+    if c.inputs is not None:
+        return [np.asarray(v) for v in c.inputs(rng, dtype)]
+    first = make_input(rng, dtype, c.domain, c.edges)
+    others = [np.concatenate([make_input(rng, dtype, c.domain, edges=False), _edge_values(dtype)[::-1]])
+              for _ in range(c.arity - 1)]
+    return [first] + others
+
+
+def assert_matches(actual, expected, dtype, scale=1.0):
+    """Values within the dtype's tolerance (nan where jax has nan), equal dtype and weak type."""
+    assert isinstance(actual, numax.Array), type(actual)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.weak_type == expected.weak_type, (actual.weak_type, expected.weak_type)
+    assert_close(actual, np.asarray(expected), dtype=expected.dtype, scale=scale)
+
+
+@pytest.mark.parametrize("c", CASES, ids=CASE_IDS)
+def test_elementwise_matches_jax(c, rng):
+    """Each dtype eagerly; all dtypes in one numax.jit program and one jax.jit program."""
+    operands = {dtype: _operands(rng, c, dtype) for dtype in c.dtypes}
+
+    def all_dtypes(fn):
+        return lambda operand_lists: [fn(*ops) for ops in operand_lists]
+
+    lists = [operands[d] for d in c.dtypes]
+    expected = jax.jit(all_dtypes(c.jax_fn))(lists)
+    traced = numax.jit(all_dtypes(c.numax_fn))(lists)
+    for dtype, want, got_jit in zip(c.dtypes, expected, traced):
+        got = c.numax_fn(*operands[dtype])
+        assert_matches(got, want, dtype, c.scale)
+        assert_matches(got_jit, want, dtype, c.scale)
+
+
+# --- dtype acceptance and errors -------------------------------------------------------------------------
+ACCEPTANCE_DTYPES = BOOL + INTS + FLOATS + COMPLEX + [np.dtype(np.int16), np.dtype(np.uint16)]
+UNARY_NAMES = ["neg", "sign", "floor", "ceil", "abs", "exp", "exp2", "expm1", "log", "log1p", "sqrt", "rsqrt",
+               "cbrt", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+               "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma", "is_finite", "population_count",
+               "clz", "real", "imag", "conj", "bitwise_not", "round"]
+BINARY_NAMES = ["add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "eq", "ne", "lt",
+                "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",
+                "shift_right_arithmetic", "shift_right_logical", "complex"]
+
+
+def _accepts(fn, structs):
+    try:
+        return fn(*structs)
+    except TypeError:
+        return None
+
+
+@pytest.mark.parametrize("name", UNARY_NAMES + BINARY_NAMES)
+def test_dtype_acceptance_and_result_dtype_match_jax(name):
+    arity = 1 if name in UNARY_NAMES else 2
+    for dtype in ACCEPTANCE_DTYPES:
+        jax_out = _accepts(lambda *s: jax.eval_shape(getattr(jlax, name), *s),
+                           [jax.ShapeDtypeStruct((2, 3), dtype)] * arity)
+        numax_out = _accepts(lambda *s: numax.eval_shape(getattr(lax, name), *s),
+                             [numax.ShapeDtypeStruct((2, 3), dtype)] * arity)
+        assert (jax_out is None) == (numax_out is None), (name, dtype, jax_out, numax_out)
+        if jax_out is not None:
+            assert (numax_out.shape, numax_out.dtype) == (jax_out.shape, jax_out.dtype), (name, dtype)
+
+
+@pytest.mark.parametrize("fn, args, message", [
+    (lax.sin, [np.ones(3, np.int32)], "sin does not accept dtype int32"),
+    (lax.floor, [np.ones(3, np.complex64)], "floor does not accept dtype complex64"),
+    (lax.bitwise_and, [np.ones(3, np.float32), np.ones(3, np.float32)], "and does not accept dtype float32"),
+    (lax.add, [np.ones(3, np.float32), np.ones(3, np.int32)], "add requires arguments of the same dtype"),
+    (lax.add, [np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)], "add got incompatible shapes"),
+    (lax.mul, [np.ones((2, 3), np.float32), np.ones((3,), np.float32)], "mul requires arguments of equal rank"),
+    (lax.lt, [np.ones(3, np.complex64), np.ones(3, np.complex64)], "lt does not accept dtype complex64"),
+    (lax.abs, [np.ones(3, np.uint8)], "abs does not accept dtype uint8"),
+    (lambda x: lax.integer_pow(x, -1), [np.ones(3, np.int32)], "integers cannot be raised to negative powers"),
+    (lambda w, a, b, c: lax.select_n(w, a, b, c), [np.ones(3, bool)] + [np.ones(3, np.float32)] * 3,
+     "boolean selector takes at most 2 cases"),
+    (lambda w, a: lax.select_n(w, a), [np.ones(3, np.float32), np.ones(3, np.float32)],
+     "selector must be boolean or integer"),
+    (lambda w, a, b: lax.select_n(w, a, b), [np.ones(3, bool), np.ones(3, np.float32), np.ones(3, np.int32)],
+     "select_n requires arguments of the same dtype"),
+    (lambda w, a, b: lax.select_n(w, a, b), [np.ones(2, bool), np.ones(3, np.float32), np.ones(3, np.float32)],
+     "select_n selector shape"),
+    (lambda x: lax.clamp(np.float32(0), x, np.ones(4, np.float32)), [np.ones(3, np.float32)],
+     "clamp bounds must be scalars"),
+    (lambda x: lax.bitcast_convert_type(x, np.int32), [np.ones(3, np.bool_)], "bitcast_convert_type does not accept"),
+    (lambda x: lax.bitcast_convert_type(x, np.float32), [np.ones((3, 2), np.uint8)], "needs a last dimension of 4"),
+    (lambda x, y: lax.complex(x, y), [np.ones(3, np.float16)] * 2, "complex does not accept dtype float16"),
+])
+def test_errors(fn, args, message):
+    with pytest.raises(TypeError, match=message):
+        fn(*args)
+    with pytest.raises(TypeError, match=message):
+        numax.jit(fn)(*args)
+
+
+# --- select_n ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("selector_dtype, ncases", [
+    (np.bool_, 1), (np.bool_, 2), (np.int32, 1), (np.int32, 2), (np.int32, 3), (np.int32, 4), (np.uint8, 3),
+])
+def test_select_n(rng, selector_dtype, ncases):
+    shape = (3, 4)
+    if selector_dtype == np.bool_:
+        which = rng.random(shape) < 0.5
+        if ncases == 1:
+            which = np.zeros(shape, bool)
+    else:
+        which = rng.integers(0, ncases, shape).astype(selector_dtype)
+    cases = [rand_cases(rng, shape, i) for i in range(ncases)]
+    expected = np.choose(which.astype(np.int32), cases)
+    for fn in (lax.select_n, numax.jit(lax.select_n)):
+        assert_close(fn(which, *cases), expected)
+        # A scalar selector picks whole cases.
+        assert_close(fn(which.flat[0], *cases), cases[int(which.flat[0])])
+    if selector_dtype != np.uint8:
+        assert_close(lax.select_n(which, *cases), jlax.select_n(which, *cases))
+
+
+def rand_cases(rng, shape, i):
+    return (rng.standard_normal(shape) + 10 * i).astype(np.float32)
+
+
+def test_select_and_bool_select_n_dtypes(rng):
+    pred = np.array([True, False, True])
+    for dtype in ALL:
+        a, b = make_input(rng, dtype, (-3, 3))[:3], make_input(rng, dtype, (-3, 3))[3:6]
+        got = lax.select(pred, a, b)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(np.asarray(got), np.where(pred, a, b))
+
+
+# --- conversions ---------------------------------------------------------------------------------------------
+CONVERT_DTYPES = BOOL + INTS + [np.dtype(np.int16)] + FLOATS + COMPLEX
+
+
+def _convert_source(dtype):
+    """Values every target dtype can hold, so all conversions are well defined (plus bool-relevant zeros)."""
+    if dtype == np.bool_:
+        return np.array([True, False, True, False, False, True])
+    if dtype in INTS or dtype == np.int16:
+        signed = np.issubdtype(dtype, np.signedinteger)
+        return np.array([0, 1, 7, 100, -5 if signed else 5, 127], dtype)
+    if dtype in COMPLEX:
+        return np.array([0, 1.75 + 2j, -3.5 - 1j, 100.25 + 0j, 2j, 126.5 - 3j], dtype)
+    return np.array([0.0, -0.0, 1.75, -3.5, 100.25, 126.5], dtype)
+
+
+@pytest.mark.parametrize("source", CONVERT_DTYPES, ids=str)
+def test_convert_element_type_all_pairs(source):
+    x = _convert_source(source)
+    targets = CONVERT_DTYPES
+
+    def convert_all(convert):
+        return lambda v: [convert(v, t) for t in targets]
+
+    expected = jax.jit(convert_all(jlax.convert_element_type))(x)
+    traced = numax.jit(convert_all(lax.convert_element_type))(x)
+    for target, want, got_jit in zip(targets, expected, traced):
+        got = lax.convert_element_type(numax.numpy.asarray(x), target)
+        for result in (got, got_jit):
+            assert result.dtype == want.dtype, (source, target)
+            assert not result.weak_type
+            np.testing.assert_array_equal(np.asarray(result), np.asarray(want), err_msg=f"{source} -> {target}")
+
+
+def test_convert_element_type_special_floats():
+    # nan and inf to integers and to bool follow jax (the same XLA conversion).
+    x = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 3.7, -3.7], np.float32)
+    for target in (np.int32, np.uint8, np.bool_, np.float16, ml_dtypes.bfloat16, np.complex64):
+        want = jlax.convert_element_type(x, target)
+        got = lax.convert_element_type(numax.numpy.asarray(x), target)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got).astype(np.complex64), np.asarray(want).astype(np.complex64))
+
+
+def test_convert_element_type_weak_type_and_host_values():
+    x = numax.numpy.asarray(np.float32(1.5))
+    weak = lax.convert_element_type(x, np.float32, weak_type=True)
+    assert weak.weak_type and weak.dtype == np.float32
+    assert lax.convert_element_type(x, np.int32).weak_type is False
+    # Host values convert on the host and keep numpy semantics for in-range values.
+    assert lax.convert_element_type(2.5, np.int32) == 2
+    assert lax.convert_element_type(np.array([1 + 2j], np.complex64), np.float32)[0] == 1.0
+
+
+BITCASTS = [
+    (np.float32, np.int32, (3,)), (np.float32, np.uint32, (3,)), (np.int32, np.float32, (3,)),
+    (np.float16, np.int16, (3,)), (ml_dtypes.bfloat16, np.uint16, (3,)), (np.uint16, ml_dtypes.bfloat16, (3,)),
+    (np.float32, np.uint8, (3,)), (np.int32, np.int16, (2, 3)), (np.uint8, np.float32, (3, 4)),
+    (np.int16, np.int32, (2,)), (np.float16, np.float32, (5, 2)), (np.int8, np.uint8, ()),
+    (np.complex64, np.complex64, (2,)), (np.bool_, np.bool_, (2,)),
+]
+
+
+@pytest.mark.parametrize("source, target, shape", BITCASTS, ids=str)
+def test_bitcast_convert_type(rng, source, target, shape):
+    if np.dtype(source) == np.bool_:
+        x = rng.random(shape) < 0.5
+    else:
+        raw = rng.integers(0, 256, size=(max(1, int(np.prod(shape))), np.dtype(source).itemsize)).astype(np.uint8)
+        x = raw.view(source)[:int(np.prod(shape)), 0].reshape(shape)
+        if np.issubdtype(np.dtype(source), np.floating) or np.dtype(source) == ml_dtypes.bfloat16:
+            x = np.where(np.isnan(x.astype(np.float32)), np.asarray(1, source), x).astype(source)
+    want = jlax.bitcast_convert_type(x, target)
+    for fn in (lambda v: lax.bitcast_convert_type(v, target), numax.jit(lambda v: lax.bitcast_convert_type(v, target))):
+        got = fn(x)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got).reshape(-1).view(np.uint8),
+                                      np.asarray(want).reshape(-1).view(np.uint8))
+
+
+# --- shapes: 0-d, empty, broadcasting ---------------------------------------------------------------------------
+SHAPE_OPS = [("add", 2), ("sin", 1), ("eq", 2), ("max", 2), ("integer_pow", 1), ("exp2", 1)]
+
+
+def _op(module, name):
+    if name == "integer_pow":
+        return lambda x: module.integer_pow(x, 3)
+    return getattr(module, name)
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (2, 0), (1, 3)], ids=str)
+def test_zero_rank_and_empty_shapes(rng, shape):
+    for name, arity in SHAPE_OPS:
+        args = [rng.standard_normal(shape).astype(np.float32) for _ in range(arity)]
+        want = _op(jlax, name)(*args)
+        for fn in (_op(lax, name), numax.jit(_op(lax, name))):
+            got = fn(*args)
+            assert got.shape == shape
+            assert_matches(got, want, np.float32)
+
+
+@pytest.mark.parametrize("shapes", [((3, 1), (1, 4)), ((), (2, 3)), ((2, 3), ()), ((1,), (5,)), ((2, 1, 3), (2, 4, 1)),
+                                    ((), ())], ids=str)
+def test_broadcasting_of_rank0_and_size1_dims(rng, shapes):
+    x, y = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    for name in ("add", "atan2", "lt", "max"):
+        want = getattr(jlax, name)(x, y)
+        for fn in (getattr(lax, name), numax.jit(getattr(lax, name))):
+            assert_matches(fn(x, y), want, np.float32)
+    # Ternary ops broadcast scalars too.
+    want = jlax.clamp(np.float32(-0.5), x, np.float32(0.5))
+    assert_matches(lax.clamp(np.float32(-0.5), x, np.float32(0.5)), want, np.float32)
+
+
+def test_python_scalars_take_the_array_dtype():
+    x = numax.numpy.asarray(np.array([1.0, 2.0], np.float16))
+    out = lax.add(x, 1)
+    assert out.dtype == np.float16 and not out.weak_type
+    out = lax.mul(2.0, x)
+    assert out.dtype == np.float16
+    with pytest.raises(OverflowError):
+        lax.add(numax.numpy.asarray(np.array([1], np.int8)), 1000)
+    with pytest.raises(TypeError, match="complex"):
+        lax.add(x, 1j)
+
+
+def test_weak_types_propagate_like_jax():
+    weak = lax.convert_element_type(numax.numpy.asarray(np.float32(2.0)), np.float32, weak_type=True)
+    jweak = jax.numpy.asarray(2.0)
+    assert weak.weak_type and jweak.weak_type
+    strong = numax.numpy.asarray(np.float32(3.0))
+    for name in ("add", "mul", "max", "atan2"):
+        assert getattr(lax, name)(weak, weak).weak_type == getattr(jlax, name)(jweak, jweak).weak_type
+        assert getattr(lax, name)(weak, strong).weak_type == getattr(jlax, name)(jweak, np.float32(3.0)).weak_type
+    for name in ("sin", "exp", "neg", "floor"):
+        assert getattr(lax, name)(weak).weak_type == getattr(jlax, name)(jweak).weak_type
+    weak_complex = lax.complex(weak, weak)
+    jweak_complex = jlax.complex(jweak, jweak)
+    assert weak_complex.weak_type == jweak_complex.weak_type
+    weak_int = lax.convert_element_type(numax.numpy.asarray(np.int32(3)), np.int32, weak_type=True)
+    jweak_int = jax.numpy.asarray(3)
+    pairs = [
+        (lax.eq(weak, weak), jlax.eq(jweak, jweak)),
+        (lax.is_finite(weak), jlax.is_finite(jweak)),
+        (lax.abs(weak_complex), jlax.abs(jweak_complex)),
+        (lax.real(weak_complex), jlax.real(jweak_complex)),
+        (lax.conj(weak), jlax.conj(jweak)),
+        (lax.population_count(weak_int), jlax.population_count(jweak_int)),
+        (lax.pow(weak, np.int32(2)), jlax.pow(jweak, np.int32(2))),
+        (lax.pow(weak, weak_int), jlax.pow(jweak, jweak_int)),
+        (lax.clamp(weak, weak, weak), jlax.clamp(jweak, jweak, jweak)),
+        (lax.clamp(np.float32(0), weak, weak), jlax.clamp(np.float32(0), jweak, jweak)),
+        (lax.select_n(True, weak, weak), jlax.select_n(True, jweak, jweak)),
+        (lax.integer_pow(weak, 2), jlax.integer_pow(jweak, 2)),
+        (lax.round(weak), jlax.round(jweak)),
+    ]
+    for got, want in pairs:
+        assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type), (got, want)
+
+
+# --- property test ---------------------------------------------------------------------------------------------------
+BINARY_PROPERTY_OPS = {
+    "add": NUMERIC, "sub": NUMERIC, "mul": NUMERIC, "max": ALL, "min": ALL, "eq": ALL, "lt": ORDERED,
+    "bitwise_xor": BOOL + INTS, "atan2": FLOATS, "nextafter": FLOATS,
+}
+
+
+@st.composite
+def broadcastable_shapes(draw):
+    rank = draw(st.integers(0, 3))
+    base = draw(st.lists(st.integers(0, 3), min_size=rank, max_size=rank))
+    x_shape = [d if draw(st.booleans()) else 1 for d in base]
+    y_shape = [d if draw(st.booleans()) else 1 for d in base]
+    if draw(st.booleans()):
+        x_shape = [] if draw(st.booleans()) else x_shape
+    return tuple(x_shape), tuple(y_shape)
+
+
+@given(name=st.sampled_from(sorted(BINARY_PROPERTY_OPS)), shapes=broadcastable_shapes(), data=st.data())
+def test_binary_ops_broadcast_like_jax(name, shapes, data):
+    dtype = data.draw(st.sampled_from(BINARY_PROPERTY_OPS[name]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    x, y = rand(rng, shapes[0], dtype), rand(rng, shapes[1], dtype)
+    want = getattr(jlax, name)(x, y)
+    got = getattr(lax, name)(x, y)
+    assert got.shape == want.shape
+    assert_matches(got, want, dtype)

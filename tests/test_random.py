@@ -1,0 +1,332 @@
+"""numax.random against jax.random: the same seed, shape and dtype must give the same bits."""
+
+import numpy as np
+import pytest
+from harness import jax
+from hypothesis import given
+from hypothesis import strategies as st
+from numax.core import dtypes
+
+import numax
+import numax.random as xr
+
+jr = jax.random
+float_dtypes = [np.float32, dtypes.bfloat16, np.float16]
+
+
+def assert_bits_equal(actual, expected):
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    assert actual.tobytes() == expected.tobytes(), (actual, expected)
+
+
+# --- keys ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [0, 1, -1, 42, 2**31 - 1, 2**32 - 1, 2**40 + 5, np.uint32(4000000000), np.int8(-3)])
+def test_prngkey_matches_jax(seed):
+    key = xr.PRNGKey(seed)
+    assert_bits_equal(key, jr.PRNGKey(seed))
+    assert_bits_equal(xr.key_data(xr.key(seed)), jr.key_data(jr.key(seed)))
+
+
+@given(seed=st.integers(-2**31, 2**31 - 1), data=st.integers(0, 2**32 - 1))
+def test_key_streams_match_jax_for_any_seed(seed, data):
+    key, jkey = xr.PRNGKey(seed), jr.PRNGKey(seed)
+    assert_bits_equal(key, jkey)
+    folded, jfolded = xr.fold_in(key, data), jr.fold_in(jkey, data)
+    assert_bits_equal(folded, jfolded)
+    assert_bits_equal(xr.split(folded, 3), jr.split(jfolded, 3))
+    assert_bits_equal(xr.uniform(folded, (4,)), jr.uniform(jfolded, (4,)))
+
+
+def test_typed_keys():
+    key = xr.key(3)
+    assert str(key.dtype) == "key<fry>" and key.shape == () and key.ndim == 0
+    assert "key<fry>" in repr(key)
+    keys = xr.split(key, 4)
+    assert isinstance(keys, xr.PRNGKeyArray) and keys.shape == (4,)
+    assert_bits_equal(xr.key_data(keys), jr.key_data(jr.split(jr.key(3), 4)))
+    first, second = xr.split(key)
+    assert_bits_equal(xr.key_data(second), jr.key_data(jr.split(jr.key(3))[1]))
+    wrapped = xr.wrap_key_data(xr.key_data(keys))
+    assert wrapped.shape == (4,)
+    assert bool(np.all(np.asarray(wrapped == keys)))
+    assert not bool(np.asarray(keys[0] == keys[1]))
+    assert xr.key_impl(key) == "threefry2x32"
+    # Raw keys stay raw, typed keys stay typed.
+    assert not isinstance(xr.split(xr.PRNGKey(3)), xr.PRNGKeyArray)
+    assert isinstance(xr.fold_in(key, 1), xr.PRNGKeyArray)
+
+
+@pytest.mark.parametrize("num", [2, 3, 1, 0, (2, 3)])
+def test_split_matches_jax(num):
+    assert_bits_equal(xr.split(xr.PRNGKey(42), num), jr.split(jr.PRNGKey(42), num))
+
+
+@pytest.mark.parametrize("data", [0, 7, 2**32 - 1, np.int32(-5), np.uint32(12)])
+def test_fold_in_matches_jax(data):
+    assert_bits_equal(xr.fold_in(xr.PRNGKey(42), data), jr.fold_in(jr.PRNGKey(42), data))
+    assert_bits_equal(xr.key_data(xr.fold_in(xr.key(1), data)), jr.key_data(jr.fold_in(jr.key(1), data)))
+
+
+def test_fold_in_rejects_out_of_range_python_int():
+    with pytest.raises(OverflowError):
+        xr.fold_in(xr.PRNGKey(0), -1)
+    with pytest.raises(TypeError, match="scalar"):
+        xr.fold_in(xr.PRNGKey(0), np.arange(2))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32])
+@pytest.mark.parametrize("shape", [(), (5,), (3, 4)])
+def test_bits_match_jax(dtype, shape):
+    assert_bits_equal(xr.bits(xr.PRNGKey(9), shape, dtype), jr.bits(jr.PRNGKey(9), shape, dtype))
+
+
+def test_bits_uint64_with_x64():
+    numax.config.update("numax_enable_x64", True)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        assert_bits_equal(xr.bits(xr.PRNGKey(9), (3,), np.uint64), jr.bits(jr.PRNGKey(9), (3,), np.uint64))
+        assert_bits_equal(xr.uniform(xr.PRNGKey(9), (3,), np.float64), jr.uniform(jr.PRNGKey(9), (3,), np.float64))
+        assert_bits_equal(xr.PRNGKey(2**40 + 5), jr.PRNGKey(2**40 + 5))
+    finally:
+        numax.config.update("numax_enable_x64", False)
+        jax.config.update("jax_enable_x64", False)
+
+
+# --- continuous samplers ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", float_dtypes)
+@pytest.mark.parametrize("shape", [(), (3, 5)])
+def test_uniform_and_normal_match_jax(shape, dtype):
+    for seed in (0, 1234):
+        key, jkey = xr.PRNGKey(seed), jr.PRNGKey(seed)
+        assert_bits_equal(xr.uniform(key, shape, dtype), jr.uniform(jkey, shape, dtype))
+        assert_bits_equal(xr.normal(key, shape, dtype), jr.normal(jkey, shape, dtype))
+
+
+@pytest.mark.parametrize("dtype", float_dtypes)
+def test_uniform_bounds_match_jax(dtype):
+    key, jkey = xr.PRNGKey(5), jr.PRNGKey(5)
+    assert_bits_equal(xr.uniform(key, (4, 3), dtype, -2.5, 3.25), jr.uniform(jkey, (4, 3), dtype, -2.5, 3.25))
+    low, high = np.array([0.0, 1.0, -4.0], np.float32), np.float32(5.0)
+    assert_bits_equal(xr.uniform(key, (2, 3), dtype, low, high), jr.uniform(jkey, (2, 3), dtype, low, high))
+
+
+@pytest.mark.parametrize("name", ["exponential", "laplace", "logistic", "gumbel"])
+@pytest.mark.parametrize("dtype", float_dtypes)
+def test_simple_samplers_match_jax(name, dtype):
+    for seed in (0, 77):
+        actual = getattr(xr, name)(xr.PRNGKey(seed), (4, 6), dtype)
+        assert_bits_equal(actual, getattr(jr, name)(jr.PRNGKey(seed), (4, 6), dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_gumbel_high_mode_and_complex_normal(dtype):
+    key, jkey = xr.PRNGKey(8), jr.PRNGKey(8)
+    assert_bits_equal(xr.gumbel(key, (9,), dtype, mode="high"), jr.gumbel(jkey, (9,), dtype, mode="high"))
+    assert_bits_equal(xr.normal(key, (5,), np.complex64), jr.normal(jkey, (5,), np.complex64))
+
+
+@pytest.mark.parametrize("dtype", float_dtypes)
+def test_truncated_normal_matches_jax(dtype):
+    key, jkey = xr.PRNGKey(11), jr.PRNGKey(11)
+    assert_bits_equal(xr.truncated_normal(key, -1.0, 2.0, (3, 4), dtype),
+                      jr.truncated_normal(jkey, -1.0, 2.0, (3, 4), dtype))
+    lower, upper = np.array([-3.0, 0.0, 1.0], np.float32), np.array([3.0, 0.5, 1.1], np.float32)
+    actual = xr.truncated_normal(key, lower, upper, None, dtype)
+    assert_bits_equal(actual, jr.truncated_normal(jkey, lower, upper, None, dtype))
+    assert actual.shape == (3,)
+
+
+# --- discrete samplers ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", float_dtypes)
+def test_bernoulli_matches_jax(dtype):
+    key, jkey = xr.PRNGKey(2), jr.PRNGKey(2)
+    p = np.asarray(0.3, dtype)
+    assert_bits_equal(xr.bernoulli(key, p, (20,)), jr.bernoulli(jkey, p, (20,)))
+    ps = np.linspace(0, 1, 6).astype(dtype)
+    assert_bits_equal(xr.bernoulli(key, ps), jr.bernoulli(jkey, ps))
+    assert_bits_equal(xr.bernoulli(key, ps, (2, 6), mode="high"), jr.bernoulli(jkey, ps, (2, 6), mode="high"))
+    assert_bits_equal(xr.bernoulli(key), jr.bernoulli(jkey))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint32])
+def test_randint_matches_jax(dtype):
+    key, jkey = xr.PRNGKey(4), jr.PRNGKey(4)
+    # In range; beyond the dtype (clipped); empty (gives minval); per-element bounds.
+    cases = [(0, 100), (-5, 300), (7, 7), (0, np.array([1, 10, 50], np.int32))]
+    for minval, maxval in cases:
+        expected = jr.randint(jkey, (2, 3), minval, maxval, dtype)
+        assert_bits_equal(xr.randint(key, (2, 3), minval, maxval, dtype), expected)
+
+
+def test_randint_full_int32_range():
+    key, jkey = xr.PRNGKey(4), jr.PRNGKey(4)
+    low, high = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    assert_bits_equal(xr.randint(key, (6,), low, high), jr.randint(jkey, (6,), low, high))
+
+
+@pytest.mark.parametrize("axis,shape", [(-1, None), (0, None), (0, (4, 6)), (1, (2, 3))])
+def test_categorical_matches_jax(axis, shape):
+    logits = np.random.default_rng(0).normal(size=(3, 6)).astype(np.float32)
+    key, jkey = xr.PRNGKey(6), jr.PRNGKey(6)
+    assert_bits_equal(xr.categorical(key, logits, axis, shape), jr.categorical(jkey, logits, axis, shape))
+
+
+def test_categorical_without_replacement_matches_jax():
+    logits = np.random.default_rng(1).normal(size=(3, 6)).astype(np.float32)
+    key, jkey = xr.PRNGKey(6), jr.PRNGKey(6)
+    assert_bits_equal(xr.categorical(key, logits, shape=(2, 3), replace=False),
+                      jr.categorical(jkey, logits, shape=(2, 3), replace=False))
+    with pytest.raises(ValueError, match="cannot exceed"):
+        xr.categorical(key, logits, shape=(7, 3), replace=False)
+
+
+# --- permutation and choice -----------------------------------------------------------------------------------------
+def test_permutation_matches_jax():
+    key, jkey = xr.PRNGKey(3), jr.PRNGKey(3)
+    assert_bits_equal(xr.permutation(key, 10), jr.permutation(jkey, 10))
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    assert_bits_equal(xr.permutation(key, x), jr.permutation(jkey, x))
+    assert_bits_equal(xr.permutation(key, x, 1), jr.permutation(jkey, x, 1))
+    assert_bits_equal(xr.permutation(key, x, 1, independent=True), jr.permutation(jkey, x, 1, independent=True))
+    assert sorted(np.asarray(xr.permutation(key, 10)).tolist()) == list(range(10))
+
+
+def test_choice_matches_jax():
+    key, jkey = xr.PRNGKey(3), jr.PRNGKey(3)
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    # Dyadic probabilities: their cumulative sums are exact in any summation order.
+    p = np.array([0.125, 0.25, 0.5, 0.125], np.float32)
+    cases = [
+        dict(a=7, shape=(3,)),
+        dict(a=7, shape=(3,), replace=False),
+        dict(a=x, shape=(2,), axis=1),
+        dict(a=x, shape=(2,), axis=1, replace=False),
+        dict(a=4, shape=(5,), p=p),
+        dict(a=4, shape=(3,), p=p, replace=False),
+        dict(a=x, shape=(2, 2), p=p, axis=1),
+        dict(a=5, shape=(0,)),
+    ]
+    for case in cases:
+        assert_bits_equal(xr.choice(key, **case), jr.choice(jkey, **case))
+
+
+def test_choice_errors():
+    key = xr.PRNGKey(0)
+    with pytest.raises(ValueError, match="larger sample"):
+        xr.choice(key, 3, (4,), replace=False)
+    with pytest.raises(TypeError, match="sequence"):
+        xr.choice(key, 3, 4)
+    with pytest.raises(ValueError, match="p must be None"):
+        xr.choice(key, 3, (2,), p=np.ones(4, np.float32) / 4)
+
+
+# --- jit ------------------------------------------------------------------------------------------------------
+def test_samplers_under_jit_match_eager_and_jax():
+    @numax.jit
+    def draw(key):
+        k1, k2 = xr.split(key)
+        return xr.uniform(k1, (3,)), xr.normal(k2, (2, 2), dtypes.bfloat16), xr.randint(key, (4,), 0, 9)
+
+    def jax_draw(key):
+        k1, k2 = jr.split(key)
+        return jr.uniform(k1, (3,)), jr.normal(k2, (2, 2), dtypes.bfloat16), jr.randint(key, (4,), 0, 9)
+
+    for actual, expected in zip(draw(xr.PRNGKey(21)), jax_draw(jr.PRNGKey(21))):
+        assert_bits_equal(actual, expected)
+
+
+def test_typed_keys_and_traced_seeds_under_jit():
+    split = numax.jit(lambda key: xr.split(key, 3))
+    keys = split(xr.key(0))
+    assert isinstance(keys, xr.PRNGKeyArray) and keys.shape == (3,)
+    assert_bits_equal(xr.key_data(keys), jr.key_data(jr.split(jr.key(0), 3)))
+
+    from_seed = numax.jit(lambda seed: xr.uniform(xr.fold_in(xr.key(seed), seed), (2,)))
+    for seed in (5, -7):
+        expected = jr.uniform(jr.fold_in(jr.key(seed), np.int32(seed)), (2,))
+        assert_bits_equal(from_seed(np.int32(seed)), expected)
+
+
+# --- errors and statistics --------------------------------------------------------------------------------------------
+def test_argument_errors():
+    key = xr.PRNGKey(0)
+    with pytest.raises(ValueError, match="must be a float dtype"):
+        xr.uniform(key, (2,), np.int32)
+    with pytest.raises(ValueError, match="unsigned int dtype"):
+        xr.bits(key, (2,), np.int32)
+    with pytest.raises(TypeError, match="integer dtypes"):
+        xr.randint(key, (2,), 0, 3, np.float32)
+    with pytest.raises(ValueError, match="single key"):
+        xr.uniform(xr.split(key), (2,))
+    with pytest.raises(TypeError, match="uint32"):
+        xr.normal(np.zeros(2, np.int32))
+    with pytest.raises(TypeError, match="uint32"):
+        xr.normal(np.zeros(3, np.uint32))
+    with pytest.raises(TypeError, match="scalar seed"):
+        xr.PRNGKey(np.arange(2))
+    with pytest.raises(TypeError, match="integer"):
+        xr.key(1.5)
+    with pytest.raises(TypeError, match="floating dtype"):
+        xr.bernoulli(key, np.int32(1))
+    with pytest.raises(ValueError, match="broadcast-compatible"):
+        xr.bernoulli(key, np.full((3,), 0.5, np.float32), (2,))
+
+
+def test_moments():
+    key = xr.PRNGKey(123)
+    samples = {
+        "normal": (np.asarray(xr.normal(key, (20000,))), 0.0, 1.0),
+        "exponential": (np.asarray(xr.exponential(key, (20000,))), 1.0, 1.0),
+        "laplace": (np.asarray(xr.laplace(key, (20000,))), 0.0, 2.0),
+        "logistic": (np.asarray(xr.logistic(key, (20000,))), 0.0, np.pi ** 2 / 3),
+        "uniform": (np.asarray(xr.uniform(key, (20000,), minval=-1.0, maxval=3.0)), 1.0, 16 / 12),
+    }
+    for name, (values, mean, var) in samples.items():
+        assert abs(values.mean() - mean) < 0.05 * max(1.0, np.sqrt(var)), name
+        assert abs(values.var() - var) < 0.08 * var, name
+    u = np.asarray(xr.uniform(key, (1000,), np.float16))
+    assert u.min() >= 0 and u.max() < 1
+    tn = np.asarray(xr.truncated_normal(key, -0.5, 0.25, (1000,)))
+    assert tn.min() > -0.5 and tn.max() < 0.25
+
+
+# --- further samplers -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, dtypes.bfloat16])
+def test_transformed_samplers_match_jax(dtype):
+    key, jkey = xr.PRNGKey(5), jr.PRNGKey(5)
+    params = np.array([1.0, 2.0, 3.0], dtype)
+    cases = [
+        ("cauchy", ((5,), dtype)),
+        ("pareto", (2.5, (5,), dtype)),
+        ("pareto", (params, None, dtype)),
+        ("lognormal", (0.5, (5,), dtype)),
+        ("rayleigh", (params, (2, 3), dtype)),
+        ("weibull_min", (2.0, 1.5, (5,), dtype)),
+    ]
+    for name, args in cases:
+        assert_bits_equal(getattr(xr, name)(key, *args), getattr(jr, name)(jkey, *args))
+    assert_bits_equal(xr.lognormal(key), jr.lognormal(jkey))
+    with pytest.raises(ValueError, match="cannot safely cast"):
+        xr.pareto(key, np.ones(3, np.float32), None, np.float16)
+
+
+@pytest.mark.parametrize("dtype", [None, np.int8, np.float32])
+def test_rademacher_matches_jax(dtype):
+    assert_bits_equal(xr.rademacher(xr.PRNGKey(1), (9,), dtype), jr.rademacher(jr.PRNGKey(1), (9,), dtype))
+
+
+@pytest.mark.parametrize("method", ["cholesky", "eigh", "svd"])
+def test_multivariate_normal_matches_jax(method):
+    mean = np.array([1.0, -2.0, 0.5], np.float32)
+    a = np.random.default_rng(0).normal(size=(3, 3)).astype(np.float32)
+    cov = a @ a.T + np.eye(3, dtype=np.float32)
+    actual = xr.multivariate_normal(xr.PRNGKey(1), mean, cov, (4,), method=method)
+    expected = jr.multivariate_normal(jr.PRNGKey(1), mean, cov, (4,), method=method)
+    np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-5, atol=1e-5)
+    assert actual.shape == (4, 3) and actual.dtype == np.float32
+    with pytest.raises(ValueError, match="method"):
+        xr.multivariate_normal(xr.PRNGKey(1), mean, cov, method="lu")
+    with pytest.raises(ValueError, match="cov.shape"):
+        xr.multivariate_normal(xr.PRNGKey(1), mean, cov[:2, :2])
