@@ -179,6 +179,9 @@ def _least_upper_bound(nodes):
     top = _least_upper_bound_cache.get(key)
     if top is None:
         upper_bounds = _upper_bounds_x64 if config.enable_x64 else _upper_bounds_x32
+        unknown = [str(n) for n in nodes if n not in upper_bounds]
+        if unknown:
+            raise TypeError(f"dtype {unknown[0]} does not take part in type promotion")
         common = frozenset.intersection(*(upper_bounds[n] for n in nodes))
         top = _least_upper_bound_cache[key] = next(c for c in common if common <= upper_bounds[c])
     return top

@@ -108,7 +108,8 @@ def _lower_complex_sin_cos(ctx, z, which):
 
     a, b = op("stablehlo.real", z), op("stablehlo.imag", z)
     sin_a, cos_a = op("stablehlo.sine", a), op("stablehlo.cosine", a)
-    up, down = op("stablehlo.exponential_minus_one", b), op("stablehlo.exponential_minus_one", op("stablehlo.negate", b))
+    up = op("stablehlo.exponential_minus_one", b)
+    down = op("stablehlo.exponential_minus_one", op("stablehlo.negate", b))
     half = builder.broadcast_scalar(0.5, part.shape, part.dtype)
     two = builder.broadcast_scalar(2, part.shape, part.dtype)
     sinh_b = op("stablehlo.multiply", op("stablehlo.subtract", up, down), half)
@@ -119,7 +120,8 @@ def _lower_complex_sin_cos(ctx, z, which):
         re, im = op("stablehlo.multiply", sin_a, cosh_b), op("stablehlo.multiply", cos_a, sinh_b)
         re = builder.op1("stablehlo.select", [a_is_zero, zero, re], part_type)
     else:
-        re, im = op("stablehlo.multiply", cos_a, cosh_b), op("stablehlo.negate", op("stablehlo.multiply", sin_a, sinh_b))
+        re = op("stablehlo.multiply", cos_a, cosh_b)
+        im = op("stablehlo.negate", op("stablehlo.multiply", sin_a, sinh_b))
         im = builder.op1("stablehlo.select", [a_is_zero, zero, im], part_type)
     return builder.op1("stablehlo.complex", [re, im], aval_type(ctx.aval_out))
 
@@ -435,7 +437,8 @@ def _clamp_abstract_eval(low, x, high):
     T.check_same_dtypes("clamp", (low, x, high))
     for bound in (low, high):
         if bound.shape and bound.shape != x.shape:
-            raise TypeError(f"clamp bounds must be scalars or have the operand's shape, got {T.describe((low, x, high))}")
+            raise TypeError(f"clamp bounds must be scalars or have the operand's shape, got "
+                            f"{T.describe((low, x, high))}")
     return ShapedArray(x.shape, x.dtype, T.all_weak((low, x, high)))
 
 

@@ -46,11 +46,30 @@ def lower_monoid_reduce(ctx, operand, axes, kind, op_name):
     scalar = tensor_type((), dtype)
 
     def body(inner, args):
+        if kind in ("max", "min") and dtypes.is_complex(dtype):
+            return [_lexicographic_pick(inner, args, "GT" if kind == "max" else "LT", dtype)]
         return [inner.op1(op_name, args, scalar)]
 
     region = builder.region([scalar, scalar], body)
     return builder.op1("stablehlo.reduce", [operand, init], aval_type(ctx.aval_out),
                        {"dimensions": i64_array(axes)}, [region])
+
+
+def _lexicographic_pick(builder, args, direction, dtype):
+    """Of two complex scalars, the one that compares `direction` by (real, imag), as JAX orders them."""
+    a, b = args
+    part, pred = tensor_type((), T.complex_to_real(dtype)), tensor_type((), dtypes.bool_)
+
+    def compare(x, y, how):
+        return builder.op1("stablehlo.compare", [x, y], pred, {
+            "comparison_direction": f"#stablehlo<comparison_direction {how}>",
+            "compare_type": "#stablehlo<comparison_type FLOAT>"})
+
+    a_re, b_re = (builder.op1("stablehlo.real", [v], part) for v in (a, b))
+    a_im, b_im = (builder.op1("stablehlo.imag", [v], part) for v in (a, b))
+    pick_a = builder.op1("stablehlo.select", [compare(a_re, b_re, "EQ"), compare(a_im, b_im, direction),
+                                              compare(a_re, b_re, direction)], pred)
+    return builder.op1("stablehlo.select", [pick_a, a, b], tensor_type((), dtype))
 
 
 def _define_reduction(name, kind, op_name, allowed):
@@ -90,7 +109,7 @@ def _define_arg_reduction(name, direction):
     primitive = Primitive(name)
 
     def abstract_eval(x, axes, index_dtype):
-        T.check_dtype(name, x, T.any_dtype)
+        T.check_dtype(name, x, T.ordered_dtypes)
         if len(axes) != 1:
             raise TypeError(f"{name} reduces exactly one axis, got {axes}")
         if x.shape[axes[0]] == 0:

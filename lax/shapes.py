@@ -37,7 +37,8 @@ def _broadcast_in_dim_abstract_eval(x, shape, broadcast_dimensions):
         raise TypeError(f"broadcast_in_dim: operand of rank {x.ndim} ({x.str_short()}) needs {x.ndim} "
                         f"broadcast_dimensions, got {broadcast_dimensions}")
     if any(b <= a for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:])):
-        raise TypeError(f"broadcast_in_dim: broadcast_dimensions must be strictly increasing, got {broadcast_dimensions}")
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions must be strictly increasing, "
+                        f"got {broadcast_dimensions}")
     for operand_dim, out_dim in enumerate(broadcast_dimensions):
         if not 0 <= out_dim < len(shape):
             raise TypeError(f"broadcast_in_dim: dimension {out_dim} is out of range for shape {shape}")

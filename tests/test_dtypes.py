@@ -152,6 +152,8 @@ def test_promote_types_is_symmetric_and_idempotent():
 def test_promote_types_rejects_unsupported_dtypes():
     with pytest.raises(TypeError, match="does not support the dtype"):
         xnp.promote_types(np.float32, np.dtype("U3"))
+    with pytest.raises(TypeError, match="does not take part in type promotion"):
+        xnp.promote_types(np.float32, dtypes.float0)
 
 
 @pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
@@ -238,8 +240,9 @@ def test_python_int_too_large_for_int32(value):
         assert int(numax.jit(lambda x: x + 1)(value)) == value + 1
 
 
-@pytest.mark.xfail(strict=True, reason="lax.convert_element_type converts a Python int on the host with "
-                   "np.asarray(value, dtype), which wraps instead of raising (lax/elementwise.py)")
+@pytest.mark.xfail(strict=True, reason="a Python int operand is converted on the host without a range check: "
+                   "np.asarray(value, dtype) in lax.convert_element_type (lax/elementwise.py) and "
+                   "put(np.asarray(value)) in device_array (numax/numpy/_util.py) wrap instead of raising")
 @pytest.mark.parametrize("value", [2**31, -(2**31) - 1])
 def test_python_int_too_large_for_int32_operand(value):
     with x64_mode(False):

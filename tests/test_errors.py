@@ -187,8 +187,6 @@ def test_compiled_rejects_wrong_shapes():
         compiled((xnp.ones(3), xnp.ones(4)))
 
 
-@pytest.mark.xfail(strict=True, reason="transforms/jit.py Compiled.__call__ flattens arguments without checking "
-                                       "their structure against the lowered one (reported to the lead)")
 @pytest.mark.parametrize("bad", ["list", "too_few", "too_many"])
 def test_compiled_rejects_wrong_structure(bad):
     compiled = numax.jit(lambda p: p[0] + p[1]).lower((xnp.ones(3), xnp.ones(3))).compile()

@@ -457,6 +457,29 @@ def test_log_compiles_prints_each_compilation_with_a_reason(capsys):
     assert all(re.search(r"in \d+\.\d ms", line) for line in lines)
 
 
+def test_log_compiles_reasons_for_static_and_structure_changes(capsys):
+    old = numax.config.log_compiles
+    numax.config.update("jax_log_compiles", True)
+    try:
+        def scaled(x, n):
+            return x * n
+
+        f = numax.jit(scaled, static_argnums=1)
+        capsys.readouterr()
+        f(1.0, 2)
+        f(1.0, 3)
+        g = numax.jit(lambda tree: tree[0])
+        g((1.0,))
+        g([1.0])
+        err = capsys.readouterr().err
+    finally:
+        numax.config.update("jax_log_compiles", old)
+    lines = [line for line in err.splitlines() if line.startswith("numax: compiled")]
+    assert len(lines) == 4, err
+    assert "new static arguments" in lines[1] and "3" in lines[1]
+    assert "new argument structure" in lines[3]
+
+
 def test_log_compiles_off_prints_nothing(capsys):
     f = numax.jit(lambda x: x + 3)
     capsys.readouterr()

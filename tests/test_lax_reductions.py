@@ -16,8 +16,8 @@ FLOAT_INT = [np.float32, np.float16, bf16, np.int32, np.int8, np.uint8, np.uint3
 REDUCTIONS = {
     "reduce_sum": FLOAT_INT,
     "reduce_prod": FLOAT_INT,
-    "reduce_max": FLOAT_INT[:-1] + [np.bool_],
-    "reduce_min": FLOAT_INT[:-1] + [np.bool_],
+    "reduce_max": FLOAT_INT + [np.bool_],
+    "reduce_min": FLOAT_INT + [np.bool_],
     "reduce_and": [np.bool_, np.int32, np.uint8],
     "reduce_or": [np.bool_, np.int32, np.uint8],
     "reduce_xor": [np.bool_, np.int32, np.uint8],
@@ -65,6 +65,7 @@ def test_reductions_with_no_axes_and_negative_axes(rng):
     (lambda: lax.reduce_sum(np.ones(3, np.bool_), (0,)), "reduce_sum does not accept dtype bool"),
     (lambda: lax.reduce_sum(np.ones(3, np.float32), (1,)), "out of bounds"),
     (lambda: lax.argmax(np.ones((3, 0), np.float32), 1, np.int32), "empty axis"),
+    (lambda: lax.argmin(np.ones(3, np.complex64), 0, np.int32), "argmin does not accept dtype complex64"),
     (lambda: lax.dot_general(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32), (((1,), (0,)), ((), ()))),
      "contracting dimensions must have equal sizes"),
     (lambda: lax.dot_general(np.ones((2, 3), np.float32), np.ones((3, 2), np.int32), (((1,), (0,)), ((), ()))),

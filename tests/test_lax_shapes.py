@@ -1,7 +1,6 @@
 """Shape primitives against jax.lax: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev,
 concatenate, pad, iota, broadcasted_iota, full and slice, eagerly and under jit, incl. empty shapes."""
 
-import jax
 import ml_dtypes
 import numpy as np
 import pytest

@@ -300,6 +300,12 @@ def test_tree_map_several_trees_and_prefix():
     assert ntu.tree_map(lambda x, y: (x, y), prefix, full) == jtu.tree_map(lambda x, y: (x, y), prefix, full)
 
 
+def test_tree_map_none_in_other_trees():
+    first, second = [1, 2], [None, (3,)]
+    assert ntu.tree_map(lambda x, y: (x, y), first, second) == jtu.tree_map(lambda x, y: (x, y), first, second)
+    assert ntu.tree_map(lambda x: x, [None, 1]) == [None, 1]
+
+
 def test_tree_map_is_leaf():
     tree = [(1, 2), [3, (4, 5)], {"a": (6,)}]
     is_leaf = lambda x: isinstance(x, tuple)  # noqa: E731

@@ -88,7 +88,10 @@ def test_bits_uint64_with_x64():
     try:
         assert_bits_equal(xr.bits(xr.PRNGKey(9), (3,), np.uint64), jr.bits(jr.PRNGKey(9), (3,), np.uint64))
         assert_bits_equal(xr.uniform(xr.PRNGKey(9), (3,), np.float64), jr.uniform(jr.PRNGKey(9), (3,), np.float64))
-        assert_bits_equal(xr.PRNGKey(2**40 + 5), jr.PRNGKey(2**40 + 5))
+        key, jkey = xr.PRNGKey(2**40 + 5), jr.PRNGKey(2**40 + 5)
+        assert_bits_equal(key, jkey)
+        assert_bits_equal(xr.randint(key, (5,), 0, 10**12), jr.randint(jkey, (5,), 0, 10**12))
+        assert_bits_equal(xr.normal(key, (5,)), jr.normal(jkey, (5,)))
     finally:
         numax.config.update("numax_enable_x64", False)
         jax.config.update("jax_enable_x64", False)
@@ -242,6 +245,11 @@ def test_typed_keys_and_traced_seeds_under_jit():
     keys = split(xr.key(0))
     assert isinstance(keys, xr.PRNGKeyArray) and keys.shape == (3,)
     assert_bits_equal(xr.key_data(keys), jr.key_data(jr.split(jr.key(0), 3)))
+
+    second_normal = numax.jit(lambda key: xr.normal(xr.split(key)[1], (2,)))
+    assert_bits_equal(second_normal(xr.key(4)), jr.normal(jr.split(jr.key(4))[1], (2,)))
+    for actual, expected in zip(numax.jit(lambda key: list(xr.split(key, 2)))(xr.key(4)), jr.split(jr.key(4), 2)):
+        assert_bits_equal(xr.key_data(actual), jr.key_data(expected))
 
     from_seed = numax.jit(lambda seed: xr.uniform(xr.fold_in(xr.key(seed), seed), (2,)))
     for seed in (5, -7):

@@ -375,8 +375,8 @@ class Compiled:
         for i, (leaf, aval) in enumerate(zip(leaves, self.executable.in_avals)):
             leaf_aval = _leaf_aval(leaf, _leaf_signature(leaf))
             if (leaf_aval.shape, leaf_aval.dtype) != (aval.shape, aval.dtype):
-                raise TypeError(f"argument leaf {i} of the compiled function has type {leaf_aval.str_short()}, "
-                                f"but it was compiled for {aval.str_short()}")
+                raise TypeError(f"compiled function: argument leaf {i} of type {leaf_aval.str_short()} passed "
+                                f"where {aval.str_short()} is expected")
         return self.out_tree.unflatten(self.executable(*leaves))
 
     def as_text(self):

@@ -3,26 +3,11 @@
 import numpy as _np
 
 from numax.core import dtypes as _dtypes
-from numax.core.dtypes import (  # noqa: F401  # noqa: F401
-    bfloat16,
-    bool_,
-    complex64,
-    complex128,
+from numax.core.dtypes import (  # noqa: F401
     finfo,
-    float16,
-    float32,
-    float64,
     iinfo,
-    int8,
-    int16,
-    int32,
-    int64,
     issubdtype,
     promote_types,
-    uint8,
-    uint16,
-    uint32,
-    uint64,
 )
 from numax.lowering.array import Array as ndarray  # noqa: F401
 
@@ -35,9 +20,12 @@ from ._creation import (  # noqa: F401
     arange,
     array,
     asarray,
+    diag_indices,
+    diag_indices_from,
     empty,
     empty_like,
     eye,
+    from_dlpack,
     full,
     full_like,
     geomspace,
@@ -50,6 +38,7 @@ from ._creation import (  # noqa: F401
     tri,
     tril,
     triu,
+    vander,
     zeros,
     zeros_like,
 )
@@ -65,6 +54,7 @@ from ._linalg_ops import (  # noqa: F401
     kron,
     matmul,
     outer,
+    polyval,
     tensordot,
     trace,
     vdot,
@@ -90,6 +80,7 @@ from ._reductions import (  # noqa: F401
     var,
 )
 from ._shape import (  # noqa: F401
+    append,
     array_split,
     atleast_1d,
     atleast_2d,
@@ -99,6 +90,7 @@ from ._shape import (  # noqa: F401
     column_stack,
     concat,
     concatenate,
+    delete,
     dsplit,
     dstack,
     expand_dims,
@@ -107,6 +99,7 @@ from ._shape import (  # noqa: F401
     flipud,
     hsplit,
     hstack,
+    insert,
     matrix_transpose,
     moveaxis,
     permute_dims,
@@ -124,6 +117,8 @@ from ._shape import (  # noqa: F401
     swapaxes,
     tile,
     transpose,
+    trim_zeros,
+    unstack,
     vsplit,
     vstack,
 )
@@ -181,6 +176,8 @@ from ._ufuncs import (  # noqa: F401
     fmax,
     fmin,
     fmod,
+    frexp,
+    gcd,
     greater,
     greater_equal,
     heaviside,
@@ -188,11 +185,15 @@ from ._ufuncs import (  # noqa: F401
     imag,
     invert,
     isclose,
+    iscomplex,
     isfinite,
     isinf,
     isnan,
     isneginf,
     isposinf,
+    isreal,
+    lcm,
+    ldexp,
     left_shift,
     less,
     less_equal,
@@ -209,6 +210,7 @@ from ._ufuncs import (  # noqa: F401
     maximum,
     minimum,
     mod,
+    modf,
     multiply,
     negative,
     nextafter,
@@ -237,6 +239,66 @@ from ._ufuncs import (  # noqa: F401
     true_divide,
     trunc,
 )
+
+
+class _ScalarType:
+    """`numax.numpy.float32` and friends: usable wherever a dtype is (`np.dtype(xnp.float32)`), and callable
+    like jax.numpy's scalar types: `xnp.float32(3)` is a 0-d float32 array."""
+
+    def __init__(self, dtype):
+        self.dtype = _np.dtype(dtype)
+        self.__name__ = self.dtype.name if self.dtype != _np.bool_ else "bool_"
+
+    def __call__(self, value=0):
+        return asarray(value, dtype=self.dtype)
+
+    def __repr__(self):
+        return f"numax.numpy.{self.__name__}"
+
+    def __eq__(self, other):
+        try:
+            return self.dtype == _np.dtype(other)
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(self):
+        return hash(self.dtype)
+
+
+bool_ = _ScalarType(_dtypes.bool_)
+int8, int16, int32, int64 = (_ScalarType(d) for d in (_dtypes.int8, _dtypes.int16, _dtypes.int32, _dtypes.int64))
+uint8, uint16, uint32, uint64 = (_ScalarType(d) for d in (_dtypes.uint8, _dtypes.uint16, _dtypes.uint32,
+                                                          _dtypes.uint64))
+bfloat16, float16, float32, float64 = (_ScalarType(d) for d in (_dtypes.bfloat16, _dtypes.float16, _dtypes.float32,
+                                                                _dtypes.float64))
+complex64, complex128 = _ScalarType(_dtypes.complex64), _ScalarType(_dtypes.complex128)
+bool = bool_  # the array API's name (shadows the builtin inside this module only)
+
+_isdtype_kinds = {
+    "bool": lambda d: d == _dtypes.bool_,
+    "signed integer": lambda d: d in _dtypes.signed_integers,
+    "unsigned integer": lambda d: d in _dtypes.unsigned_integers,
+    "integral": lambda d: d in _dtypes.integers,
+    "real floating": lambda d: d in _dtypes.floats,
+    "complex floating": lambda d: d in _dtypes.complexes,
+    "numeric": lambda d: d in _dtypes.integers + _dtypes.floats + _dtypes.complexes,
+}
+
+
+def isdtype(dtype, kind):
+    """The array API's `isdtype`: whether `dtype` is of `kind` (a dtype, a kind name, or a tuple of them)."""
+    dtype = _np.dtype(dtype)
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for k in kinds:
+        if isinstance(k, str):
+            if k not in _isdtype_kinds:
+                raise ValueError(f"unknown dtype kind {k!r}; expected one of {sorted(_isdtype_kinds)}")
+            if _isdtype_kinds[k](dtype):
+                return True
+        elif dtype == _np.dtype(k):
+            return True
+    return False
+
 
 pi = _np.pi
 e = _np.e

@@ -31,8 +31,8 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
     elif isinstance(object, (list, tuple)):
         value = asarray_from_sequence(object)
         out = value if is_array(value) else put(_host(value, dtype))
-        if dtype is not None and is_array(out):
-            out = lax.convert_element_type(out, dtype)
+        # An array built from a sequence is strongly typed, even from weakly typed elements (as in JAX).
+        out = lax.convert_element_type(out, dtype if dtype is not None else aval(out).dtype)
     elif hasattr(object, "__jax_array__"):
         return array(object.__jax_array__(), dtype, copy, order, ndmin)
     else:
@@ -84,12 +84,19 @@ def empty(shape, dtype=None, *, device=None):
     return zeros(shape, dtype)
 
 
+def _keep_weak(result, a_aval, dtype):
+    """*_like results keep a weakly typed input's weak type when no dtype is given (as in JAX)."""
+    if dtype is None and a_aval.weak_type:
+        return lax.convert_element_type(result, a_aval.dtype, weak_type=True)
+    return result
+
+
 def _like(fill):
     def like(a, dtype=None, shape=None, *, device=None):
         a_aval = aval(to_array(a))
-        dtype = _canonical_dtype(dtype) or a_aval.dtype
         target = a_aval.shape if shape is None else _shape_arg(shape)
-        return lax.full(target, fill if fill is not None else 0, dtype)
+        result = lax.full(target, fill if fill is not None else 0, _canonical_dtype(dtype) or a_aval.dtype)
+        return _keep_weak(result, a_aval, dtype)
 
     return like
 
@@ -101,8 +108,8 @@ empty_like = _like(None)
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     a_aval = aval(to_array(a))
-    dtype = _canonical_dtype(dtype) or a_aval.dtype
-    return full(a_aval.shape if shape is None else shape, fill_value, dtype)
+    result = full(a_aval.shape if shape is None else shape, fill_value, _canonical_dtype(dtype) or a_aval.dtype)
+    return _keep_weak(result, a_aval, dtype)
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None):
@@ -158,7 +165,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     delta_b = lax.broadcast_in_dim(delta, (num,) + bounds_shape, range(1, len(bounds_shape) + 1))
     if divisor > 0:
         step = lax.div(delta, lax.convert_element_type(divisor, computation_dtype))
-        values = lax.add(start_b, lax.div(lax.mul(steps, delta_b), lax.convert_element_type(divisor, computation_dtype)))
+        divisor_value = lax.convert_element_type(divisor, computation_dtype)
+        values = lax.add(start_b, lax.div(lax.mul(steps, delta_b), divisor_value))
         if endpoint and num > 1:
             # The last sample is exactly `stop`, as numpy guarantees.
             stop_b = lax.broadcast_in_dim(stop, (num,) + bounds_shape, range(1, len(bounds_shape) + 1))
@@ -250,3 +258,37 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         else:
             outputs.append(lax.broadcast_in_dim(x, sizes, (axis,)))
     return outputs
+
+
+def diag_indices(n, ndim=2):
+    index = lax.iota(dtypes.default_int_dtype(), int(n))
+    return (index,) * int(ndim)
+
+
+def diag_indices_from(arr):
+    arr_shape = shape(to_array(arr))
+    if len(arr_shape) < 2 or len(set(arr_shape)) != 1:
+        raise ValueError(f"diag_indices_from needs an array of rank >= 2 with equal dimensions, got {arr_shape}")
+    return diag_indices(arr_shape[0], len(arr_shape))
+
+
+def vander(x, N=None, increasing=False):
+    """Columns x**0, x**1, ... x**(N-1) (reversed unless `increasing`)."""
+    from ._ufuncs import power
+
+    x = to_array(x)
+    if len(shape(x)) != 1:
+        raise ValueError(f"vander takes a 1-d array, got shape {shape(x)}")
+    N = shape(x)[0] if N is None else int(N)
+    if N < 0:
+        raise ValueError("N must be nonnegative")
+    exponents = lax.iota(dtypes.int32, N)
+    if not increasing:
+        exponents = lax.rev(exponents, (0,))
+    rows = shape(x)[0]
+    return power(lax.broadcast_in_dim(x, (rows, N), (0,)), lax.broadcast_in_dim(exponents, (rows, N), (1,)))
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An array from any object with `__dlpack__` (copied to the default device)."""
+    return put(np.from_dlpack(x))

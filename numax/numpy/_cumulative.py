@@ -13,7 +13,7 @@ from ._shape import broadcast_to, concatenate, ravel
 from ._ufuncs import isnan, logical_not
 from ._util import aval, canonicalize_axis, promote_args, shape, to_array
 
-__all__ = ["cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "cumproduct", "nancumsum", "nancumprod", "diff",
+__all__ = ["cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nancumsum", "nancumprod", "diff",
            "ediff1d", "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nanargmax",
            "nanargmin"]
 
@@ -42,7 +42,6 @@ def _cumulative(name, lax_fn, nan_identity=None):
 
 cumsum = _cumulative("cumsum", lax.cumsum)
 cumprod = _cumulative("cumprod", lax.cumprod)
-cumproduct = cumprod
 nancumsum = _cumulative("nancumsum", lax.cumsum, 0)
 nancumprod = _cumulative("nancumprod", lax.cumprod, 1)
 

@@ -205,3 +205,16 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     c1 = subtract(multiply(zero_a, b0), multiply(a0, zero_b))
     c2 = subtract(multiply(a0, b1), multiply(a1, b0))
     return moveaxis(stack([c0, c1, c2], axis=-1), -1, axisc)
+
+
+def polyval(p, x, *, unroll=16):
+    """p[0] * x**(n-1) + ... + p[n-1], by Horner's rule (unrolled over the concrete number of coefficients)."""
+    from ._ufuncs import add, multiply
+
+    p, x = promote_dtypes(to_array(p), to_array(x))
+    if len(shape(p)) != 1:
+        raise ValueError(f"polyval takes 1-d coefficients, got shape {shape(p)}")
+    result = lax.full_like(x, 0)
+    for i in range(shape(p)[0]):
+        result = add(multiply(result, x), lax.index_in_dim(p, i, 0, keepdims=False))
+    return result

@@ -7,7 +7,7 @@ import numpy as np
 from numax import lax
 from numax.core import dtypes
 
-from ._util import aval, canonicalize_axes, canonicalize_axis, promote_args, shape, to_array
+from ._util import aval, canonicalize_axes, canonicalize_axis, promote_args, promote_dtypes, shape, to_array
 
 
 def _upcast_small_ints(dtype):
@@ -56,6 +56,9 @@ def _reduction(name, lax_reduce, identity, upcast=False, bool_result=False, has_
             result = combine(result, lax.convert_element_type(initial, aval(result).dtype))
         if keepdims:
             result = _keep_dims(result, a_aval.shape, axes)
+        if not has_identity:
+            # max and min are strongly typed even for weak inputs (as in jax.numpy).
+            result = lax.convert_element_type(result, aval(result).dtype)
         return result
 
     reduce.__name__ = name
@@ -182,7 +185,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         return (result, count) if returned else result
     from ._shape import broadcast_to
 
-    a, weights = promote_args("average", a, weights)
+    a, weights = promote_dtypes(a, weights)
     a_shape = shape(a)
     if shape(weights) != a_shape:
         if axis is None or len(shape(weights)) != 1:

@@ -390,3 +390,96 @@ def size_of(a, axis=None):
 
 def ndim_of(a):
     return len(shape(a))
+
+
+def append(arr, values, axis=None):
+    """`arr` with `values` appended (both flattened when axis is None)."""
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], axis=0)
+    return concatenate([arr, values], axis=axis)
+
+
+def _concrete_positions(name, obj, size):
+    if isinstance(obj, slice):
+        return np.arange(size)[obj]
+    positions = np.asarray(concrete_or_error(obj, f"{name}'s indices must be concrete (static) values"))
+    if positions.dtype == bool:
+        return np.nonzero(positions)[0]
+    positions = positions.astype(np.int64)
+    if np.any((positions < -size) | (positions >= size)):
+        raise IndexError(f"{name}: index out of bounds for axis with size {size}")
+    return np.where(positions < 0, positions + size, positions)
+
+
+def delete(arr, obj, axis=None):
+    """`arr` without the entries at the (concrete) indices `obj` along `axis` (flattened if None)."""
+    from ._indexing import take
+
+    arr = to_array(arr)
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    axis = canonicalize_axis(axis, len(shape(arr)))
+    size = shape(arr)[axis]
+    kept = np.setdiff1d(np.arange(size), _concrete_positions("delete", obj, size))
+    return take(arr, kept.astype(np.int32), axis=axis)
+
+
+def insert(arr, obj, values, axis=None):
+    """`values` inserted before the (concrete) index or indices `obj` along `axis` (flattened if None)."""
+    arr = to_array(arr)
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    rank = len(shape(arr))
+    axis = canonicalize_axis(axis, rank)
+    size = shape(arr)[axis]
+    scalar_index = np.ndim(concrete_or_error(obj, "insert's indices must be concrete")) == 0 and \
+        not isinstance(obj, slice)
+    if isinstance(obj, slice):
+        positions = np.arange(size)[obj]
+    else:
+        positions = np.asarray(concrete_or_error(obj, "insert's indices must be concrete")).astype(np.int64).ravel()
+    if np.any((positions < -size) | (positions > size)):
+        raise IndexError(f"insert: index out of bounds for axis with size {size}")
+    positions = np.where(positions < 0, positions + size, positions)
+    values = lax.convert_element_type(to_array(values), aval(arr).dtype)
+    others = [d for i, d in enumerate(shape(arr)) if i != axis]
+    if scalar_index and len(shape(values)) == rank:
+        values = broadcast_to(values, [d if i != axis else shape(values)[axis] for i, d in enumerate(shape(arr))])
+        positions = np.full(shape(values)[axis], positions[0])
+    elif scalar_index:
+        values = expand_dims(broadcast_to(values, others), axis)
+    else:
+        values = moveaxis(broadcast_to(values, [len(positions)] + others), 0, axis)
+    # Merge: output slot of each original entry and each inserted entry (stable, inserted first).
+    keys = np.concatenate([np.arange(size) * 2 + 1, positions * 2])
+    order = np.argsort(keys, kind="stable")
+    from ._indexing import take
+
+    joined = lax.concatenate([arr, values], axis)
+    return take(joined, order.astype(np.int32), axis=axis)
+
+
+def trim_zeros(filt, trim="fb"):
+    """`filt` (1-d, concrete) without its leading ('f') and/or trailing ('b') zeros."""
+    values = np.asarray(concrete_or_error(filt, "trim_zeros needs a concrete array (its result size depends on it)"))
+    if values.ndim != 1:
+        raise ValueError(f"trim_zeros takes a 1-d array, got shape {values.shape}")
+    nonzero = np.flatnonzero(values)
+    trim = trim.lower()
+    start = (nonzero[0] if nonzero.size else values.size) if "f" in trim else 0
+    stop = (nonzero[-1] + 1 if nonzero.size else 0) if "b" in trim else values.size
+    from ._indexing import slice_along
+
+    return slice_along(to_array(filt), 0, int(start), int(builtins.max(start, stop)))
+
+
+def unstack(x, /, *, axis=0):
+    """The slices of `x` along `axis`, as a tuple (the array API's unstack)."""
+    from ._indexing import slice_along
+
+    x = to_array(x)
+    rank = len(shape(x))
+    if rank == 0:
+        raise ValueError("unstack requires an array of at least one dimension")
+    axis = canonicalize_axis(axis, rank)
+    return tuple(lax.squeeze(slice_along(x, axis, i, i + 1), (axis,)) for i in range(shape(x)[axis]))

@@ -25,7 +25,7 @@ from ._util import (
     to_array,
 )
 
-__all__ = ["sort", "argsort", "lexsort", "msort", "sort_complex", "partition", "argpartition", "searchsorted",
+__all__ = ["sort", "argsort", "lexsort", "sort_complex", "partition", "argpartition", "searchsorted",
            "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all", "quantile", "percentile",
            "median", "nanquantile", "nanpercentile", "nanmedian"]
 
@@ -76,10 +76,6 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False,
         last = lax.full(a_shape, a_shape[axis] - 1, index_dtype)
         order_ = lax.sub(last, lax.rev(order_, (axis,)))
     return order_
-
-
-def msort(a):
-    return sort(a, axis=0)
 
 
 def sort_complex(a):

@@ -96,7 +96,17 @@ def _bool_as(lax_fn, bool_fn):
 
 add = _binary(_bool_as(lax.add, lax.bitwise_or), "add")
 subtract = _binary(lax.sub, "subtract")
-multiply = _binary(_bool_as(lax.mul, lax.bitwise_and), "multiply")
+_multiply = _binary(_bool_as(lax.mul, lax.bitwise_and), "multiply")
+
+
+def multiply(x1, x2, /):
+    """Elementwise product; a boolean operand selects (x * False is 0 even for inf), as in jax.numpy."""
+    bools = [dtypes.dtype(to_array(x)) == dtypes.bool_ for x in (x1, x2)]
+    if bools[0] != bools[1]:
+        mask, other = (x1, x2) if bools[0] else (x2, x1)
+        product = _multiply(x1, x2)
+        return where_(mask, product, lax.full_like(product, 0))
+    return _multiply(x1, x2)
 maximum = _binary(lax.max, "maximum")
 minimum = _binary(lax.min, "minimum")
 arctan2 = _binary(lax.atan2, "arctan2", promote_args_inexact)
@@ -140,11 +150,10 @@ bitwise_xor = _bitwise(lax.bitwise_xor, "bitwise_xor")
 
 def _logical(lax_fn, name):
     def fn(x1, x2, /):
-        # The result is weakly typed only when both operands are (Python scalars, weak arrays), as in jax.numpy.
-        weak = all(dtypes.dtype_and_weak_of(x)[1] for x in (x1, x2))
+        x1_in, x2_in = x1, x2
         x1, x2 = promote_args(name, x1, x2)
         result = lax_fn(to_bool(x1), to_bool(x2))
-        return result if weak else lax.convert_element_type(result, dtypes.bool_)
+        return _weak_if_all_weak(result, x1_in, x2_in)
 
     fn.__name__ = name
     return fn
@@ -254,10 +263,11 @@ def _float_divmod(x1, x2):
     """numpy's float divmod: the quotient is (x1 - fmod(x1, x2)) / x2, corrected by one (and the
     remainder by x2) where the remainder's sign differs from the divisor's; the quotient is rounded."""
     mod = lax.rem(x1, x2)
-    quotient = lax.div(lax.sub(x1, mod), x2)
+    # Dividing by zero keeps x1 (the remainder is nan there), so that 1 // 0 is inf.
+    quotient = lax.div(where_(lax.eq(x2, lax.full_like(x2, 0)), x1, lax.sub(x1, mod)), x2)
     fix = lax.bitwise_and(lax.ne(mod, lax.full_like(mod, 0)), lax.ne(lax.sign(x2), lax.sign(mod)))
-    mod = lax.select(fix, lax.add(mod, x2), mod)
-    quotient = lax.select(fix, lax.sub(quotient, lax.full_like(quotient, 1)), quotient)
+    mod = where_(fix, lax.add(mod, x2), mod)
+    quotient = where_(fix, lax.sub(quotient, lax.full_like(quotient, 1)), quotient)
     return lax.round(quotient, lax.RoundingMethod.TO_NEAREST_EVEN), mod
 
 
@@ -288,18 +298,26 @@ def _nonzero_divisor(x2):
 
 
 def fmod(x1, x2, /):
+    # Booleans keep C semantics (x % 0 == x); integer divisors 0 become 1.
+    integer_operands = dtypes.is_integer(dtypes.result_type(to_array(x1), to_array(x2)))
     x1, x2 = promote_args_numeric("fmod", x1, x2)
     if dtypes.is_complex(aval(x1).dtype):
         raise TypeError("fmod does not support complex numbers")
-    return lax.rem(x1, _nonzero_divisor(x2))
+    return lax.rem(x1, _nonzero_divisor(x2) if integer_operands else x2)
 
 
 def divmod(x1, x2, /):
+    x1, x2 = promote_args_numeric("divmod", x1, x2)
+    if dtypes.is_inexact(aval(x1).dtype):
+        return _float_divmod(x1, x2)
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
 def power(x1, x2, /):
     check_arraylike("power", x1, x2)
+    if type(x2) is not int and _is_concrete_integer_scalar(x2):
+        # A known integer exponent (numpy scalar, 0-d array) is used like a Python int, as jax.numpy does.
+        x2 = int(x2)
     if type(x2) is int:
         (x1,) = promote_args_numeric("power", x1)
         if x2 < 0 and dtypes.is_integer(aval(x1).dtype):
@@ -312,11 +330,21 @@ def power(x1, x2, /):
         (x1,) = promote_args_inexact("power", x1)
         (x2,) = promote_args("power", x2)
         return lax.pow(*promote_shapes("power", x1, x2))
+    x1_in, x2_in = x1, x2
     x1, x2 = promote_args_numeric("power", x1, x2)
     dtype = aval(x1).dtype
     if dtypes.is_integer(dtype):
-        return _integer_power(x1, x2)
+        return _weak_if_all_weak(_integer_power(x1, x2), x1_in, x2_in)
     return lax.pow(x1, x2)
+
+
+def _is_concrete_integer_scalar(value):
+    from numax.core.trace import Tracer
+
+    if isinstance(value, Tracer) or type(value) in dtypes.python_scalar_types:
+        return False
+    value_aval = aval(to_array(value))
+    return value_aval.shape == () and dtypes.is_integer(value_aval.dtype)
 
 
 def _integer_power(base, exponent):
@@ -429,7 +457,6 @@ def isinf(x, /):
 
 def isnan(x, /):
     (x,) = promote_args("isnan", x)
-    dtype = aval(x).dtype
     # x != x also for integers: False, with x's weak type (as in jax.numpy).
     return lax.ne(x, x)
 
@@ -493,7 +520,8 @@ def angle(z, deg=False):
         result = lax.atan2(lax.imag(z), lax.real(z))
     else:
         result = lax.atan2(lax.full_like(z, 0), z)
-    return lax.mul(result, np.asarray(180 / np.pi, aval(result).dtype)) if deg else result
+    result = lax.mul(result, np.asarray(180 / np.pi, aval(result).dtype)) if deg else result
+    return lax.convert_element_type(result, aval(result).dtype)  # strongly typed, as in jax.numpy
 
 
 def _reject_complex(name, *args):
@@ -503,6 +531,10 @@ def _reject_complex(name, *args):
 
 
 def hypot(x1, x2, /):
+    return _weak_if_all_weak(_hypot(x1, x2), x1, x2)
+
+
+def _hypot(x1, x2):
     x1, x2 = promote_args_inexact("hypot", x1, x2)
     _reject_complex("hypot", x1)
     # big * sqrt(1 + (small / big)**2) does not overflow where x1**2 + x2**2 would.
@@ -553,11 +585,22 @@ def sinc(x, /):
     return lax.select(is_zero, lax.full_like(x, 1), lax.div(lax.sin(safe), safe))
 
 
+def _weak_if_all_weak(result, *args):
+    """Strips the weak type unless every argument was weakly typed (Python scalars, weak arrays); jax.numpy's
+    heaviside, hypot and logical functions type their results so."""
+    if all(dtypes.dtype_and_weak_of(to_array(a))[1] for a in args):
+        return result
+    return lax.convert_element_type(result, aval(result).dtype)
+
+
 def heaviside(x1, x2, /):
+    return _weak_if_all_weak(_heaviside(x1, x2), x1, x2)
+
+
+def _heaviside(x1, x2):
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
     _reject_complex("heaviside", x1)
-    dtype = aval(x1).dtype
-    zero, one = np.zeros((), dtype), np.ones((), dtype)
+    zero, one = lax.full_like(x1, 0), lax.full_like(x1, 1)
     step = where_(lax.lt(x1, zero), zero, where_(lax.gt(x1, zero), one, x2))
     return where_(isnan(x1), x1, step)
 
@@ -585,3 +628,107 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     if equal_nan:
         result = lax.bitwise_or(result, lax.bitwise_and(isnan(a), isnan(b)))
     return result
+
+
+def ldexp(x1, x2, /):
+    """x1 * 2**x2 for an integer x2."""
+    check_arraylike("ldexp", x1, x2)
+    if not dtypes.is_integer(aval(to_array(x2)).dtype):
+        raise TypeError(f"ldexp's second argument must be an integer array, got {aval(to_array(x2)).dtype}")
+    (x1,) = promote_args_inexact("ldexp", x1)
+    dtype = aval(x1).dtype
+    if dtypes.is_complex(dtype):
+        raise TypeError("ldexp does not support complex numbers")
+    # Three exact powers of two (built from their bits) keep each factor finite where x1 * 2**x2 is.
+    info = dtypes.finfo(dtype)
+    nmant, bias = int(info.nmant), int(info.maxexp) - 1
+    int_type = {2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}[dtype.itemsize]
+    total = lax.clamp(np.int32(-3 * bias), lax.convert_element_type(to_array(x2), dtypes.int32), np.int32(3 * bias))
+    result = x1
+    for part in range(3):
+        share = lax.div(total, np.int32(3 - part))
+        total = lax.sub(total, share)
+        biased = lax.convert_element_type(lax.add(share, np.int32(bias)), int_type)
+        power = lax.bitcast_convert_type(lax.shift_left(biased, np.asarray(nmant, int_type)), dtype)
+        result, power = promote_args("ldexp", result, power)
+        result = lax.mul(result, power)
+    return result
+
+
+def frexp(x, /):
+    """(mantissa, exponent) with x = mantissa * 2**exponent and 0.5 <= |mantissa| < 1 (0 for 0, inf, nan)."""
+    (x,) = promote_args_inexact("frexp", x)
+    dtype = aval(x).dtype
+    if dtypes.is_complex(dtype):
+        raise TypeError("frexp does not support complex numbers")
+    info = dtypes.finfo(dtype)
+    nmant, bits = int(info.nmant), dtype.itemsize * 8
+    int_type = {16: np.dtype(np.int16), 32: np.dtype(np.int32), 64: np.dtype(np.int64)}[bits]
+    exponent_mask = (1 << (bits - 1 - nmant)) - 1
+    bias = int(info.maxexp) - 1
+    # Subnormals are scaled into the normal range first.
+    subnormal = lax.lt(lax.abs(x), np.asarray(info.smallest_normal, dtype))
+    scaled = where_(subnormal, lax.mul(x, np.asarray(2.0 ** (nmant + 1), dtype)), x)
+    raw = lax.bitcast_convert_type(scaled, int_type)
+    biased = lax.bitwise_and(lax.shift_right_logical(raw, np.asarray(nmant, int_type)),
+                             np.asarray(exponent_mask, int_type))
+    exponent = lax.sub(biased, np.asarray(bias - 1, int_type))
+    exponent = where_(subnormal, lax.sub(exponent, np.asarray(nmant + 1, int_type)), exponent)
+    keep = np.asarray(~(exponent_mask << nmant), int_type)
+    mantissa_bits = lax.bitwise_or(lax.bitwise_and(raw, keep), np.asarray((bias - 1) << nmant, int_type))
+    mantissa = lax.bitcast_convert_type(mantissa_bits, dtype)
+    special = lax.bitwise_or(lax.eq(x, lax.full_like(x, 0)), lax.bitwise_not(lax.is_finite(x)))
+    exponent = lax.convert_element_type(where_(special, np.asarray(0, int_type), exponent), dtypes.int32)
+    return where_(special, x, mantissa), exponent
+
+
+def modf(x, /, out=None):
+    """(fractional part, integral part), both with x's sign (inf gives nan and inf, as in jax.numpy)."""
+    (x,) = promote_args_inexact("modf", x)
+    whole = trunc(x)
+    return lax.sub(x, whole), whole
+
+
+def _euclid(a, b):
+    """gcd of non-negative integer arrays by a Euclid loop unrolled to its worst case (Fibonacci inputs)."""
+    dtype = aval(a).dtype
+    steps = {8: 13, 16: 25, 32: 48, 64: 94}[dtype.itemsize * 8]
+    zero, one = lax.full_like(b, 0), lax.full_like(b, 1)
+    for _ in range(steps):
+        nonzero = lax.ne(b, zero)
+        a, b = lax.select(nonzero, b, a), lax.select(nonzero, lax.rem(a, lax.select(nonzero, b, one)), zero)
+    return a
+
+
+def gcd(x1, x2, /):
+    x1, x2 = promote_args("gcd", x1, x2)
+    if not dtypes.is_integer(aval(x1).dtype):
+        raise TypeError(f"gcd requires integer arguments, got {aval(x1).dtype}")
+    from ._shape import broadcast_arrays
+
+    x1, x2 = broadcast_arrays(x1, x2)
+    return _euclid(absolute(x1), absolute(x2))
+
+
+def lcm(x1, x2, /):
+    x1, x2 = promote_args("lcm", x1, x2)
+    if not dtypes.is_integer(aval(x1).dtype):
+        raise TypeError(f"lcm requires integer arguments, got {aval(x1).dtype}")
+    from ._shape import broadcast_arrays
+
+    x1, x2 = broadcast_arrays(x1, x2)
+    divisor = gcd(x1, x2)
+    zero = lax.full_like(divisor, 0)
+    is_zero = lax.eq(divisor, zero)
+    quotient = lax.div(absolute(x1), lax.select(is_zero, lax.full_like(divisor, 1), divisor))
+    return lax.select(is_zero, zero, lax.mul(quotient, absolute(x2)))
+
+
+def isreal(x, /):
+    zeros_imag = imag(x)
+    return lax.eq(zeros_imag, lax.full_like(zeros_imag, 0))
+
+
+def iscomplex(x, /):
+    zeros_imag = imag(x)
+    return lax.ne(zeros_imag, lax.full_like(zeros_imag, 0))

@@ -83,7 +83,6 @@ def bits(key, shape=(), dtype=None):
 
 
 def _uniform_impl(key_words, minval, maxval, shape, dtype):
-    _check_shape("uniform", shape)
     minval = lax.broadcast_to_rank(lax.convert_element_type(minval, dtype), len(shape))
     maxval = lax.broadcast_to_rank(lax.convert_element_type(maxval, dtype), len(shape))
     info = dtypes.finfo(dtype)

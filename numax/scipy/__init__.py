@@ -1,3 +1,3 @@
 """`numax.scipy`: scipy's special functions and distributions over numax arrays (JAX's numerics)."""
 
-from . import special, stats  # noqa: F401
+from . import linalg, special, stats  # noqa: F401
