@@ -93,9 +93,35 @@ def to_buffer(value, aval, backend, device):
 _scalar_buffers = {}
 
 
+def _exact(value):
+    """A cache key telling apart scalars that compare equal: 1 and 1.0 and True, 0.0 and -0.0."""
+    kind = type(value)
+    if kind is float:
+        return kind, value.hex()
+    if kind is complex:
+        return kind, value.real.hex(), value.imag.hex()
+    return kind, value
+_scalar_arrays = {}
+
+
+def scalar_array(value, dtype, weak_type):
+    """A 0-d device Array holding a Python or numpy scalar, cached: eager `x + 1.0` transfers nothing."""
+    key = (_exact(value), dtype, weak_type)
+    array = _scalar_arrays.get(key) if value == value else None
+    if array is None or xla.is_deleted(array._buffer):
+        backend = xla.default_backend()
+        array = Array(ShapedArray((), dtype, weak_type), _scalar_buffer(value, dtype, backend, backend.default_device),
+                      backend)
+        if value == value:
+            if len(_scalar_arrays) > 4096:
+                _scalar_arrays.clear()
+            _scalar_arrays[key] = array
+    return array
+
+
 def _scalar_buffer(value, dtype, backend, device):
     """Device buffers of Python scalars, cached: loops pass the same few scalars over and over."""
-    key = (type(value), value, dtype, device)
+    key = (_exact(value), dtype, device)
     buffer = _scalar_buffers.get(key) if value == value else None
     if buffer is None:
         if type(value) is int and dtypes.is_integer(dtype):
@@ -155,12 +181,11 @@ class PrimitiveCache:
         self.entries = {}
 
     def get(self, primitive, params, in_avals, backend, device):
+        key = (primitive, tuple(params.items()), tuple(in_avals), device)
         try:
-            key = (primitive, tuple(params.items()), tuple(in_avals), device)
-            hash(key)
-        except TypeError:
-            key = None
-        executable = self.entries.get(key) if key is not None else None
+            executable = self.entries.get(key)
+        except TypeError:  # unhashable params: compile without caching
+            key, executable = None, None
         if executable is None:
             executable = compile_program(_single_equation_program(primitive, params, in_avals),
                                          primitive.name, backend, device)
@@ -195,8 +220,34 @@ def apply_primitive(primitive, args, params):
     """Eager execution: runs one primitive on concrete values through its cached executable."""
     in_avals = [arg.aval if type(arg) is Array else get_aval(arg) for arg in args]
     backend, device = _placement_of_args(args)
-    outs = primitive_cache.get(primitive, params, in_avals, backend, device)(*args)
+    executable = primitive_cache.get(primitive, params, in_avals, backend, device)
+    # The avals were read off the arguments themselves, so their buffers can be passed as they are.
+    outs = executable.wrap_outputs(executable.run_buffers(executable.buffers_of(args)))
     return outs if primitive.multiple_results else outs[0]
+
+
+_same_aval_executables = {}
+
+
+def eager_same_aval(primitive, x, y):
+    """The fast path of eager `x OP y` for two Arrays of one aval on one device, outside every trace:
+    a dictionary lookup and the execution, none of the promotion or placement logic. Returns None
+    when the fast path does not apply (the caller then takes the general path)."""
+    if type(y) is not Array or len(trace.trace_stack) > 1:
+        return None
+    aval = x.aval
+    if y.aval != aval:
+        return None
+    buffers = [x._buffer, y._buffer]
+    device = xla.buffer_device(buffers[0])
+    if xla.buffer_device(buffers[1]) is not device or xla.is_deleted(buffers[0]) or xla.is_deleted(buffers[1]):
+        return None
+    key = (primitive, aval, device)
+    executable = _same_aval_executables.get(key)
+    if executable is None:
+        executable = _same_aval_executables[key] = primitive_cache.get(primitive, {}, [aval, aval], x._backend,
+                                                                       device)
+    return Array(executable.out_avals[0], executable.run_buffers(buffers)[0], x._backend)
 
 
 trace.set_eager_executor(apply_primitive)

@@ -1,8 +1,12 @@
 """Operators and methods of `numax.Array` and of tracers, defined once over numax.numpy."""
 
+import numpy as np
+
 from numax.core import dtypes
 from numax.core.trace import Tracer
 from numax.lowering.array import Array
+from numax.lax import elementwise
+from numax.lowering.dispatch import eager_same_aval
 
 from . import _creation, _indexing, _linalg_ops, _logic, _reductions, _shape, _ufuncs
 
@@ -23,16 +27,12 @@ def _defer_to_unknown(fn):
 
 
 def _is_operand(value):
-    import numpy as np
-
     return isinstance(value, (Array, Tracer, np.ndarray, np.generic, list, tuple)) or type(value) in (
         dtypes.python_scalar_types)
 
 
 def _astype(self, dtype, copy=False, device=None):
-    from numax import lax
-
-    return lax.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+    return elementwise.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
 
 
 def _reshape(self, *shape, order="C"):
@@ -78,6 +78,33 @@ _methods = {
 }
 
 
+# Operators whose numpy meaning, for two arrays of one numeric (non-bool) dtype, is exactly one lax
+# primitive: eager Array-Array calls of these skip promotion (see dispatch.eager_same_aval).
+_same_dtype_primitives = {
+    "add": elementwise.add_p, "sub": elementwise.sub_p, "mul": elementwise.mul_p, "eq": elementwise.eq_p,
+    "ne": elementwise.ne_p, "lt": elementwise.lt_p, "le": elementwise.le_p, "gt": elementwise.gt_p,
+    "ge": elementwise.ge_p,
+}
+_ordered_dtypes = frozenset(dtypes.integers + dtypes.floats)
+_numeric_dtypes = _ordered_dtypes | frozenset(dtypes.complexes)
+
+
+def _with_fast_path(name, fn):
+    primitive = _same_dtype_primitives[name]
+    allowed = _numeric_dtypes if name in ("add", "sub", "mul", "eq", "ne") else _ordered_dtypes
+
+    def method(self, other):
+        if self.aval.dtype in allowed:
+            result = eager_same_aval(primitive, self, other)
+            if result is not None:
+                return result
+        if not _is_operand(other):
+            return NotImplemented
+        return fn(self, other)
+
+    return method
+
+
 def install(cls):
     for name, fn in _binary_operators.items():
         setattr(cls, f"__{name}__", _defer_to_unknown(fn))
@@ -96,3 +123,6 @@ def install_late(name, fn):
 
 for _cls in (Array, Tracer):
     install(_cls)
+for _name, _fn in {**_binary_operators, **_comparisons}.items():
+    if _name in _same_dtype_primitives:
+        setattr(Array, f"__{_name}__", _with_fast_path(_name, _fn))

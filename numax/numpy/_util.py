@@ -7,6 +7,7 @@ from numax.core import dtypes
 from numax.core.avals import get_aval
 from numax.core.trace import Tracer, get_aval_of
 from numax.lowering.array import Array, put
+from numax.lowering.dispatch import scalar_array
 
 
 def is_array(value):
@@ -76,6 +77,13 @@ def device_array(value, weak_type=None):
     if is_array(value):
         return value
     weak = dtypes.is_weak_scalar(value) if weak_type is None else weak_type
+    if type(value) in dtypes.python_scalar_types or isinstance(value, np.generic):
+        scalar = value.item() if isinstance(value, np.generic) else value
+        dtype = dtypes.canonicalize_dtype(np.asarray(value).dtype) if isinstance(value, np.generic) else (
+            dtypes.python_scalar_dtype(value))
+        if type(scalar) is int and dtypes.is_integer(dtype):
+            dtypes.check_int_fits(scalar, dtype)
+        return scalar_array(scalar, dtype, weak)
     return put(np.asarray(value), weak_type=weak)
 
 
@@ -128,17 +136,37 @@ def promote_shapes(name, *args):
     return [a if not s or len(s) == rank else lax.broadcast_to_rank(a, rank) for a, s in zip(args, shapes)]
 
 
+def _uniform_arrays(args):
+    """The shared aval when every argument is an array (or tracer) of one aval: nothing to promote."""
+    first = args[0]
+    if type(first) is not Array and not isinstance(first, Tracer):
+        return None
+    shared = first.aval
+    for arg in args[1:]:
+        if (type(arg) is not Array and not isinstance(arg, Tracer)) or arg.aval != shared:
+            return None
+    return shared
+
+
 def promote_args(name, *args):
+    if _uniform_arrays(args) is not None:
+        return list(args)
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes(*args))
 
 
 def promote_args_inexact(name, *args):
+    shared = _uniform_arrays(args)
+    if shared is not None and dtypes.is_inexact(shared.dtype):
+        return list(args)
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes_inexact(*args))
 
 
 def promote_args_numeric(name, *args):
+    shared = _uniform_arrays(args)
+    if shared is not None and shared.dtype != dtypes.bool_:
+        return list(args)
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes_numeric(*args))
 
