@@ -8,9 +8,10 @@ import time
 import numpy as np
 
 start = time.perf_counter()
+from numax.lowering import xla  # noqa: E402
+
 import numax  # noqa: E402
 import numax.numpy as xnp  # noqa: E402
-from numax.lowering import xla  # noqa: E402
 
 print(f"import numax: {(time.perf_counter() - start) * 1e3:.0f} ms")
 start = time.perf_counter()

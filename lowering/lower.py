@@ -116,7 +116,8 @@ def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=
     )
     ret = f"    return {', '.join(outs)} : {', '.join(out_types)}" if outs else "    return"
     text = "\n".join([
-        f"module @{_symbol(name)} attributes {{mhlo.num_partitions = 1 : i32, mhlo.num_replicas = {num_replicas} : i32}} {{",
+        f"module @{_symbol(name)} attributes {{mhlo.num_partitions = 1 : i32, "
+        f"mhlo.num_replicas = {num_replicas} : i32}} {{",
         f"  func.func public @main({signature}) -> ({', '.join(out_types)}) {{",
         *builder.lines,
         ret,

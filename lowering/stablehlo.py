@@ -124,7 +124,8 @@ class FunctionBuilder:
         results = body(inner, args)
         inner.op("stablehlo.return", list(results), [])
         header = ", ".join(f"{a}: {t}" for a, t in zip(args, arg_types))
-        return "{\n" + f"{' ' * (self.indent + 2)}^bb0({header}):\n" + "\n".join(inner.lines) + "\n" + " " * self.indent + "}"
+        block = f"{' ' * (self.indent + 2)}^bb0({header}):\n" + "\n".join(inner.lines)
+        return "{\n" + block + "\n" + " " * self.indent + "}"
 
     def constant(self, value: np.ndarray) -> str:
         value = np.asarray(value)

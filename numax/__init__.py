@@ -4,7 +4,9 @@ Write pure numpy-like functions with `numax.numpy`, and compose `jit`, `grad`, `
 them into its own IR, transforms them, lowers them to StableHLO and runs them with XLA.
 """
 
-from numax import (  # noqa: F401, E402
+from numax import (  # noqa: F401, E402  # noqa: F401, E402
+    debug,
+    errors,
     nn,
     numpy,  # noqa: F401, E402  (installs array operators)
     random,
@@ -15,7 +17,6 @@ from numax._runtime import block_until_ready, default_backend, device_get, devic
 from numax.core import pytree as _pytree
 from numax.core.config import config  # noqa: F401
 from numax.core.errors import ConcretizationTypeError  # noqa: F401
-from numax import debug, errors  # noqa: F401, E402
 from numax.debug import pure_callback  # noqa: F401, E402
 from numax.lowering import dispatch as _dispatch  # noqa: F401  (installs eager execution)
 from numax.lowering.array import Array  # noqa: F401

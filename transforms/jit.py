@@ -183,7 +183,8 @@ class JitFunction:
         leaves = []
         try:
             signature = tree.flatten_with_signature(dynamic_args, leaves, _leaf_signature)
-            kw_signature = tree.flatten_with_signature(dynamic_kwargs, leaves, _leaf_signature) if dynamic_kwargs else None
+            kw_signature = (tree.flatten_with_signature(dynamic_kwargs, leaves, _leaf_signature)
+                            if dynamic_kwargs else None)
         except _TracerArgument:
             return self._call_traced(args, kwargs)
         if len(trace_stack) > 1:

@@ -4,8 +4,8 @@ import numpy as np
 
 from numax.core import dtypes
 from numax.core.trace import Tracer
-from numax.lowering.array import Array
 from numax.lax import elementwise
+from numax.lowering.array import Array
 from numax.lowering.dispatch import eager_same_aval
 
 from . import _creation, _indexing, _linalg_ops, _logic, _reductions, _shape, _ufuncs
