@@ -14,7 +14,7 @@ from ..core.avals import ShapedArray
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
-from ..lowering.stablehlo import aval_type, i64_array
+from ..lowering.stablehlo import aval_type, i64_array, tensor_type
 from . import typing as T
 from .windows import padtype_to_pads
 
@@ -130,6 +130,40 @@ def _conv_abstract_eval(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dil
 
 def _lower_conv(ctx, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
                 feature_group_count, batch_group_count, precision, preferred_element_type):
+    return _emit_conv(ctx.builder, lhs, rhs, aval_type(ctx.aval_out), window_strides, padding, lhs_dilation,
+                      rhs_dilation, dimension_numbers, feature_group_count, batch_group_count)
+
+
+def _lower_conv_gpu(ctx, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                    feature_group_count, batch_group_count, precision, preferred_element_type):
+    """XLA's GPU backend has no complex convolutions: four real ones give the real and imaginary parts."""
+    out = ctx.aval_out
+    if not dtypes.is_complex(out.dtype):
+        return _lower_conv(ctx, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                           feature_group_count, batch_group_count, precision, preferred_element_type)
+    builder = ctx.builder
+    part_dtype = dtypes.float32 if out.dtype == dtypes.complex64 else dtypes.float64
+    lhs_aval, rhs_aval = ctx.avals_in
+    parts = {}
+    for name, value, aval in (("lhs", lhs, lhs_aval), ("rhs", rhs, rhs_aval)):
+        part_type = tensor_type(aval.shape, part_dtype)
+        parts[name] = (builder.op1("stablehlo.real", [value], part_type),
+                       builder.op1("stablehlo.imag", [value], part_type))
+    real_type = tensor_type(out.shape, part_dtype)
+    settings = (window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers, feature_group_count,
+                batch_group_count)
+
+    def conv(a, b):
+        return _emit_conv(builder, a, b, real_type, *settings)
+
+    (lhs_re, lhs_im), (rhs_re, rhs_im) = parts["lhs"], parts["rhs"]
+    real = builder.op1("stablehlo.subtract", [conv(lhs_re, rhs_re), conv(lhs_im, rhs_im)], real_type)
+    imag = builder.op1("stablehlo.add", [conv(lhs_re, rhs_im), conv(lhs_im, rhs_re)], real_type)
+    return builder.op1("stablehlo.complex", [real, imag], aval_type(out))
+
+
+def _emit_conv(builder, lhs, rhs, out_type, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+               feature_group_count, batch_group_count):
     lhs_spec, rhs_spec, out_spec = dimension_numbers
 
     def dims(values):
@@ -152,11 +186,12 @@ def _lower_conv(ctx, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilati
         "feature_group_count": f"{feature_group_count} : i64",
         "batch_group_count": f"{batch_group_count} : i64",
     }
-    return ctx.builder.op1("stablehlo.convolution", [lhs, rhs], aval_type(ctx.aval_out), attributes)
+    return builder.op1("stablehlo.convolution", [lhs, rhs], out_type, attributes)
 
 
 conv_general_dilated_p.def_abstract_eval(_conv_abstract_eval)
 register_lowering(conv_general_dilated_p, _lower_conv)
+register_lowering(conv_general_dilated_p, _lower_conv_gpu, platform="gpu")
 
 
 # --- wrappers ----------------------------------------------------------------------------------------------------
