@@ -490,6 +490,9 @@ def convert_element_type(operand, new_dtype, weak_type=False):
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     if not isinstance(operand, Tracer) and type(operand).__name__ != "Array":
         # Host values convert on the host: no device round trip, and literals stay literals.
+        if type(operand) is int and dtypes.is_integer(new_dtype):
+            # As in JAX: a Python int must fit the default integer type; it then wraps into smaller ones.
+            dtypes.check_int_fits(operand, dtypes.default_int_dtype())
         value = np.asarray(operand)
         if dtypes.is_complex(value.dtype) and not dtypes.is_complex(new_dtype):
             value = value.real
@@ -497,7 +500,8 @@ def convert_element_type(operand, new_dtype, weak_type=False):
             kind = dtypes.scalar_type_of(new_dtype)
             if kind is not bool and dtypes.python_scalar_dtype(kind(0)) == new_dtype:
                 return kind(value.item())
-        return np.asarray(value, dtype=new_dtype)[()] if value.ndim == 0 else value.astype(new_dtype)
+        # copy=False keeps a numpy constant the same object, so tracing captures it once.
+        return np.asarray(value, dtype=new_dtype)[()] if value.ndim == 0 else value.astype(new_dtype, copy=False)
     aval = get_aval_of(operand)
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return operand

@@ -51,6 +51,8 @@ def i64_attr(value) -> str:
 def dense_elements(value: np.ndarray) -> str:
     """A dense elements attribute holding `value` (hex bytes; a single element means a splat)."""
     value = np.asarray(value)
+    if not value.flags.c_contiguous:  # (ascontiguousarray would also turn a 0-d array into 1-d)
+        value = np.ascontiguousarray(value)
     type_text = tensor_type(value.shape, value.dtype)
     if value.dtype == np.bool_:
         flat = value.reshape(-1)

@@ -240,9 +240,6 @@ def test_python_int_too_large_for_int32(value):
         assert int(numax.jit(lambda x: x + 1)(value)) == value + 1
 
 
-@pytest.mark.xfail(strict=True, reason="a Python int operand is converted on the host without a range check: "
-                   "np.asarray(value, dtype) in lax.convert_element_type (lax/elementwise.py) and "
-                   "put(np.asarray(value)) in device_array (numax/numpy/_util.py) wrap instead of raising")
 @pytest.mark.parametrize("value", [2**31, -(2**31) - 1])
 def test_python_int_too_large_for_int32_operand(value):
     with x64_mode(False):

@@ -157,9 +157,6 @@ def test_constants_captured_from_closures():
                            "  in (f,) }")
 
 
-@pytest.mark.xfail(strict=True, reason="each use of a captured numpy constant becomes a new constvar: "
-                   "device_array (numax/numpy/_util.py) puts it on the device anew, and lax.convert_element_type "
-                   "copies it even when its dtype already matches (value.astype(new_dtype), lax/elementwise.py)")
 def test_same_numpy_constant_captured_once():
     closed = numax.make_jaxpr(lambda x: x * CAPTURED + CAPTURED)(F32_3)
     assert len(closed.program.constvars) == 1
