@@ -324,25 +324,31 @@ def _node(kind, aux, child_defs):
     return PyTreeDef(kind, aux, child_defs, sum([c.num_leaves for c in child_defs]))
 
 
+def _kind_of(node_type, tree):
+    """The NodeKind of a node of `node_type`, or None for a leaf (leaf types are remembered)."""
+    if node_type in _leaf_types:
+        return None
+    kind = _registry.get(node_type)
+    if kind is None:
+        kind = _node_kind(tree)
+        if kind is None:
+            _leaf_types.add(node_type)
+    return kind
+
+
 def _flatten_plain(tree, leaves):
     """Flattening without is_leaf or paths, kept lean."""
     node_type = type(tree)
-    if node_type in _leaf_types:
-        leaves.append(tree)
-        return _LEAF
     if node_type is tuple or node_type is list:
         child_defs = tuple([_flatten_plain(child, leaves) for child in tree])
         return _node(_TUPLE if node_type is tuple else _LIST, None, child_defs)
     if node_type is dict:
         keys = sorted(tree)
         return _node(_DICT, tuple(keys), tuple([_flatten_plain(tree[k], leaves) for k in keys]))
-    kind = _registry.get(node_type)
+    kind = _kind_of(node_type, tree)
     if kind is None:
-        kind = _node_kind(tree)
-        if kind is None:
-            _leaf_types.add(node_type)
-            leaves.append(tree)
-            return _LEAF
+        leaves.append(tree)
+        return _LEAF
     children, aux = kind.flatten(tree)
     return _node(kind, aux, tuple([_flatten_plain(child, leaves) for child in children]))
 
@@ -358,13 +364,10 @@ def flatten_with_signature(tree, leaves, leaf_signature):
     if node_type is dict:
         keys = sorted(tree)
         return (dict, tuple(keys), *[flatten_with_signature(tree[k], leaves, leaf_signature) for k in keys])
-    kind = _registry.get(node_type)
+    kind = _kind_of(node_type, tree)
     if kind is None:
-        kind = _node_kind(tree)
-        if kind is None:
-            _leaf_types.add(node_type)
-            leaves.append(tree)
-            return leaf_signature(tree)
+        leaves.append(tree)
+        return leaf_signature(tree)
     children, aux = kind.flatten(tree)
     return (kind.type, _hashable(aux), *[flatten_with_signature(child, leaves, leaf_signature) for child in children])
 
