@@ -5,7 +5,7 @@ from ..core.avals import ShapedArray
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
-from ..lowering.stablehlo import aval_type
+from ..lowering.stablehlo import aval_type, tensor_type
 from . import typing as T
 
 
@@ -64,8 +64,40 @@ def _lower_dot_general(ctx, lhs, rhs, dimension_numbers, precision, preferred_el
                f"rhs_batching_dimensions = {_dims(rhs_batch)}, "
                f"lhs_contracting_dimensions = {_dims(lhs_contract)}, "
                f"rhs_contracting_dimensions = {_dims(rhs_contract)}>")
-    return ctx.builder.op1("stablehlo.dot_general", [lhs, rhs], aval_type(ctx.aval_out),
-                           {"dot_dimension_numbers": numbers})
+    attributes = {"dot_dimension_numbers": numbers}
+    if precision is not None:
+        attributes["precision_config"] = "[" + ", ".join(f"#stablehlo<precision {p}>" for p in precision) + "]"
+    builder = ctx.builder
+    lhs_aval, out_aval = ctx.avals_in[0], ctx.aval_out
+    if lhs_aval.dtype != out_aval.dtype and dtypes.is_inexact(out_aval.dtype) and not dtypes.is_inexact(lhs_aval.dtype):
+        # XLA's GPU backend cannot multiply integers into floats: convert the operands first (as JAX does).
+        lhs, rhs = (builder.op1("stablehlo.convert", [operand], tensor_type(aval.shape, out_aval.dtype))
+                    for operand, aval in zip((lhs, rhs), ctx.avals_in))
+    return builder.op1("stablehlo.dot_general", [lhs, rhs], aval_type(out_aval), attributes)
+
+
+def canonicalize_precision(precision):
+    """None, or a pair of StableHLO precision names (DEFAULT, HIGH, HIGHEST) for the two operands."""
+    if precision is None:
+        return None
+    if isinstance(precision, (tuple, list)):
+        if len(precision) != 2:
+            raise ValueError(f"precision must be None, one Precision or a pair of them, got {precision!r}")
+        names = tuple(_precision_name(p) for p in precision)
+        return None if names == (None, None) else tuple(n or "DEFAULT" for n in names)
+    name = _precision_name(precision)
+    return None if name is None else (name, name)
+
+
+def _precision_name(precision):
+    if precision is None:
+        return None
+    name = str(getattr(precision, "name", precision)).upper().split(".")[-1]
+    aliases = {"FASTEST": "DEFAULT", "BFLOAT16": "DEFAULT", "TENSORFLOAT32": "HIGH", "FLOAT32": "HIGHEST"}
+    name = aliases.get(name, name)
+    if name not in ("DEFAULT", "HIGH", "HIGHEST"):
+        raise ValueError(f"unknown precision {precision!r}: use numax.lax.Precision.DEFAULT, HIGH or HIGHEST")
+    return name
 
 
 dot_general_p.def_abstract_eval(_dot_general_abstract_eval)
@@ -79,7 +111,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     """
     preferred = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=_canonical_dimension_numbers(dimension_numbers),
-                              precision=None if precision is None else str(precision),
+                              precision=canonicalize_precision(precision),
                               preferred_element_type=preferred)
 
 

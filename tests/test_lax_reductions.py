@@ -163,3 +163,20 @@ def test_dot_and_weak_types(rng):
     assert lax.dot(weak, weak).weak_type == jlax.dot(jweak, jweak).weak_type
     assert lax.dot(weak, weak, preferred_element_type=np.float32).weak_type == jlax.dot(
         jweak, jweak, preferred_element_type=np.float32).weak_type
+
+
+def test_dot_general_precision_reaches_stablehlo():
+    x = numax.numpy.ones((2, 2))
+    text = numax.jit(lambda v: lax.dot(v, v, precision=lax.Precision.HIGHEST)).lower(x).as_text()
+    assert "precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]" in text
+    assert "precision_config" not in numax.jit(lambda v: lax.dot(v, v)).lower(x).as_text()
+    with pytest.raises(ValueError, match="unknown precision"):
+        lax.dot(x, x, precision="fastest-ever")
+
+
+def test_dot_general_integers_into_float(rng):
+    # XLA's GPU backend cannot multiply integers into floats, so the lowering converts the operands first.
+    a, b = rand(rng, (3, 4), np.int8), rand(rng, (4, 2), np.int8)
+    got = lax.dot_general(a, b, (((1,), (0,)), ((), ())), preferred_element_type=np.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(got), a.astype(np.float32) @ b.astype(np.float32))
