@@ -14,5 +14,5 @@ print("sum on", x.device, "=", float((x * 2).sum()))
 PY
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 # The oracle runs where numax runs, so both use the same GPU code generation.
-JAX_PLATFORMS=cuda,cpu XLA_PYTHON_CLIENT_PREALLOCATE=false python3 -m pytest -n 8 -q -p no:cacheprovider "${@:-tests}" 2>&1 | tee "$out/gpu-tests.log" | tail -40
+JAX_PLATFORMS=cuda,cpu XLA_PYTHON_CLIENT_PREALLOCATE=false python3 -m pytest -n 8 -p no:cacheprovider "${@:-tests}" 2>&1 | tee "$out/gpu-tests.log" | tail -40
 python3 bench/dispatch.py 2>&1 | tee "$out/gpu-dispatch.md"
