@@ -302,7 +302,8 @@ def _contract_pair(x, x_labels, y, y_labels, keep, precision, preferred):
     dimension_numbers = (([x_labels.index(c) for c in contract], [y_labels.index(c) for c in contract]),
                          ([x_labels.index(b) for b in batch], [y_labels.index(b) for b in batch]))
     if preferred is not None and dtypes.is_inexact(preferred) and not dtypes.is_inexact(dtypes.dtype(x)):
-        # Integer inputs with a float accumulator: XLA's GPU backend cannot compile that dot (it crashed).
+        # A float accumulator: contract in the float type, so that boolean inputs take the float path rather
+        # than `_bool_contract` (integer operands alone would be converted by dot_general's lowering).
         x, y = lax.convert_element_type(x, preferred), lax.convert_element_type(y, preferred)
     if dtypes.dtype(x) == dtypes.bool_:
         result = _bool_contract(x, y, dimension_numbers)
