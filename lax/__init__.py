@@ -130,6 +130,7 @@ and_ = bitwise_and
 or_ = bitwise_or
 xor = bitwise_xor
 
+from .ad import stop_gradient  # noqa: E402, F401
 from .callbacks import *  # noqa: E402, F401, F403
 from .convolution import *  # noqa: E402, F401, F403
 from .cumulative import *  # noqa: E402, F401, F403

@@ -136,8 +136,12 @@ def _lower_conv(ctx, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilati
 
 def _lower_conv_gpu(ctx, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
                     feature_group_count, batch_group_count, precision, preferred_element_type):
-    """XLA's GPU backend has no complex convolutions: four real ones give the real and imaginary parts."""
+    """XLA's GPU backend has no complex convolutions: four real ones give the real and imaginary parts.
+    Nor integer ones: those run as exact float64 convolutions (`_lower_integer_conv_gpu`)."""
     out = ctx.aval_out
+    if dtypes.is_integer(ctx.avals_in[0].dtype):
+        return _lower_integer_conv_gpu(ctx, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                                       dimension_numbers, feature_group_count, batch_group_count)
     if not dtypes.is_complex(out.dtype):
         return _lower_conv(ctx, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
                            feature_group_count, batch_group_count, precision, preferred_element_type)
@@ -160,6 +164,73 @@ def _lower_conv_gpu(ctx, lhs, rhs, window_strides, padding, lhs_dilation, rhs_di
     real = builder.op1("stablehlo.subtract", [conv(lhs_re, rhs_re), conv(lhs_im, rhs_im)], real_type)
     imag = builder.op1("stablehlo.add", [conv(lhs_re, rhs_im), conv(lhs_im, rhs_re)], real_type)
     return builder.op1("stablehlo.complex", [real, imag], aval_type(out))
+
+
+_EXACT_FLOAT64 = 2 ** 53  # every integer of magnitude up to this is a float64
+
+
+def _lower_integer_conv_gpu(ctx, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                            feature_group_count, batch_group_count):
+    """Integer convolutions on the GPU (XLA GPU rejects them, jax fails alike), as float64 ones that are exact.
+
+    Each output element sums `terms` products (the kernel's size per output feature). When no such sum
+    can reach 2**53, one float64 convolution of the operands is exact; its value becomes the result type
+    through int64, which wraps like an integer accumulator would. Wider operands (32/64-bit) are first
+    brought to the result's width and split into unsigned pieces of `width` bits; the convolutions of
+    the pairs of pieces that reach below the result's top bit, shifted and added in uint64, give the
+    result modulo 2**bits, as integer arithmetic does.
+    """
+    builder = ctx.builder
+    out, (lhs_aval, rhs_aval) = ctx.aval_out, ctx.avals_in
+    terms = rhs_aval.size // max(1, rhs_aval.shape[dimension_numbers[1][0]])
+    info = dtypes.iinfo(lhs_aval.dtype)
+    largest = max(-int(info.min), int(info.max))
+    f64_type = tensor_type(out.shape, dtypes.float64)
+    settings = (window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers, feature_group_count,
+                batch_group_count)
+
+    def conv64(a, a_aval, b, b_aval):
+        a = builder.op1("stablehlo.convert", [a], tensor_type(a_aval.shape, dtypes.float64))
+        b = builder.op1("stablehlo.convert", [b], tensor_type(b_aval.shape, dtypes.float64))
+        return _emit_conv(builder, a, b, f64_type, *settings)
+
+    if terms * largest * largest <= _EXACT_FLOAT64 or not dtypes.is_integer(out.dtype):
+        result = conv64(lhs, lhs_aval, rhs, rhs_aval)
+        if dtypes.is_integer(out.dtype):
+            result = builder.op1("stablehlo.convert", [result], tensor_type(out.shape, dtypes.int64))
+        return builder.op1("stablehlo.convert", [result], aval_type(out))
+    bits = 8 * out.dtype.itemsize
+    unsigned = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[out.dtype.itemsize]
+    width = min(16, bits)
+    while width > 1 and terms * (2 ** width - 1) ** 2 > _EXACT_FLOAT64:
+        width -= 1
+
+    def pieces(value, aval):
+        value = builder.op1("stablehlo.convert", [value], tensor_type(aval.shape, out.dtype))
+        value = builder.op1("stablehlo.bitcast_convert", [value], tensor_type(aval.shape, unsigned))
+        mask = builder.broadcast_scalar(2 ** width - 1, aval.shape, unsigned)
+        found = []
+        for shift in range(0, bits, width):
+            amount = builder.broadcast_scalar(shift, aval.shape, unsigned)
+            piece = builder.op1("stablehlo.shift_right_logical", [value, amount], tensor_type(aval.shape, unsigned))
+            found.append(builder.op1("stablehlo.and", [piece, mask], tensor_type(aval.shape, unsigned)))
+        return found
+
+    u64_type = tensor_type(out.shape, dtypes.uint64)
+    total = None
+    lhs_pieces, rhs_pieces = pieces(lhs, lhs_aval), pieces(rhs, rhs_aval)
+    for i, lhs_piece in enumerate(lhs_pieces):
+        for j, rhs_piece in enumerate(rhs_pieces):
+            shift = width * (i + j)
+            if shift >= bits:
+                continue
+            term = builder.op1("stablehlo.convert", [conv64(lhs_piece, lhs_aval, rhs_piece, rhs_aval)], u64_type)
+            if shift:
+                amount = builder.broadcast_scalar(shift, out.shape, dtypes.uint64)
+                term = builder.op1("stablehlo.shift_left", [term, amount], u64_type)
+            total = term if total is None else builder.op1("stablehlo.add", [total, term], u64_type)
+    total = builder.op1("stablehlo.convert", [total], tensor_type(out.shape, unsigned))
+    return builder.op1("stablehlo.bitcast_convert", [total], aval_type(out))
 
 
 def _emit_conv(builder, lhs, rhs, out_type, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,

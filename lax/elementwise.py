@@ -10,8 +10,9 @@ import builtins
 import numpy as np
 
 from ..core import dtypes
+from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
-from ..core.primitives import Primitive
+from ..core.primitives import Primitive, jvp_rules, transpose_rules
 from ..core.trace import Tracer, get_aval_of
 from ..lowering.array import put
 from ..lowering.lower import broadcast_operands, elementwise_lowering, register_lowering
@@ -549,3 +550,47 @@ register_lowering(reduce_precision_p, lambda ctx, x, exponent_bits, mantissa_bit
 
 def reduce_precision(operand, exponent_bits, mantissa_bits):
     return reduce_precision_p.bind(operand, exponent_bits=int(exponent_bits), mantissa_bits=int(mantissa_bits))
+
+
+# --- differentiation rules ---------------------------------------------------------------------------------
+from . import ad  # noqa: E402
+
+
+def _transpose_add(ct, x, y):
+    return [ad.unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            ad.unbroadcast(ct, y.aval) if is_undefined(y) else None]
+
+
+def _transpose_sub(ct, x, y):
+    return [ad.unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            ad.unbroadcast(neg(ct), y.aval) if is_undefined(y) and type(ct) is not Zero else None]
+
+
+ad.defjvp(add_p, lambda t, x, y: t, lambda t, x, y: t)
+transpose_rules[add_p] = _transpose_add
+ad.defjvp(sub_p, lambda t, x, y: t, lambda t, x, y: neg(t))
+transpose_rules[sub_p] = _transpose_sub
+ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
+ad.defbilinear(mul_p, lambda ct, x_aval, y: ad.unbroadcast(mul(ct, y), x_aval),
+               lambda ct, x, y_aval: ad.unbroadcast(mul(x, ct), y_aval))
+ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
+ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
+ad.defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
+ad.defjvp(log_p, lambda t, x: div(t, x))
+
+
+def _convert_element_type_jvp(primals, tangents, new_dtype, weak_type):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if type(t) is Zero or not dtypes.is_inexact(new_dtype):
+        return out, Zero(tangent_aval(get_aval_of(out)))
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_element_type_transpose(ct, x, new_dtype, weak_type):
+    aval = x.aval
+    return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
+
+
+jvp_rules[convert_element_type_p] = _convert_element_type_jvp
+transpose_rules[convert_element_type_p] = _convert_element_type_transpose

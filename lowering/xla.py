@@ -20,9 +20,14 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 from jaxlib import _jax  # noqa: E402
+from jaxlib import version as jaxlib_version  # noqa: E402
 from jaxlib import xla_client as xc  # noqa: E402
 
+from ..core.config import config  # noqa: E402
+
 XlaRuntimeError = xc.XlaRuntimeError
+# Where jax releases differ, numax follows the one matching this jaxlib (config.jax_semantics).
+config.set_jax_semantics(re.findall(r"\d+", jaxlib_version.__version__)[:2])
 _lock = threading.RLock()
 
 

@@ -20,6 +20,16 @@ from numax.core.errors import ConcretizationTypeError  # noqa: F401
 from numax.debug import pure_callback  # noqa: F401, E402
 from numax.lowering import dispatch as _dispatch  # noqa: F401  (installs eager execution)
 from numax.lowering.array import Array  # noqa: F401
+from numax.transforms.autodiff import (  # noqa: F401
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    value_and_grad,
+    vjp,
+)
 from numax.transforms.jit import ShapeDtypeStruct, eval_shape, jit, make_jaxpr  # noqa: F401, E402
 
 tree = tree_util.tree_namespace

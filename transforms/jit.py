@@ -14,13 +14,17 @@ from ..core import dtypes
 from ..core import pytree as tree
 from ..core.avals import ShapedArray, get_aval
 from ..core.config import config
-from ..core.ir import ClosedProgram
-from ..core.primitives import Primitive
+from ..core.ad_util import Zero, is_undefined, tangent_aval
+from ..core.ir import ClosedProgram, Equation, Var
+from ..core.primitives import Primitive, jvp_rules, transpose_rules
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, trace_stack
 from ..lowering import dispatch, xla
 from ..lowering.array import Array
 from ..lowering.lower import lower_to_module, register_lowering
+from .jvp import jvp_program
+from .partial_eval import partial_eval_program, partial_eval_rules
+from .transpose import transpose_program
 
 # --- the call primitive ---------------------------------------------------------------------------
 jit_p = Primitive("jit", multiple_results=True)
@@ -53,6 +57,53 @@ jit_p.def_impl(_jit_impl)
 register_lowering(jit_p, lambda ctx, *args, program, name: ctx.lower_program(program, list(args)))
 
 
+def _jit_jvp(primals, tangents, program, name):
+    """JVP of a jitted call, split by partial evaluation into two jitted calls: the primal one (with
+    residuals) and the tangent one. Under linearize only the second is staged, so `grad(jit(f))` runs its
+    forward pass compiled and transposes the tangent program as a whole."""
+    nonzeros = [type(t) is not Zero for t in tangents]
+    jvp_closed, out_nonzeros = jvp_program(program, nonzeros)
+    n_in, n_out = len(primals), len(program.out_avals)
+    unknowns = [False] * n_in + [True] * sum(nonzeros)
+    known, unknown, _, num_res = partial_eval_program(jvp_closed, unknowns, [False] * n_out + [True] * sum(
+        out_nonzeros))
+    outs = jit_p.bind(*primals, program=known, name=name)
+    primal_out, residuals = outs[:n_out], outs[n_out:]
+    given = [t for t in tangents if type(t) is not Zero]
+    tangent_out = iter(jit_p.bind(*residuals, *given, program=unknown, name=f"jvp({name})") if any(out_nonzeros)
+                       else [])
+    return primal_out, [next(tangent_out) if nz else Zero(tangent_aval(a))
+                        for a, nz in zip(program.out_avals, out_nonzeros)]
+
+
+def _jit_transpose(cts, *args, program, name):
+    linear = [is_undefined(a) for a in args]
+    nonzero_cts = [type(ct) is not Zero for ct in cts]
+    transposed = transpose_program(program, linear, nonzero_cts)
+    cts_in = iter(jit_p.bind(*(a for a in args if not is_undefined(a)), *(ct for ct in cts if type(ct) is not Zero),
+                             program=transposed, name=f"transpose({name})"))
+    return [next(cts_in) if is_linear else None for is_linear in linear]
+
+
+def _jit_partial_eval(eqn, in_unknowns):
+    """Splits a jit equation with some unknown inputs into a known call and an unknown one."""
+    program, name = eqn.params["program"], eqn.params["name"]
+    known, unknown, out_unknowns, num_res = partial_eval_program(program, in_unknowns)
+    residuals = [Var(aval) for aval in known.out_avals[len(known.out_avals) - num_res:]]
+    known_inputs = [a for a, u in zip(eqn.inputs, in_unknowns) if not u]
+    unknown_inputs = [a for a, u in zip(eqn.inputs, in_unknowns) if u]
+    known_outs = [v for v, u in zip(eqn.outvars, out_unknowns) if not u]
+    unknown_outs = [v for v, u in zip(eqn.outvars, out_unknowns) if u]
+    known_eqn = Equation(jit_p, known_inputs, known_outs + residuals, dict(program=known, name=name))
+    unknown_eqn = Equation(jit_p, residuals + unknown_inputs, unknown_outs, dict(program=unknown, name=name))
+    return known_eqn, unknown_eqn, out_unknowns, residuals
+
+
+jvp_rules[jit_p] = _jit_jvp
+transpose_rules[jit_p] = _jit_transpose
+partial_eval_rules[jit_p] = _jit_partial_eval
+
+
 # --- signatures -----------------------------------------------------------------------------------
 class _TracerArgument(Exception):
     """Raised while computing a call's signature when an argument is a tracer (the call is traced)."""
@@ -67,6 +118,10 @@ def _leaf_signature(leaf):
     if isinstance(leaf, Tracer):
         raise _TracerArgument
     return get_aval(leaf)
+
+
+def _traced_leaf_signature(leaf):
+    return leaf.aval if isinstance(leaf, Tracer) else _leaf_signature(leaf)
 
 
 def _leaf_aval(leaf, signature):
@@ -109,6 +164,7 @@ class JitFunction:
             self.signature, _as_tuple(static_argnums), _as_tuple(static_argnames))
         self.donate_argnums = frozenset(_as_tuple(donate_argnums))
         self.cache = {}
+        self.traced_cache = {}
         self.last_key = None
 
     def __get__(self, instance, owner):
@@ -214,11 +270,22 @@ class JitFunction:
         return entry
 
     def _call_traced(self, args, kwargs):
-        """Under another transformation: stage a `jit` equation holding the traced program."""
+        """Under another transformation: stage a `jit` equation holding the traced program.
+
+        The program is traced once per signature (tracers count by their avals), so that transformations
+        caching on a program's identity (jvp, transpose, the executables of eager `grad(jit(f))`) hit."""
+        dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
+        leaves = []
+        signature = tree.flatten_with_signature((dynamic_args, dynamic_kwargs), leaves, _traced_leaf_signature)
+        key = (signature, static, config.enable_x64)
+        entry = self.traced_cache.get(key)
+        if entry is not None:
+            closed, out_tree = entry
+            return out_tree.unflatten(jit_p.bind(*leaves, program=closed, name=self.name))
         program, consts, in_tree, out_tree, _ = self.trace_program(args, kwargs)
-        dynamic_args, dynamic_kwargs, _ = self._split(args, kwargs)
-        leaves = tree.tree_leaves((dynamic_args, dynamic_kwargs))
         closed, hoisted = hoist_tracer_consts(program, consts)
+        if not hoisted:  # a program closing over outer tracers belongs to this call only
+            self.traced_cache[key] = (closed, out_tree)
         outs = jit_p.bind(*hoisted, *leaves, program=closed, name=self.name)
         return out_tree.unflatten(outs)
 
@@ -234,6 +301,7 @@ class JitFunction:
 
     def clear_cache(self):
         self.cache.clear()
+        self.traced_cache.clear()
 
     def _cache_size(self):
         return len(self.cache)

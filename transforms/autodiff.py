@@ -1,0 +1,371 @@
+"""The differentiation API: `jvp`, `linearize`, `vjp`, `grad`, `value_and_grad`, `jacfwd`, `jacrev`,
+`hessian`, with JAX's names, signatures, pytree handling and error messages.
+
+Forward mode is the JVP interpreter; reverse mode is linearize followed by transposition.
+"""
+
+import functools
+
+import numpy as np
+
+from ..core import dtypes
+from ..core import pytree as tree
+from ..core.ad_util import Zero, tangent_dtype
+from ..core.trace import get_aval_of
+from ..lax.ad import instantiate
+from ..lax.shapes import full, reshape
+from .jvp import jvp_flat
+from .linearize import linearize_flat
+
+
+# --- flattening user functions ------------------------------------------------------------------------
+def _flat_function(fun, in_tree, has_aux, kwargs=None):
+    """`fun` over flat leaves; records the output tree (and aux tree) on the returned function."""
+    kwargs = kwargs or {}
+
+    def flat(*leaves):
+        out = fun(*tree.tree_unflatten(in_tree, leaves), **kwargs)
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError("has_aux=True requires the function to return a pair (output, auxiliary data), "
+                                f"got {type(out).__name__}")
+            out, aux = out
+            aux_leaves, flat.aux_tree = tree.tree_flatten(aux)
+        else:
+            aux_leaves = []
+        out_leaves, flat.out_tree = tree.tree_flatten(out)
+        for leaf in out_leaves:
+            get_aval_of(leaf)  # outputs must be arrays
+        flat.num_aux = len(aux_leaves)
+        return list(out_leaves) + list(aux_leaves)
+
+    return flat
+
+
+def _check_arrays(name, leaves):
+    for leaf in leaves:
+        try:
+            get_aval_of(leaf)
+        except TypeError:
+            raise TypeError(f"{name}: argument of type {type(leaf).__name__} is not a valid array type") from None
+
+
+# --- forward mode ----------------------------------------------------------------------------------------
+def jvp(fun, primals, tangents, has_aux=False):
+    """`(fun(*primals), d fun(primals) . tangents)`: the Jacobian-vector product, computed forward."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("primal and tangent arguments to numax.jvp must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise ValueError(f"numax.jvp got {len(primals)} primals and {len(tangents)} tangents; they must match")
+    primal_leaves, in_tree = tree.tree_flatten(tuple(primals))
+    tangent_leaves, tangent_tree = tree.tree_flatten(tuple(tangents))
+    if in_tree != tangent_tree:
+        raise TypeError(f"primal and tangent arguments to numax.jvp must have the same tree structure; primals "
+                        f"have structure {in_tree} and tangents have structure {tangent_tree}")
+    _check_arrays("jvp", primal_leaves)
+    tangent_values = [_checked_tangent(p, t) for p, t in zip(primal_leaves, tangent_leaves)]
+    flat = _flat_function(fun, in_tree, has_aux)
+    primal_out, tangent_out = jvp_flat(flat, primal_leaves, tangent_values)
+    n = len(primal_out) - flat.num_aux
+    out_primals = tree.tree_unflatten(flat.out_tree, primal_out[:n])
+    out_tangents = tree.tree_unflatten(flat.out_tree, [_materialize(t) for t in tangent_out[:n]])
+    if has_aux:
+        return out_primals, out_tangents, tree.tree_unflatten(flat.aux_tree, primal_out[n:])
+    return out_primals, out_tangents
+
+
+def _checked_tangent(primal, tangent):
+    p_aval = get_aval_of(primal)
+    expected = tangent_dtype(p_aval.dtype)
+    t_dtype = np.dtype(getattr(tangent, "dtype", None) or dtypes.dtype(tangent))
+    if expected == dtypes.float0:
+        if t_dtype != dtypes.float0:
+            raise TypeError(f"primal and tangent arguments to numax.jvp do not match; dtypes must be equal, or "
+                            f"in case of int/bool primal dtype the tangent dtype must be float0. Got primal "
+                            f"dtype {p_aval.dtype} and so expected tangent dtype float0, but got tangent dtype "
+                            f"{t_dtype} instead.")
+        return Zero(p_aval.update(dtype=dtypes.float0, weak_type=False))
+    t_aval = get_aval_of(tangent)
+    if t_aval.dtype != expected:
+        raise TypeError(f"primal and tangent arguments to numax.jvp do not match; dtypes must be equal, or in "
+                        f"case of int/bool primal dtype the tangent dtype must be float0. Got primal dtype "
+                        f"{p_aval.dtype} and so expected tangent dtype {expected}, but got tangent dtype "
+                        f"{t_aval.dtype} instead.")
+    if t_aval.shape != p_aval.shape:
+        raise ValueError(f"numax.jvp called with different primal and tangent shapes; got primal shape "
+                         f"{p_aval.shape} and tangent shape as {t_aval.shape}")
+    return tangent
+
+
+def _materialize(tangent):
+    return instantiate(tangent)
+
+
+def linearize(fun, *primals):
+    """`(fun(*primals), f_jvp)` where `f_jvp(*tangents)` evaluates the linearized function (its program
+    holds only tangent work; the primal computation is done once, here)."""
+    primal_leaves, in_tree = tree.tree_flatten(primals)
+    _check_arrays("linearize", primal_leaves)
+    flat = _flat_function(fun, in_tree, False)
+    primal_out, linear = linearize_flat(flat, primal_leaves)
+    out_tree = flat.out_tree
+
+    def f_jvp(*tangents):
+        tangent_leaves, tangent_tree = tree.tree_flatten(tangents)
+        if tangent_tree != in_tree:
+            raise TypeError(f"linearized function called with tangents structured as {tangent_tree}, expected "
+                            f"{in_tree}")
+        values = [_checked_tangent(p, t) for p, t in zip(primal_leaves, tangent_leaves)]
+        return tree.tree_unflatten(out_tree, [_materialize(t) for t in linear.apply(values)])
+
+    f_jvp.linear = linear
+    return tree.tree_unflatten(out_tree, primal_out), f_jvp
+
+
+# --- reverse mode ----------------------------------------------------------------------------------------
+def vjp(fun, *primals, has_aux=False):
+    """`(fun(*primals), vjp_fun)`: `vjp_fun(cotangent)` is the tuple of cotangents of the primals."""
+    primal_leaves, in_tree = tree.tree_flatten(primals)
+    _check_arrays("vjp", primal_leaves)
+    flat = _flat_function(fun, in_tree, has_aux)
+    primal_out, linear = linearize_flat(flat, primal_leaves)
+    n = len(primal_out) - flat.num_aux
+    out_tree = flat.out_tree
+    vjp_fun = _VJPFunction(linear, in_tree, out_tree, primal_leaves)
+    out = tree.tree_unflatten(out_tree, primal_out[:n])
+    if has_aux:
+        return out, vjp_fun, tree.tree_unflatten(flat.aux_tree, primal_out[n:])
+    return out, vjp_fun
+
+
+class _VJPFunction:
+    """The pullback `vjp` returns: output cotangents -> tuple of input cotangents."""
+
+    def __init__(self, linear, in_tree, out_tree, primal_leaves):
+        self.linear = linear
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.in_avals = [get_aval_of(p) for p in primal_leaves]
+
+    def __call__(self, cotangent):
+        ct_leaves, ct_tree = tree.tree_flatten(cotangent)
+        if ct_tree != self.out_tree:
+            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure of primal "
+                            f"output {self.out_tree}.")
+        cts = [_checked_cotangent(ct, aval) for ct, aval in zip(ct_leaves, self.linear.out_avals)]
+        cts_in = self.linear.transpose(cts)
+        leaves = [_input_cotangent(ct, aval) for ct, aval in zip(cts_in, self.in_avals)]
+        return tuple(tree.tree_unflatten(self.in_tree, leaves))
+
+
+def _checked_cotangent(ct, aval):
+    ct_aval = get_aval_of(ct)
+    expected = tangent_dtype(aval.dtype)
+    if expected == dtypes.float0:
+        return Zero(aval.update(dtype=dtypes.float0, weak_type=False))
+    if ct_aval.dtype != expected:
+        if ct_aval.weak_type and not ct_aval.shape:
+            return full((), ct, expected)
+        raise TypeError(f"Type of cotangent input to vjp pullback function ({ct_aval.dtype}) is not the expected "
+                        f"tangent type ({expected}) of corresponding primal output with dtype {aval.dtype}.")
+    if ct_aval.shape != aval.shape:
+        raise ValueError(f"Shape of cotangent input to vjp pullback function {ct_aval.shape} must be the same as "
+                         f"the shape of corresponding primal input {aval.shape}.")
+    return ct
+
+
+def _input_cotangent(ct, aval):
+    if ct is None:
+        return np.zeros(aval.shape, dtypes.float0)
+    return instantiate(ct)
+
+
+def _normalize_argnums(argnums, num_args, name):
+    multiple = not isinstance(argnums, int)
+    nums = tuple(argnums) if multiple else (argnums,)
+    for i in nums:
+        if not isinstance(i, (int, np.integer)):
+            raise TypeError(f"{name}: argnums must be an int or a tuple of ints, got {argnums!r}")
+        if not -num_args <= i < num_args:
+            raise TypeError(f"differentiating with respect to argnums={argnums} requires at least {max(nums) + 1} "
+                            f"positional arguments to be passed by the caller, but got only {num_args} positional "
+                            "arguments.")
+    return tuple(int(i) % num_args for i in nums), multiple
+
+
+def _check_input_dtype(name, leaf, holomorphic, allow_int):
+    dtype = get_aval_of(leaf).dtype
+    if holomorphic:
+        if not dtypes.is_complex(dtype):
+            raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, but got {dtype}.")
+        return
+    if dtypes.is_inexact(dtype):
+        return
+    if dtype == dtypes.float0 or allow_int:
+        return
+    raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                    f"np.inexact), but got {dtype}. If you want to use Boolean- or integer-valued inputs, use vjp "
+                    "or set allow_int to True.")
+
+
+def _check_scalar_output(name, out, holomorphic):
+    aval = get_aval_of(out)
+    if aval.shape:
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {aval.shape}.")
+    if holomorphic:
+        if not dtypes.is_complex(aval.dtype):
+            raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, but got "
+                            f"{aval.dtype}.")
+    elif not dtypes.is_float(aval.dtype):
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
+                        f"but got {aval.dtype}. For holomorphic differentiation, pass holomorphic=True. For "
+                        "differentiation of non-holomorphic functions involving complex outputs, use numax.vjp "
+                        "directly.")
+    return aval
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
+    """`(fun(*args), grad(fun)(*args))` in one pass."""
+    name = getattr(fun, "__name__", "function")
+
+    @functools.wraps(fun)
+    def value_and_grad_fun(*args, **kwargs):
+        nums, multiple = _normalize_argnums(argnums, len(args), "value_and_grad")
+        dyn = tuple(args[i] for i in nums)
+        for leaf in tree.tree_leaves(dyn):
+            _check_input_dtype("grad", leaf, holomorphic, allow_int)
+
+        def partial(*dyn_args):
+            full_args = list(args)
+            for i, value in zip(nums, dyn_args):
+                full_args[i] = value
+            return fun(*full_args, **kwargs)
+
+        result = vjp(partial, *dyn, has_aux=has_aux)
+        out, pullback = result[0], result[1]
+        aval = _check_scalar_output("grad", out, holomorphic)
+        grads = pullback(full((), 1, aval.dtype))
+        grads = grads if multiple else grads[0]
+        if has_aux:
+            return (out, result[2]), grads
+        return out, grads
+
+    value_and_grad_fun.__name__ = f"value_and_grad({name})"
+    return value_and_grad_fun
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
+    """The gradient of a scalar function with respect to the arguments at `argnums`."""
+    value_and_grad_fun = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
+
+    @functools.wraps(fun)
+    def grad_fun(*args, **kwargs):
+        (_, aux), g = value_and_grad_fun(*args, **kwargs) if has_aux else (
+            (None, None), value_and_grad_fun(*args, **kwargs)[1])
+        return (g, aux) if has_aux else g
+
+    grad_fun.__name__ = f"grad({getattr(fun, '__name__', 'function')})"
+    return grad_fun
+
+
+# --- Jacobians ------------------------------------------------------------------------------------------
+# Until vmap exists, a Jacobian is built one basis vector at a time from a single linearization.
+def _basis(aval):
+    """The standard basis of the space of `aval`, one tangent per element, in row-major order."""
+    size = int(np.prod(aval.shape, dtype=np.int64))
+    eye = np.eye(size, dtype=aval.dtype)
+    return [eye[k].reshape(aval.shape) for k in range(size)]
+
+
+def _stack(rows, leading_shape, trailing_shape, dtype, axis):
+    """Per-element tangents (or cotangents) stacked into a leading_shape + trailing_shape block."""
+    from ..numpy import stack
+
+    shape = tuple(leading_shape) + tuple(trailing_shape)
+    if not rows:
+        return full(shape, 0, dtype)
+    return reshape(stack(rows, axis=axis), shape)
+
+
+def _argnums_partial(fun, args, kwargs, argnums, name):
+    nums, multiple = _normalize_argnums(argnums, len(args), name)
+
+    def partial(*dyn_args):
+        full_args = list(args)
+        for i, value in zip(nums, dyn_args):
+            full_args[i] = value
+        return fun(*full_args, **kwargs)
+
+    return partial, tuple(args[i] for i in nums), multiple
+
+
+def _structured(blocks, out_tree, dyn_tree, multiple):
+    """blocks[j][i] (output leaf j, input leaf i) arranged as the output tree of input trees."""
+    rows = []
+    for row in blocks:
+        structured = tree.tree_unflatten(dyn_tree, row)
+        rows.append(structured if multiple else structured[0])
+    return tree.tree_unflatten(out_tree, rows)
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Jacobian by forward mode. Each output leaf gets the shape of each input appended."""
+
+    def jacobian(*args, **kwargs):
+        partial, dyn, multiple = _argnums_partial(fun, args, kwargs, argnums, "jacfwd")
+        dyn_leaves, dyn_tree = tree.tree_flatten(dyn)
+        for leaf in dyn_leaves:
+            _check_input_dtype("jacfwd", leaf, holomorphic, False)
+        flat = _flat_function(partial, dyn_tree, has_aux)
+        primal_out, linear = linearize_flat(flat, dyn_leaves)
+        n = len(primal_out) - flat.num_aux
+        out_avals = linear.out_avals
+        in_avals = linear.in_avals
+        blocks = [[None] * len(in_avals) for _ in out_avals]
+        for i, aval in enumerate(in_avals):
+            columns = []
+            for e in _basis(aval):
+                tangents = [e if k == i else Zero(a) for k, a in enumerate(in_avals)]
+                columns.append([_materialize(t) for t in linear.apply(tangents)])
+            for j, out_aval in enumerate(out_avals):
+                blocks[j][i] = _stack([c[j] for c in columns], out_aval.shape, aval.shape, out_aval.dtype, -1)
+        jac = _structured(blocks, flat.out_tree, dyn_tree, multiple)
+        if has_aux:
+            return jac, tree.tree_unflatten(flat.aux_tree, primal_out[n:])
+        return jac
+
+    return jacobian
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """The Jacobian by reverse mode. Each output leaf gets the shape of each input appended."""
+
+    def jacobian(*args, **kwargs):
+        partial, dyn, multiple = _argnums_partial(fun, args, kwargs, argnums, "jacrev")
+        dyn_leaves, dyn_tree = tree.tree_flatten(dyn)
+        for leaf in dyn_leaves:
+            _check_input_dtype("jacrev", leaf, holomorphic, allow_int)
+        flat = _flat_function(partial, dyn_tree, has_aux)
+        primal_out, linear = linearize_flat(flat, dyn_leaves)
+        n = len(primal_out) - flat.num_aux
+        out_avals, in_avals = linear.out_avals, linear.in_avals
+        blocks = []
+        for j, out_aval in enumerate(out_avals):
+            rows = []
+            for e in _basis(out_aval):
+                cts = [e if k == j else Zero(a) for k, a in enumerate(out_avals)]
+                rows.append([_input_cotangent(ct, a) for ct, a in zip(linear.transpose(cts), in_avals)])
+            blocks.append([_stack([r[i] for r in rows], out_aval.shape, a.shape, out_aval.dtype, 0)
+                           for i, a in enumerate(in_avals)])
+        jac = _structured(blocks, flat.out_tree, dyn_tree, multiple)
+        if has_aux:
+            return jac, tree.tree_unflatten(flat.aux_tree, primal_out[n:])
+        return jac
+
+    return jacobian
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Hessian: forward-over-reverse, `jacfwd(jacrev(fun))`."""
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
