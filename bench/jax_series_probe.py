@@ -29,8 +29,7 @@ def describe(value):
         return f"unreadable {type(error).__name__}"
     if isinstance(value, (tuple, list)):
         return [describe(v) for v in value]
-    weak = None
-    return f"{value.dtype}{'w' if weak else ''}{value.shape}:{value.tobytes().hex()[:96]}"
+    return f"{value.dtype}{value.shape}:{value.tobytes().hex()[:96]}"
 
 
 def weak_of(value):

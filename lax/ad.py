@@ -18,14 +18,16 @@ from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type
 from . import typing as T
-from .shapes import broadcast_in_dim, broadcast_in_dim_p, reshape
 
 __all__ = ["stop_gradient"]
 
 
+# Rule helpers import other lax modules inside functions: those modules import this one at load time.
 # --- tangent arithmetic ----------------------------------------------------------------------------------
 def zeros_like_aval(aval: ShapedArray):
     """A materialized zero of type `aval` (a host float0 array for integer tangents)."""
+    from .shapes import broadcast_in_dim_p  # lax modules import this one to register their rules
+
     if aval.dtype == dtypes.float0:
         return np.zeros(aval.shape, dtypes.float0)
     return broadcast_in_dim_p.bind(np.zeros((), aval.dtype), shape=aval.shape, broadcast_dimensions=())
@@ -45,6 +47,8 @@ def add_tangents(a, b):
 
 def broadcast_tangent(tangent, shape):
     """A tangent of an elementwise operand stretched to the operation's output shape."""
+    from .shapes import broadcast_in_dim
+
     if type(tangent) is Zero:
         return Zero(tangent.aval.update(shape=shape))
     current = get_aval_of(tangent).shape
@@ -57,6 +61,7 @@ def broadcast_tangent(tangent, shape):
 def unbroadcast(cotangent, aval: ShapedArray):
     """The cotangent of an elementwise operand of type `aval` from one of the (broadcast) output's."""
     from .reductions import reduce_sum
+    from .shapes import reshape
 
     if type(cotangent) is Zero:
         return Zero(tangent_aval(aval))

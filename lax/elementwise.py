@@ -152,6 +152,14 @@ erfc_p, erfc = _unary("erfc", "chlo.erfc", T.float_dtypes)
 erf_inv_p, erf_inv = _unary("erf_inv", "chlo.erf_inv", T.float_dtypes)
 lgamma_p, lgamma = _unary("lgamma", "chlo.lgamma", T.float_dtypes)
 digamma_p, digamma = _unary("digamma", "chlo.digamma", T.float_dtypes)
+polygamma_p, _polygamma = _binary("polygamma", "chlo.polygamma", T.float_dtypes)
+
+
+def polygamma(m, x):
+    """The `m`-th derivative of digamma at `x` (`m` a non-negative integer value of `x`'s dtype)."""
+    return _polygamma(m, x)
+
+
 real_p, real = _unary("real", "stablehlo.real", dtypes.complexes, T.complex_to_real)
 imag_p, imag = _unary("imag", "stablehlo.imag", dtypes.complexes, T.complex_to_real)
 abs_p, abs = _unary("abs", "stablehlo.abs", T.signed_numeric_dtypes, T.complex_to_real)
@@ -552,45 +560,3 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
     return reduce_precision_p.bind(operand, exponent_bits=int(exponent_bits), mantissa_bits=int(mantissa_bits))
 
 
-# --- differentiation rules ---------------------------------------------------------------------------------
-from . import ad  # noqa: E402
-
-
-def _transpose_add(ct, x, y):
-    return [ad.unbroadcast(ct, x.aval) if is_undefined(x) else None,
-            ad.unbroadcast(ct, y.aval) if is_undefined(y) else None]
-
-
-def _transpose_sub(ct, x, y):
-    return [ad.unbroadcast(ct, x.aval) if is_undefined(x) else None,
-            ad.unbroadcast(neg(ct), y.aval) if is_undefined(y) and type(ct) is not Zero else None]
-
-
-ad.defjvp(add_p, lambda t, x, y: t, lambda t, x, y: t)
-transpose_rules[add_p] = _transpose_add
-ad.defjvp(sub_p, lambda t, x, y: t, lambda t, x, y: neg(t))
-transpose_rules[sub_p] = _transpose_sub
-ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
-ad.defbilinear(mul_p, lambda ct, x_aval, y: ad.unbroadcast(mul(ct, y), x_aval),
-               lambda ct, x, y_aval: ad.unbroadcast(mul(x, ct), y_aval))
-ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
-ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
-ad.defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
-ad.defjvp(log_p, lambda t, x: div(t, x))
-
-
-def _convert_element_type_jvp(primals, tangents, new_dtype, weak_type):
-    (x,), (t,) = primals, tangents
-    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    if type(t) is Zero or not dtypes.is_inexact(new_dtype):
-        return out, Zero(tangent_aval(get_aval_of(out)))
-    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
-
-
-def _convert_element_type_transpose(ct, x, new_dtype, weak_type):
-    aval = x.aval
-    return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
-
-
-jvp_rules[convert_element_type_p] = _convert_element_type_jvp
-transpose_rules[convert_element_type_p] = _convert_element_type_transpose

@@ -6,6 +6,7 @@ from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, tensor_type
+from . import ad
 from . import typing as T
 
 
@@ -121,3 +122,53 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
     if not 1 <= lhs_aval.ndim <= 2 or not 1 <= rhs_aval.ndim <= 2:
         raise TypeError(f"dot takes arrays of rank 1 or 2, got shapes {lhs_aval.shape} and {rhs_aval.shape}")
     return dot_general(lhs, rhs, (((lhs_aval.ndim - 1,), (0,)), ((), ())), precision, preferred_element_type)
+
+
+# --- differentiation ---------------------------------------------------------------------------------------
+def _dot_general_transpose_operand(ct, operand_aval, other, operand_dims, other_dims, operand_is_lhs, precision):
+    """The cotangent of one operand of a dot_general, the other held fixed: a dot_general of the output's
+    cotangent with the other operand over the other's free dimensions, transposed into the operand's order.
+
+    `operand_dims` and `other_dims` are (contracting, batch) of the two operands; the output holds the batch
+    dimensions, then lhs's free ones, then rhs's free ones."""
+    from .elementwise import convert_element_type
+    from .shapes import transpose
+
+    (operand_contract, operand_batch), (other_contract, other_batch) = operand_dims, other_dims
+    other_aval = get_aval_of(other)
+    operand_free = [d for d in range(operand_aval.ndim) if d not in operand_contract and d not in operand_batch]
+    other_free = [d for d in range(other_aval.ndim) if d not in other_contract and d not in other_batch]
+    batch_count = len(operand_batch)
+    if operand_is_lhs:
+        ct_other_free = range(batch_count + len(operand_free), batch_count + len(operand_free) + len(other_free))
+    else:
+        ct_other_free = range(batch_count, batch_count + len(other_free))
+    ct_dtype = get_aval_of(ct).dtype
+    if other_aval.dtype != ct_dtype:  # a preferred_element_type: contract in the output's type, as JAX does
+        other = convert_element_type(other, ct_dtype)
+    numbers = ((tuple(ct_other_free), tuple(other_free)), (tuple(range(batch_count)), tuple(other_batch)))
+    product = dot_general(ct, other, numbers, precision=precision)
+    # The product's dimensions: batch, the operand's free ones, then the other's contracting ones in
+    # increasing order, which pair with the operand's contracting dimensions sorted by the other's.
+    contract_pairs = sorted(zip(other_contract, operand_contract))
+    order = list(operand_batch) + operand_free + [operand_dim for _, operand_dim in contract_pairs]
+    inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
+    result = transpose(product, inverse) if inverse != tuple(range(len(order))) else product
+    if get_aval_of(result).dtype != operand_aval.dtype:
+        result = convert_element_type(result, operand_aval.dtype)
+    return result
+
+
+def _dot_general_transpose_lhs(ct, lhs_aval, rhs, dimension_numbers, precision, preferred_element_type):
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+    return _dot_general_transpose_operand(ct, lhs_aval, rhs, (lhs_contract, lhs_batch), (rhs_contract, rhs_batch),
+                                          True, precision)
+
+
+def _dot_general_transpose_rhs(ct, lhs, rhs_aval, dimension_numbers, precision, preferred_element_type):
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+    return _dot_general_transpose_operand(ct, rhs_aval, lhs, (rhs_contract, rhs_batch), (lhs_contract, lhs_batch),
+                                          False, precision)
+
+
+ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)

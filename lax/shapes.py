@@ -311,3 +311,67 @@ def full_like(x, fill_value, dtype=None, shape=None):
     value = convert_element_type(fill_value, target_dtype, dtype is None and aval.weak_type)
     return broadcast_in_dim_p.bind(value, shape=aval.shape if shape is None else _shape_tuple(shape),
                                    broadcast_dimensions=())
+
+
+
+# --- differentiation rules -------------------------------------------------------------------------------------
+# Every primitive here is linear: its JVP applies it to the tangents, and its transpose moves the
+# cotangent back to the operand's layout. `iota` has no inputs and needs no rule.
+from ..core.ad_util import is_undefined  # noqa: E402
+from . import ad  # noqa: E402
+
+
+def _broadcast_in_dim_transpose(ct, operand, shape, broadcast_dimensions):
+    from .reductions import reduce_sum
+
+    operand_shape = operand.aval.shape
+    # Kept: the output dimensions that carry an operand dimension unstretched; new and stretched ones are summed.
+    kept = {d for d, size in zip(broadcast_dimensions, operand_shape) if size == shape[d]}
+    summed = tuple(d for d in range(len(shape)) if d not in kept)
+    return [reshape(reduce_sum(ct, summed), operand_shape)]
+
+
+def _reshape_transpose(ct, operand, new_sizes, dimensions):
+    if dimensions is None:
+        return [reshape(ct, operand.aval.shape)]
+    permuted = tuple(operand.aval.shape[d] for d in dimensions)
+    return [transpose(reshape(ct, permuted), np.argsort(dimensions))]
+
+
+def _concatenate_transpose(ct, *operands, dimension):
+    from .slicing import slice_in_dim
+
+    cts, start = [], 0
+    for operand in operands:
+        size = (operand.aval if is_undefined(operand) else get_aval_of(operand)).shape[dimension]
+        cts.append(slice_in_dim(ct, start, start + size, 1, dimension) if is_undefined(operand) else None)
+        start += size
+    return cts
+
+
+def _pad_transpose(ct, operand, padding_value, padding_config):
+    from .elementwise import sub
+    from .reductions import reduce_sum
+    from .slicing import slice
+
+    # The operand's part: the padding undone (negative padding crops, so undoing it restores zeros),
+    # then every (interior + 1)-th element.
+    zero = np.zeros((), get_aval_of(ct).dtype)
+    uncropped = pad_p.bind(ct, zero, padding_config=tuple((-low, -high, 0) for low, high, _ in padding_config))
+    shape = get_aval_of(uncropped).shape
+    operand_ct = slice(uncropped, (0,) * len(shape), shape, tuple(interior + 1 for _, _, interior in padding_config))
+    value_ct = None
+    if is_undefined(padding_value):
+        # Everything that is not the operand's came from the padding value (JAX's formula).
+        everything = tuple(range(len(shape)))
+        value_ct = sub(reduce_sum(ct, everything), reduce_sum(operand_ct, everything))
+    return [operand_ct if is_undefined(operand) else None, value_ct]
+
+
+ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+ad.deflinear(reshape_p, _reshape_transpose)
+ad.deflinear(transpose_p, lambda ct, operand, permutation: [transpose(ct, np.argsort(permutation))])
+ad.deflinear(squeeze_p, lambda ct, operand, dimensions: [reshape(ct, operand.aval.shape)])
+ad.deflinear(rev_p, lambda ct, operand, dimensions: [rev(ct, dimensions)])
+ad.deflinear(concatenate_p, _concatenate_transpose)
+ad.deflinear(pad_p, _pad_transpose)

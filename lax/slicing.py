@@ -212,3 +212,45 @@ def dynamic_update_index_in_dim(operand, update, index, axis):
     if get_aval_of(update).ndim == aval.ndim - 1:
         update = expand_dims(update, (axis,))
     return dynamic_update_slice_in_dim(operand, update, index, axis)
+
+
+# --- differentiation rules -------------------------------------------------------------------------------------
+# All three are linear in their array operands with the start indices held fixed; the same start indices
+# (clamped the same way) place cotangents back where the values came from.
+from ..core.ad_util import is_undefined  # noqa: E402
+from . import ad  # noqa: E402
+
+
+def _slice_transpose(ct, operand, start_indices, limit_indices, strides):
+    from .shapes import pad
+
+    operand_shape = operand.aval.shape
+    out_shape = get_aval_of(ct).shape
+    # The last element read along each dimension, plus one: where the high padding starts.
+    ends = [start + (size - 1) * stride + 1 if size else start
+            for start, size, stride in zip(start_indices, out_shape, strides)]
+    config = [(start, full - end, stride - 1) for start, end, full, stride in
+              zip(start_indices, ends, operand_shape, strides)]
+    return [pad(ct, np.zeros((), get_aval_of(ct).dtype), config)]
+
+
+def _dynamic_slice_transpose(ct, operand, *start_indices, slice_sizes):
+    zeros = ad.zeros_like_aval(operand.aval)
+    return [dynamic_update_slice_p.bind(zeros, ct, *start_indices)] + [None] * len(start_indices)
+
+
+def _dynamic_update_slice_transpose(ct, operand, update, *start_indices):
+    update_aval = update.aval if is_undefined(update) else get_aval_of(update)
+    operand_ct = None
+    if is_undefined(operand):
+        # The window was overwritten: nothing there flowed from the operand.
+        operand_ct = dynamic_update_slice_p.bind(ct, ad.zeros_like_aval(update_aval), *start_indices)
+    update_ct = None
+    if is_undefined(update):
+        update_ct = dynamic_slice_p.bind(ct, *start_indices, slice_sizes=update_aval.shape)
+    return [operand_ct, update_ct] + [None] * len(start_indices)
+
+
+ad.deflinear(slice_p, _slice_transpose)
+ad.deflinear_in(dynamic_slice_p, (0,), _dynamic_slice_transpose)
+ad.deflinear_in(dynamic_update_slice_p, (0, 1), _dynamic_update_slice_transpose)

@@ -13,6 +13,7 @@ from ..core import pytree as tree
 from ..core.ad_util import Zero, tangent_dtype
 from ..core.trace import get_aval_of
 from ..lax.ad import instantiate
+from ..lax.elementwise import convert_element_type
 from ..lax.shapes import full, reshape
 from .jvp import jvp_flat
 from .linearize import linearize_flat
@@ -176,9 +177,14 @@ def _checked_cotangent(ct, aval):
 
 
 def _input_cotangent(ct, aval):
+    """An input's cotangent as the user sees it: materialized, float0 for integer inputs, and typed like
+    the primal (weakly typed for a Python scalar input, as in JAX)."""
     if ct is None:
         return np.zeros(aval.shape, dtypes.float0)
-    return instantiate(ct)
+    ct = instantiate(ct)
+    if get_aval_of(ct).weak_type != aval.weak_type and dtypes.is_inexact(aval.dtype):
+        ct = convert_element_type(ct, aval.dtype, aval.weak_type)
+    return ct
 
 
 def _normalize_argnums(argnums, num_args, name):
