@@ -23,19 +23,19 @@ class Config:
         self.log_compiles = os.environ.get("NUMAX_LOG_COMPILES", "0").lower() in ("1", "true")
         self.platform_name = os.environ.get("NUMAX_PLATFORMS", "")
         self.debug_nans = False
-        self._jax_semantics = (0, 10)
+        self._jax_semantics = (0, 10, 2)
         self._listeners = []
 
     @property
     def jax_semantics(self):
-        """(major, minor) of the jax release whose behaviour numax follows where jax releases differ: the one
-        matching the installed jaxlib (set by the runtime when it loads), as a user's jax and jaxlib match.
-        Read-only for users; `numax.config.update` does not reach it."""
+        """(major, minor, patch) of the jax release whose behaviour numax follows where jax releases differ:
+        the one matching the installed jaxlib (set by the runtime when it loads), as a user's jax and jaxlib
+        match. Read-only for users; `numax.config.update` does not reach it."""
         return self._jax_semantics
 
     def set_jax_semantics(self, version):
-        """For the runtime (lowering/xla.py) only: the installed jaxlib's (major, minor)."""
-        self._jax_semantics = tuple(int(part) for part in version[:2])
+        """For the runtime (lowering/xla.py) only: the installed jaxlib's (major, minor, patch)."""
+        self._jax_semantics = tuple(int(part) for part in version[:3])
 
     def update(self, name, value):
         attribute = self._names.get(name)

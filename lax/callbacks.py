@@ -261,3 +261,30 @@ def debug_callback(callback, *args, ordered=False, **kwargs):
     host_callback = HostCallback(flat_function, _function_name(callback))
     debug_callback_p.bind(*(leaf for leaf, d in zip(leaves, dynamic) if d), callback=host_callback,
                           ordered=bool(ordered))
+
+
+# --- differentiation ------------------------------------------------------------------------------------
+# A pure callback is opaque: numax cannot see its derivative, so differentiating through one is an error
+# (as in JAX). A debug callback has no outputs: differentiation runs it on the primal values and carries on.
+from ..core.primitives import jvp_rules, transpose_rules  # noqa: E402
+
+
+def _pure_callback_jvp(primals, tangents, **params):
+    raise ValueError("Pure callbacks do not support JVP. To differentiate through a callback, give the function "
+                     "that calls it its own derivative (a custom JVP), or compute the derivative in a callback too.")
+
+
+def _pure_callback_transpose(cotangents, *args, **params):
+    raise ValueError("Pure callbacks do not support transpose. To differentiate through a callback, give the "
+                     "function that calls it its own derivative (a custom VJP), or compute the derivative in a "
+                     "callback too.")
+
+
+def _debug_callback_jvp(primals, tangents, **params):
+    return debug_callback_p.bind(*primals, **params), []
+
+
+jvp_rules[pure_callback_p] = _pure_callback_jvp
+transpose_rules[pure_callback_p] = _pure_callback_transpose
+jvp_rules[debug_callback_p] = _debug_callback_jvp
+transpose_rules[debug_callback_p] = lambda cotangents, *args, **params: [None] * len(args)

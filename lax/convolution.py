@@ -358,3 +358,104 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
     return conv_general_dilated(lhs, rhs, (1,) * (rank - 2), padding, lhs_dilation=strides,
                                 rhs_dilation=rhs_dilation, dimension_numbers=numbers, precision=precision,
                                 preferred_element_type=preferred_element_type)
+
+
+# --- differentiation -----------------------------------------------------------------------------------------
+# conv_general_dilated is bilinear. The cotangent of either operand is itself a convolution: of the output's
+# cotangent with the spatially reversed kernel for lhs, of lhs with the output's cotangent for rhs, with
+# strides and dilations trading places and the paddings that make the shapes come out right. Feature and
+# batch groups trade places too, with the group axis moved between dimensions by reshapes.
+def _split_axis(x, axis, groups):
+    """Dimension `axis` of size groups * n becomes two, (groups, n)."""
+    from .shapes import reshape
+
+    shape = list(get_aval_of(x).shape)
+    shape[axis:axis + 1] = [groups, shape[axis] // groups]
+    return reshape(x, tuple(shape))
+
+
+def _merge_axis(x, source, destination):
+    """Dimension `source` folds into `destination` (an index among the other dimensions) as its major part."""
+    from .shapes import reshape, transpose
+
+    shape = get_aval_of(x).shape
+    order = [d for d in range(len(shape)) if d != source]
+    order.insert(destination, source)
+    merged = [shape[d] for d in range(len(shape)) if d != source]
+    merged[destination] *= shape[source]
+    return reshape(transpose(x, tuple(order)), tuple(merged))
+
+
+def _swap_features(spec):
+    return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def _spatial(shape, spec):
+    return [shape[d] for d in spec[2:]]
+
+
+def _cast(x, dtype):
+    from .elementwise import convert_element_type
+
+    return x if get_aval_of(x).dtype == dtype else convert_element_type(x, dtype)
+
+
+def _conv_transpose_lhs(ct, lhs_aval, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                        feature_group_count, batch_group_count, precision, preferred_element_type):
+    from .shapes import rev
+
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    rhs_shape, ct_shape = get_aval_of(rhs).shape, get_aval_of(ct).shape
+    groups = max(feature_group_count, batch_group_count)
+    if groups > 1:  # the group axis moves from the kernel's output features into its input features
+        rhs = _merge_axis(_split_axis(rhs, rhs_spec[0], groups), rhs_spec[0], rhs_spec[1])
+    # The low padding that puts the first window's last element first, and the high one that makes
+    # the result exactly as large as lhs (negative where trailing lhs elements fed no output).
+    pads = []
+    for size, window, out_size, (low, _), stride, lhs_dil, rhs_dil in zip(
+            _spatial(lhs_aval.shape, lhs_spec), _spatial(rhs_shape, rhs_spec), _spatial(ct_shape, out_spec),
+            padding, window_strides, lhs_dilation, rhs_dilation):
+        window = _dilate(window, rhs_dil)
+        before = window - low - 1
+        pads.append((before, _dilate(size, lhs_dil) + window - 1 - _dilate(out_size, stride) - before))
+    kernel = _cast(rev(rhs, tuple(rhs_spec[2:])), get_aval_of(ct).dtype)
+    result = conv_general_dilated_p.bind(
+        ct, kernel, window_strides=tuple(lhs_dilation), padding=tuple(pads), lhs_dilation=tuple(window_strides),
+        rhs_dilation=tuple(rhs_dilation),
+        dimension_numbers=ConvDimensionNumbers(out_spec, _swap_features(rhs_spec), lhs_spec),
+        feature_group_count=groups, batch_group_count=1, precision=precision, preferred_element_type=None)
+    result = _cast(result, lhs_aval.dtype)
+    if batch_group_count > 1:  # the groups were batch slices: move them from the features back to the batch
+        result = _merge_axis(_split_axis(result, lhs_spec[1], batch_group_count), lhs_spec[1], lhs_spec[0])
+    return result
+
+
+def _conv_transpose_rhs(ct, lhs, rhs_aval, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                        feature_group_count, batch_group_count, precision, preferred_element_type):
+    from ..core.ad_util import Zero, tangent_aval
+
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    lhs_shape, ct_aval = get_aval_of(lhs).shape, get_aval_of(ct)
+    if ct_aval.size == 0:  # no output: avoid a convolution whose kernel would have empty spatial dimensions
+        return Zero(tangent_aval(rhs_aval))
+    pads = []
+    for size, window, out_size, (low, _), stride, lhs_dil, rhs_dil in zip(
+            _spatial(lhs_shape, lhs_spec), _spatial(rhs_aval.shape, rhs_spec), _spatial(ct_aval.shape, out_spec),
+            padding, window_strides, lhs_dilation, rhs_dilation):
+        high = _dilate(out_size, stride) - _dilate(size, lhs_dil) + _dilate(window, rhs_dil) - low - 1
+        pads.append((low, high))
+    # Feature groups of the forward convolution are batch groups here (each group's kernel sees only its
+    # own input features), and batch groups become feature groups.
+    result = conv_general_dilated_p.bind(
+        _cast(lhs, ct_aval.dtype), ct, window_strides=tuple(rhs_dilation), padding=tuple(pads),
+        lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(window_strides),
+        dimension_numbers=ConvDimensionNumbers(_swap_features(lhs_spec), _swap_features(out_spec),
+                                               _swap_features(rhs_spec)),
+        feature_group_count=batch_group_count, batch_group_count=feature_group_count, precision=precision,
+        preferred_element_type=None)
+    return _cast(result, rhs_aval.dtype)
+
+
+from . import ad  # noqa: E402  (ad imports other lax modules lazily; kept beside the rules it registers)
+
+ad.defbilinear(conv_general_dilated_p, _conv_transpose_lhs, _conv_transpose_rhs)

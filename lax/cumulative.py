@@ -65,3 +65,105 @@ _ordered_dtypes = T.bool_or_integer + T.float_dtypes
 cummax_p, cummax = _define_cumulative("cummax", "max", _ordered_dtypes)
 cummin_p, cummin = _define_cumulative("cummin", "min", _ordered_dtypes)
 cumlogsumexp_p, cumlogsumexp = _define_cumulative("cumlogsumexp", "logaddexp", T.float_dtypes)
+
+
+# --- differentiation rules -------------------------------------------------------------------------------------
+# cumsum is linear. The others follow JAX: their JVP is the JVP of a parallel prefix scan (the same
+# associative_scan recursion as JAX's, so that ties of cummax/cummin share the tangent as JAX's do),
+# run on (value, tangent) pairs; a reduce_window is not differentiable to arbitrary order, the scan is.
+from ..core.primitives import jvp_rules  # noqa: E402
+from . import ad  # noqa: E402
+
+
+def _cumsum_transpose(ct, operand, axis, reverse):
+    return [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
+
+
+def _pair_jvp(primitive):
+    """Combines two (value, tangent) pairs by the JVP rule of a binary elementwise primitive."""
+    def combine(a, b):
+        return jvp_rules[primitive]((a[0], b[0]), (a[1], b[1]))
+    return combine
+
+
+def _logaddexp_pair(a, b):
+    """log(exp(a) + exp(b)) and its tangent, as jax.numpy.logaddexp computes them: infinities of one sign
+    give their sum, and an infinite result is replaced by zero in the tangent's exponents."""
+    from .elementwise import abs, add, eq, exp, log1p, max, mul, ne, neg, select, sub
+
+    (x, tx), (y, ty) = a, b
+    delta = sub(x, y)
+    out = select(ne(delta, delta), add(x, y), add(max(x, y), log1p(exp(neg(abs(delta))))))
+
+    def finite_or_zero(v):
+        return select(eq(v, np.array(np.inf, get_aval_of(v).dtype)), np.zeros(get_aval_of(v).shape,
+                                                                               get_aval_of(v).dtype), v)
+
+    weight_x = exp(sub(finite_or_zero(x), finite_or_zero(out)))
+    weight_y = exp(sub(finite_or_zero(y), finite_or_zero(out)))
+    return out, ad.add_tangents(mul(tx, weight_x), mul(ty, weight_y))
+
+
+def _interleave(even, odd, axis):
+    """even[0], odd[0], even[1], odd[1], ... along `axis` (len(even) is len(odd) or one more)."""
+    from .elementwise import add
+    from .shapes import pad
+
+    rank = get_aval_of(even).ndim
+    same = get_aval_of(even).shape[axis] == get_aval_of(odd).shape[axis]
+    even_config, odd_config = [(0, 0, 0)] * rank, [(0, 0, 0)] * rank
+    even_config[axis] = (0, 1 if same else 0, 1)
+    odd_config[axis] = (1, 0 if same else 1, 1)
+    zero = np.zeros((), get_aval_of(even).dtype)
+    return add(pad(even, zero, even_config), pad(odd, zero, odd_config))
+
+
+def _associative_scan(combine, elements, axis):
+    """The inclusive prefix combination of the pairs `elements` along `axis`, by the odd/even recursion."""
+    from .shapes import concatenate
+    from .slicing import slice_in_dim
+
+    size = get_aval_of(elements[0]).shape[axis]
+    if size < 2:
+        return elements
+
+    def cut(pair, start, limit, stride=1):
+        return [slice_in_dim(e, start, limit, stride, axis) for e in pair]
+
+    odd = _associative_scan(combine, combine(cut(elements, 0, size - 1, 2), cut(elements, 1, size, 2)), axis)
+    if size % 2 == 0:
+        odd_size = get_aval_of(odd[0]).shape[axis]
+        even = combine(cut(odd, 0, odd_size - 1), cut(elements, 2, size, 2))
+    else:
+        even = combine(odd, cut(elements, 2, size, 2))
+    even = [concatenate([first, rest], axis) for first, rest in zip(cut(elements, 0, 1), even)]
+    return [_interleave(e, o, axis) for e, o in zip(even, odd)]
+
+
+def _scan_jvp(primitive, combine):
+    def rule(primals, tangents, axis, reverse):
+        from .shapes import rev
+
+        (x,), (t,) = primals, tangents
+        pair = [x, ad.instantiate(t)]
+        if reverse:
+            pair = [rev(e, (axis,)) for e in pair]
+        out, tangent_out = _associative_scan(lambda a, b: list(combine(a, b)), pair, axis)
+        if reverse:
+            out, tangent_out = rev(out, (axis,)), rev(tangent_out, (axis,))
+        return out, tangent_out
+
+    jvp_rules[primitive] = rule
+
+
+def _define_scan_jvps():
+    from .elementwise import max_p, min_p, mul_p
+
+    _scan_jvp(cumprod_p, _pair_jvp(mul_p))
+    _scan_jvp(cummax_p, _pair_jvp(max_p))
+    _scan_jvp(cummin_p, _pair_jvp(min_p))
+    _scan_jvp(cumlogsumexp_p, _logaddexp_pair)
+
+
+ad.deflinear(cumsum_p, _cumsum_transpose)
+_define_scan_jvps()

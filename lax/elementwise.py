@@ -152,14 +152,8 @@ erfc_p, erfc = _unary("erfc", "chlo.erfc", T.float_dtypes)
 erf_inv_p, erf_inv = _unary("erf_inv", "chlo.erf_inv", T.float_dtypes)
 lgamma_p, lgamma = _unary("lgamma", "chlo.lgamma", T.float_dtypes)
 digamma_p, digamma = _unary("digamma", "chlo.digamma", T.float_dtypes)
-polygamma_p, _polygamma = _binary("polygamma", "chlo.polygamma", T.float_dtypes)
-
-
-def polygamma(m, x):
-    """The `m`-th derivative of digamma at `x` (`m` a non-negative integer value of `x`'s dtype)."""
-    return _polygamma(m, x)
-
-
+# polygamma(m, x), the m-th derivative of digamma, exists for digamma's derivative (as in JAX).
+polygamma_p, polygamma = _binary("polygamma", "chlo.polygamma", T.float_dtypes)
 real_p, real = _unary("real", "stablehlo.real", dtypes.complexes, T.complex_to_real)
 imag_p, imag = _unary("imag", "stablehlo.imag", dtypes.complexes, T.complex_to_real)
 abs_p, abs = _unary("abs", "stablehlo.abs", T.signed_numeric_dtypes, T.complex_to_real)
@@ -560,3 +554,246 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
     return reduce_precision_p.bind(operand, exponent_bits=int(exponent_bits), mantissa_bits=int(mantissa_bits))
 
 
+# --- differentiation rules ---------------------------------------------------------------------------------
+# JVPs follow JAX's formulas (so values, nan and inf at the edges of domains match); complex inputs get
+# holomorphic rules: the tangent times the complex derivative.
+from . import ad  # noqa: E402
+
+
+def _const(like, value):
+    """`value` as a (strongly typed) constant of `like`'s dtype, as JAX's rules write constants."""
+    return np.asarray(value, get_aval_of(like).dtype)
+
+
+def _full_like(like, value):
+    aval = get_aval_of(like)
+    return ad.zeros_like_aval(aval) if value == 0 else ad.broadcast_tangent(_const(like, value), aval.shape)
+
+
+def _replace_zero(x):
+    """x with its zeros replaced by ones: keeps a jacobian finite where a select discards it anyway."""
+    return select(eq(x, _const(x, 0)), _full_like(x, 1), x)
+
+
+def _shape_of(*values):
+    return T.broadcast_shapes("jvp", [get_aval_of(v) for v in values])
+
+
+for _primitive in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p, clz_p, and_p, or_p,
+                   xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, eq_p, ne_p, lt_p, le_p,
+                   gt_p, ge_p, bitcast_convert_type_p):
+    ad.defjvp_zero(_primitive)
+del _primitive
+# nextafter has no derivative rule in JAX either: differentiating it raises.
+
+
+# --- linear primitives ---
+def _transpose_add(ct, x, y):
+    return [ad.unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            ad.unbroadcast(ct, y.aval) if is_undefined(y) else None]
+
+
+def _transpose_sub(ct, x, y):
+    return [ad.unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            ad.unbroadcast(neg(ct), y.aval) if is_undefined(y) and type(ct) is not Zero else None]
+
+
+ad.defjvp(add_p, lambda t, x, y: t, lambda t, x, y: t)
+transpose_rules[add_p] = _transpose_add
+ad.defjvp(sub_p, lambda t, x, y: t, lambda t, x, y: neg(t))
+transpose_rules[sub_p] = _transpose_sub
+ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
+ad.defbilinear(mul_p, lambda ct, x_aval, y: ad.unbroadcast(mul(ct, y), x_aval),
+               lambda ct, x, y_aval: ad.unbroadcast(mul(x, ct), y_aval))
+
+
+def _transpose_div(ct, x, y):
+    # div is linear in its numerator only.
+    if is_undefined(y):
+        raise TypeError("div is not linear in its denominator (transposing it)")
+    if type(ct) is Zero:
+        return [None, None]
+    return [ad.unbroadcast(div(ct, y), x.aval), None]
+
+
+ad.defjvp(div_p, lambda t, x, y: div(t, y), lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
+transpose_rules[div_p] = _transpose_div
+ad.deflinear(real_p, lambda ct, x: [complex(ct, _const(ct, 0))])
+ad.deflinear(imag_p, lambda ct, x: [complex(_const(ct, 0), neg(ct))])
+ad.deflinear(complex_p, lambda ct, x, y: [ad.unbroadcast(real(ct), x.aval) if is_undefined(x) else None,
+                                          ad.unbroadcast(imag(neg(ct)), y.aval) if is_undefined(y) else None])
+# conj of a real operand is a complex result: its transpose keeps the real part.
+ad.deflinear(conj_p, lambda ct, x: [conj(ct) if dtypes.is_complex(x.aval.dtype) else real(ct)])
+ad.deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
+
+
+def _convert_element_type_jvp(primals, tangents, new_dtype, weak_type):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if type(t) is Zero or not dtypes.is_inexact(new_dtype):
+        return out, Zero(tangent_aval(get_aval_of(out)))
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_element_type_transpose(ct, x, new_dtype, weak_type):
+    aval = x.aval
+    if type(ct) is Zero or not dtypes.is_inexact(aval.dtype):
+        return [Zero(tangent_aval(aval))]
+    return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
+
+
+jvp_rules[convert_element_type_p] = _convert_element_type_jvp
+transpose_rules[convert_element_type_p] = _convert_element_type_transpose
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    case_tangents = tangents[1:]
+    if all(type(t) is Zero for t in case_tangents):
+        return out, Zero(tangent_aval(get_aval_of(out)))
+    return out, select_n_p.bind(which, *(ad.instantiate(t) for t in case_tangents))
+
+
+def _select_n_transpose(ct, which, *cases):
+    # Linear in the cases, the selector fixed: each case gets the cotangent where it was picked.
+    if is_undefined(which):
+        raise TypeError("select_n is not linear in its selector (transposing it)")
+    if type(ct) is Zero:
+        return [None] + [Zero(tangent_aval(c.aval)) if is_undefined(c) else None for c in cases]
+    zeros = ad.zeros_like_aval(get_aval_of(ct))
+    if get_aval_of(which).dtype == dtypes.bool_:
+        picked = [lambda: select_n(which, ct, zeros), lambda: select_n(which, zeros, ct)]
+    else:
+        picked = [lambda i=i: select_n(eq(which, _const(which, i)), zeros, ct) for i in range(len(cases))]
+    return [None] + [picked[i]() if is_undefined(c) else None for i, c in enumerate(cases)]
+
+
+jvp_rules[select_n_p] = _select_n_jvp
+transpose_rules[select_n_p] = _select_n_transpose
+
+
+# --- exponentials, logarithms, powers ---
+ad.defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
+ad.defjvp2(exp2_p, lambda t, ans, x: mul(_const(x, np.log(2.0)), mul(t, ans)))
+ad.defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(ans, 1))))
+ad.defjvp(log_p, lambda t, x: div(t, x))
+ad.defjvp(log1p_p, lambda t, x: div(t, add(x, _const(x, 1))))
+ad.defjvp2(sqrt_p, lambda t, ans, x: mul(t, div(_const(x, 0.5), ans)))
+ad.defjvp2(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
+ad.defjvp2(cbrt_p, lambda t, ans, x: mul(t, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
+ad.defjvp2(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(ans, 1), ans))))
+
+
+def _pow_jvp_base(t, ans, x, y):
+    if dtypes.is_inexact(get_aval_of(y).dtype):
+        jacobian = mul(y, pow(x, sub(y, _const(y, 1))))
+    else:
+        # An integer exponent: d/dx x**0 is 0 even at x == 0 (where y * x**(y-1) would be 0 * inf).
+        shape = _shape_of(x, y)
+        x = ad.broadcast_tangent(x, shape)
+        y = ad.broadcast_tangent(convert_element_type(y, get_aval_of(x).dtype), shape)
+        jacobian = select(eq(y, _const(y, 0)), _full_like(y, 0),
+                          mul(_replace_zero(y), pow(x, sub(y, _const(y, 1)))))
+    return mul(t, jacobian)
+
+
+def _pow_jvp_exponent(t, ans, x, y):
+    # log(0) is replaced by log(1): d/dy 0**y is taken as 0.
+    return mul(t, mul(log(_replace_zero(x)), ans))
+
+
+ad.defjvp2(pow_p, _pow_jvp_base, _pow_jvp_exponent)
+
+
+def _integer_pow_jvp(t, x, y):
+    if y == 0:
+        return Zero(tangent_aval(get_aval_of(t)))
+    if y == 1:
+        return t
+    if y == 2:
+        return mul(t, mul(_const(x, 2), x))
+    return mul(t, mul(_const(x, y), integer_pow(x, y - 1)))
+
+
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+
+
+# --- trigonometric and hyperbolic ---
+def _one_plus(x, value):
+    return add(_const(x, 1), value)
+
+
+ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
+ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
+ad.defjvp2(tan_p, lambda t, ans, x: mul(t, _one_plus(x, square(ans))))
+ad.defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(_const(x, 1), square(x)))))
+ad.defjvp(acos_p, lambda t, x: mul(t, neg(rsqrt(sub(_const(x, 1), square(x))))))
+ad.defjvp(atan_p, lambda t, x: div(t, _one_plus(x, square(x))))
+ad.defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
+          lambda t, x, y: mul(t, div(neg(x), add(square(x), square(y)))))
+ad.defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
+ad.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
+ad.defjvp2(tanh_p, lambda t, ans, x: mul(add(t, mul(t, ans)), sub(_const(x, 1), ans)))
+ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(_one_plus(x, square(x)))))
+ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(square(x), _const(x, 1)))))
+ad.defjvp(atanh_p, lambda t, x: mul(integer_pow(_one_plus(x, x), -1), div(t, sub(_const(x, 1), x))))
+
+
+# --- special functions ---
+def _polygamma_jvp_order(t, m, x):
+    raise NotImplementedError("polygamma is not differentiable with respect to its order m")
+
+
+ad.defjvp(erf_p, lambda t, x: mul(_const(x, 2 / np.sqrt(np.pi)), mul(t, exp(neg(square(x))))))
+ad.defjvp(erfc_p, lambda t, x: mul(_const(x, -2 / np.sqrt(np.pi)), mul(t, exp(neg(square(x))))))
+ad.defjvp2(erf_inv_p, lambda t, ans, x: mul(_const(x, np.sqrt(np.pi) / 2), mul(t, exp(square(ans)))))
+ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
+ad.defjvp(digamma_p, lambda t, x: mul(t, polygamma(_const(x, 1), x)))
+ad.defjvp(polygamma_p, _polygamma_jvp_order, lambda t, m, x: mul(t, polygamma(add(m, _const(m, 1)), x)))
+
+
+# --- piecewise: abs, rem, max, min, clamp ---
+def _abs_jvp(t, ans, x):
+    if dtypes.is_complex(get_aval_of(x).dtype):
+        # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z == 0.
+        magnitude = convert_element_type(ans, get_aval_of(x).dtype)
+        return real(mul(t, div(conj(x), _replace_zero(magnitude))))
+    # x >= 0 (0 and -0 included) takes slope +1, as in JAX.
+    return select(ge(x, _const(x, 0)), t, neg(t))
+
+
+ad.defjvp2(abs_p, _abs_jvp)
+ad.defjvp(rem_p, lambda t, x, y: t,
+          lambda t, x, y: mul(neg(t), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+
+
+def _balanced_eq(x, ans, y):
+    """1 where x alone gave `ans`, 1/2 where x and y tie, 0 elsewhere: a tie splits the tangent in two."""
+    dtype = get_aval_of(ans).dtype
+    x_won = convert_element_type(eq(x, ans), dtype)
+    y_won = convert_element_type(eq(y, ans), dtype)
+    return div(x_won, add(y_won, _const(ans, 1)))
+
+
+ad.defjvp2(max_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+           lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
+ad.defjvp2(min_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+           lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
+
+
+def _clamp_derivative(picked):
+    """The tangent of one clamp input where `picked(low, x, high)` says the output follows it, else 0
+    (scalar bounds' tangents are stretched to the operand's shape)."""
+
+    def derivative(t, low, x, high):
+        shape = get_aval_of(x).shape
+        return select(picked(low, x, high), ad.broadcast_tangent(t, shape), _full_like(x, 0))
+
+    return derivative
+
+
+ad.defjvp(clamp_p,
+          _clamp_derivative(lambda low, x, high: bitwise_and(gt(low, x), lt(low, high))),
+          _clamp_derivative(lambda low, x, high: bitwise_and(gt(x, low), lt(x, high))),
+          _clamp_derivative(lambda low, x, high: lt(high, x)))

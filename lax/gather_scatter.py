@@ -336,3 +336,176 @@ scatter_mul_p, scatter_mul = _define_scatter("scatter_mul", "Multiplies `operand
 scatter_min_p, scatter_min = _define_scatter("scatter_min", "The minimum of `operand` and `updates` at the indices.")
 scatter_max_p, scatter_max = _define_scatter("scatter_max", "The maximum of `operand` and `updates` at the indices.")
 
+
+
+# --- differentiation rules -------------------------------------------------------------------------------------
+# gather and scatter_add are linear (in the operand, and in the operand and updates jointly) and transpose
+# into each other with the same indices and mode. scatter, scatter_mul, scatter_min and scatter_max follow
+# JAX's JVP rules, which express their tangents with gathers and scatter-adds.
+from ..core.ad_util import Zero, is_undefined, tangent_aval  # noqa: E402
+from ..core.primitives import jvp_rules, transpose_rules  # noqa: E402
+from ..core.trace import get_aval_of  # noqa: E402
+from . import ad  # noqa: E402
+from .elementwise import add, div, eq, mul, select, sub  # noqa: E402
+from .elementwise import max as maximum  # noqa: E402
+from .shapes import broadcast_in_dim, full, iota, reshape  # noqa: E402
+
+
+def _aval_of(x):
+    return x.aval if is_undefined(x) else get_aval_of(x)
+
+
+def _read_back(x, indices, dimension_numbers, updates_aval, *, indices_are_sorted, unique_indices, mode):
+    """The gather that reads, from an array of the operand's shape, the windows a scatter with
+    `dimension_numbers` writes: one value per element of the updates (0 for windows a scatter drops)."""
+    dn = dimension_numbers
+    gather_numbers = GatherDimensionNumbers(dn.update_window_dims, dn.inserted_window_dims,
+                                            dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
+                                            dn.scatter_indices_batching_dims)
+    slice_sizes = tuple(_scatter_window_sizes(get_aval_of(x), updates_aval, dn))
+    return gather_p.bind(x, indices, dimension_numbers=gather_numbers, slice_sizes=slice_sizes,
+                         indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode,
+                         fill_value=0)
+
+
+def _gather_jvp(primals, tangents, **params):
+    operand, indices = primals
+    out = gather_p.bind(operand, indices, **params)
+    if type(tangents[0]) is Zero:
+        return out, Zero(tangent_aval(get_aval_of(out)))
+    # Filled windows are constants: their tangent is zero.
+    return out, gather_p.bind(tangents[0], indices, **{**params, "fill_value": 0})
+
+
+def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted, unique_indices,
+                      mode, fill_value):
+    dn = dimension_numbers
+    scatter_numbers = ScatterDimensionNumbers(dn.offset_dims, dn.collapsed_slice_dims, dn.start_index_map,
+                                              dn.operand_batching_dims, dn.start_indices_batching_dims)
+    zeros = ad.zeros_like_aval(operand.aval)
+    return [scatter_add_p.bind(zeros, indices, ct, dimension_numbers=scatter_numbers,
+                               indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode), None]
+
+
+def _scatter_add_transpose(ct, operand, indices, updates, **params):
+    updates_ct = None
+    if is_undefined(updates):
+        updates_ct = _read_back(ct, indices, params["dimension_numbers"], updates.aval, **_flags(params))
+    return [ct if is_undefined(operand) else None, None, updates_ct]
+
+
+def _flags(params):
+    return {k: params[k] for k in ("indices_are_sorted", "unique_indices", "mode")}
+
+
+def _scatter_mul_jvp_operand(tangent, operand, indices, updates, **params):
+    return scatter_mul_p.bind(tangent, indices, updates, **params)
+
+
+def _scatter_mul_jvp_updates(tangent, operand, indices, updates, **params):
+    if not params["unique_indices"]:
+        raise NotImplementedError("scatter_mul gradients with respect to the updates are only implemented with "
+                                  "unique_indices=True (as in JAX)")
+    zeros = ad.zeros_like_aval(tangent_aval(get_aval_of(operand)))
+    return mul(operand, scatter_add_p.bind(zeros, indices, tangent, **params))
+
+
+def _scatter_mul_transpose(ct, operand, indices, updates, **params):
+    if is_undefined(updates):
+        raise NotImplementedError("scatter_mul is not linear in its updates (transposing it)")
+    return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
+
+
+def _scatter_jvp(primals, tangents, **params):
+    operand, indices, updates = primals
+    operand_tangent, _, updates_tangent = tangents
+    if type(operand_tangent) is Zero and type(updates_tangent) is Zero:
+        out = scatter_p.bind(operand, indices, updates, **params)
+        return out, Zero(tangent_aval(get_aval_of(out)))
+    operand_tangent, updates_tangent = ad.instantiate(operand_tangent), ad.instantiate(updates_tangent)
+    if params["unique_indices"]:
+        # No two updates meet: the tangents are scattered like the values.
+        return (scatter_p.bind(operand, indices, updates, **params),
+                scatter_p.bind(operand_tangent, indices, updates_tangent, **params))
+    # Which of several updates of one element wins is unspecified, so (as JAX does) every update gets an
+    # id, the ids are scattered, and reading them back says which update each output element holds; values
+    # and tangents are then masked to the winners and scatter-added, which has a transpose.
+    dn = params["dimension_numbers"]
+    operand_aval, updates_aval = get_aval_of(operand), get_aval_of(updates)
+    ids_shape = tuple(1 if d in dn.update_window_dims else s for d, s in enumerate(updates_aval.shape))
+    id_count = int(np.prod(ids_shape, dtype=np.int64))
+    id_dtype = dtypes.canonicalize_dtype(np.int64 if id_count >= 2 ** 31 - 1 else np.int32)
+    ids = add(reshape(iota(id_dtype, id_count), ids_shape), id_dtype.type(1))
+    ids = broadcast_in_dim(ids, updates_aval.shape, tuple(range(updates_aval.ndim)))
+    no_id = ad.zeros_like_aval(ShapedArray(operand_aval.shape, id_dtype))
+    scattered_ids = scatter_p.bind(no_id, indices, ids, **params)
+    winners = eq(ids, _read_back(scattered_ids, indices, dn, updates_aval, **_flags(params)))
+    untouched = eq(scattered_ids, id_dtype.type(0))
+
+    def masked_scatter(operand, updates):
+        kept_operand = select(untouched, operand, ad.zeros_like_aval(operand_aval))
+        kept_updates = select(winners, updates, ad.zeros_like_aval(updates_aval))
+        return scatter_add_p.bind(kept_operand, indices, kept_updates, **params)
+
+    return masked_scatter(operand, updates), masked_scatter(operand_tangent, updates_tangent)
+
+
+def _scatter_transpose(ct, operand, indices, updates, **params):
+    if not params["unique_indices"]:
+        raise NotImplementedError("scatter is only transposed with unique_indices=True (its JVP uses scatter_add "
+                                  "otherwise)")
+    updates_aval = _aval_of(updates)
+    operand_ct = updates_ct = None
+    if is_undefined(operand):
+        # Elements that were overwritten got nothing from the operand.
+        operand_ct = scatter_p.bind(ct, indices, ad.zeros_like_aval(tangent_aval(updates_aval)), **params)
+    if is_undefined(updates):
+        updates_ct = _read_back(ct, indices, params["dimension_numbers"], updates_aval, **_flags(params))
+    return [operand_ct, None, updates_ct]
+
+
+def _scatter_extremal_jvp(primitive, primals, tangents, **params):
+    """scatter_min / scatter_max: each output element's tangent is that of the value that won there; ties
+    share it equally among the tied updates and the operand (JAX's convention)."""
+    operand, indices, updates = primals
+    operand_tangent, _, updates_tangent = tangents
+    out = primitive.bind(operand, indices, updates, **params)
+    if type(operand_tangent) is Zero and type(updates_tangent) is Zero:
+        return out, Zero(tangent_aval(get_aval_of(out)))
+    operand_tangent, updates_tangent = ad.instantiate(operand_tangent), ad.instantiate(updates_tangent)
+    dn = params["dimension_numbers"]
+    operand_aval, updates_aval = get_aval_of(operand), get_aval_of(updates)
+    one = np.ones((), operand_aval.dtype)
+    ones, zeros = full(updates_aval.shape, one), full(updates_aval.shape, np.zeros_like(one))
+
+    def read(x):
+        return _read_back(x, indices, dn, updates_aval, **_flags(params))
+
+    def count(weights):
+        """Per update: the total weight of the updates that reach its output element."""
+        return read(scatter_add_p.bind(full(operand_aval.shape, np.zeros_like(one)), indices, weights, **params))
+
+    result = read(out)
+    won = eq(updates, result)
+    kept = eq(read(operand), result)
+    # Among the sharers of an element's tangent: the updates equal to the result, and the operand if it is too.
+    share = div(one, maximum(add(count(select(won, ones, zeros)), select(kept, ones, zeros)), one))
+    updates_coefficient = select(won, share, zeros)
+    # Each of the n updates reaching an element removes 1/n of the operand's tangent there, and gives back
+    # its part of the operand's share if the operand tied. (The maximums only matter for dropped updates.)
+    operand_coefficient = div(sub(select(kept, share, zeros), one), maximum(count(ones), one))
+    tangent_updates = add(mul(read(operand_tangent), operand_coefficient), mul(updates_tangent, updates_coefficient))
+    return out, scatter_add_p.bind(operand_tangent, indices, tangent_updates, **params)
+
+
+jvp_rules[gather_p] = _gather_jvp
+transpose_rules[gather_p] = _gather_transpose
+ad.deflinear_in(scatter_add_p, (0, 2), _scatter_add_transpose)
+ad.defjvp(scatter_mul_p, _scatter_mul_jvp_operand, None, _scatter_mul_jvp_updates)
+transpose_rules[scatter_mul_p] = _scatter_mul_transpose
+jvp_rules[scatter_p] = _scatter_jvp
+transpose_rules[scatter_p] = _scatter_transpose
+jvp_rules[scatter_min_p] = lambda primals, tangents, **params: _scatter_extremal_jvp(scatter_min_p, primals, tangents,
+                                                                                    **params)
+jvp_rules[scatter_max_p] = lambda primals, tangents, **params: _scatter_extremal_jvp(scatter_max_p, primals, tangents,
+                                                                                    **params)

@@ -684,3 +684,326 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_ind
         return outs[0]
     s, u, vt = outs
     return u, s, vt
+
+
+# --- differentiation ---------------------------------------------------------------------------------------
+# JAX's rules, written over numax.lax. Tangent work must stay linear in the tangents: every product below
+# has one tangent factor and one primal factor. Derivatives of decompositions assume what JAX's do: distinct
+# eigenvalues (eigh) and singular values (svd), nonsingular triangular factors (lu, qr, cholesky).
+from ..core.ad_util import Zero, is_undefined, tangent_aval  # noqa: E402
+from ..core.primitives import jvp_rules, transpose_rules  # noqa: E402
+from . import ad  # noqa: E402
+from .elementwise import convert_element_type, mul, neg, real  # noqa: E402
+from .linear import dot_general  # noqa: E402
+from .shapes import concatenate  # noqa: E402
+
+
+def _matmul(a, b):
+    """Batched matrix product over the leading dimensions, at full precision (as JAX's rules use)."""
+    rank = get_aval_of(a).ndim
+    batch = tuple(range(rank - 2))
+    return dot_general(a, b, (((rank - 1,), (rank - 2,)), (batch, batch)), precision=("HIGHEST", "HIGHEST"))
+
+
+def _constant_matrix(value, like):
+    """A host matrix broadcast to the batch shape of `like` (a batch of matrices), in `like`'s dtype."""
+    aval = get_aval_of(like)
+    batch = aval.shape[:-2]
+    return broadcast_in_dim(np.asarray(value, aval.dtype), batch + value.shape, (len(batch), len(batch) + 1))
+
+
+def _eye(n, like, start=0):
+    """Identity matrices (n, n) of `like`'s batch shape and dtype; ones from diagonal entry `start` on."""
+    return _constant_matrix(np.diag((np.arange(n) >= start).astype(np.float64)), like)
+
+
+def _diagonal(x):
+    """The main diagonals of a batch of square matrices, shape (..., n)."""
+    n = get_aval_of(x).shape[-1]
+    return reduce_sum(mul(x, _eye(n, x)), (get_aval_of(x).ndim - 1,))
+
+
+def _slice_last_two(x, rows, cols):
+    aval = get_aval_of(x)
+    batch = aval.shape[:-2]
+    return slice_(x, (0,) * len(batch) + (rows[0], cols[0]), batch + (rows[1], cols[1]))
+
+
+def _is_complex(x):
+    return dtypes.is_complex(get_aval_of(x).dtype)
+
+
+# cholesky: L' = L phi(L^-1 A' L^-H), phi taking the lower triangle with the diagonal halved
+# (Murray, arXiv:1602.07527).
+def _cholesky_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    factor = cholesky_p.bind(x)
+    n = get_aval_of(x).shape[-1]
+    right = triangular_solve(factor, x_dot, left_side=False, lower=True, transpose_a=True, conjugate_a=True)
+    middle = triangular_solve(factor, right, left_side=True, lower=True)
+    halved = mul(tril(middle), _constant_matrix(1 - np.eye(n) / 2, middle))
+    return factor, _matmul(factor, halved)
+
+
+jvp_rules[cholesky_p] = _cholesky_jvp
+
+
+# triangular_solve: linear in b; in a, X' = -op(A)^-1 op(A') X (left side) or -X op(A') op(A)^-1.
+def _triangular_solve_jvp_a(a_dot, ans, a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    k = 1 if unit_diagonal else 0
+    a_dot = neg(tril(a_dot, -k) if lower else triu(a_dot, k))
+    if transpose_a:
+        rank = get_aval_of(a_dot).ndim
+        a_dot = transpose(a_dot, tuple(range(rank - 2)) + (rank - 1, rank - 2))
+    if conjugate_a and _is_complex(a_dot):
+        a_dot = conj(a_dot)
+
+    def solve(rhs):
+        return triangular_solve(a, rhs, left_side=left_side, lower=lower, transpose_a=transpose_a,
+                                conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
+
+    # Solves and products cost about the same: order them so the intermediate is the smaller matrix.
+    m, n = get_aval_of(b).shape[-2:]
+    if left_side:
+        return solve(_matmul(a_dot, ans)) if m > n else _matmul(solve(a_dot), ans)
+    return solve(_matmul(ans, a_dot)) if m < n else _matmul(ans, solve(a_dot))
+
+
+def _triangular_solve_transpose(ct, a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    if is_undefined(a):
+        raise TypeError("triangular_solve is not linear in its matrix a: it cannot be transposed with respect to a")
+    if type(ct) is Zero:
+        return [None, Zero(tangent_aval(b.aval))]
+    return [None, triangular_solve(a, ct, left_side=left_side, lower=lower, transpose_a=not transpose_a,
+                                   conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)]
+
+
+ad.defjvp2(triangular_solve_p, _triangular_solve_jvp_a,
+           lambda b_dot, ans, a, b, **params: triangular_solve(a, b_dot, **params))
+transpose_rules[triangular_solve_p] = _triangular_solve_transpose
+
+
+# lu_pivots_to_permutation: integers in and out, nothing to differentiate. permute_rows: linear in x;
+# its transpose sends each row back where it came from, with the inverse permutation.
+ad.defjvp_zero(lu_pivots_to_permutation_p)
+
+
+def _inverse_permutation(permutation):
+    """inverse[..., permutation[..., i]] = i, from one-hot comparisons (exact, batched)."""
+    shape = get_aval_of(permutation).shape
+    rank = len(shape)
+    square = shape + (shape[-1],)
+    targets = broadcast_in_dim(permutation, square, tuple(range(rank)))
+    hits = eq(targets, broadcasted_iota(dtypes.int32, square, rank))  # hits[..., i, j]: permutation[i] == j
+    sources = broadcasted_iota(dtypes.int32, square, rank - 1)
+    return reduce_sum(select(hits, sources, full_like(sources, 0)), (rank - 1,))
+
+
+def _permute_rows_transpose(ct, x, permutation):
+    if is_undefined(permutation):
+        raise TypeError("permute_rows is not linear in its permutation")
+    if type(ct) is Zero:
+        return [Zero(tangent_aval(x.aval)), None]
+    return [permute_rows(ct, _inverse_permutation(permutation)), None]
+
+
+ad.deflinear_in(permute_rows_p, (0,), _permute_rows_transpose)
+
+
+# lu: with P A = L U, L' = L tril(L^-1 P A' U^-1, -1) and U' = triu(L^-1 P A' U^-1) U
+# (de Hoog, Anderssen and Lukas); L and U are completed to square matrices for wide and tall inputs.
+def _lu_jvp(primals, tangents):
+    (a,), (a_dot,) = primals, tangents
+    lu_matrix, pivots, permutation = lu_p.bind(a)
+    aval = get_aval_of(a)
+    rank, (m, n) = aval.ndim, aval.shape[-2:]
+    k = min(m, n)
+    zero = np.zeros((), aval.dtype)
+    no_pad = [(0, 0, 0)] * (rank - 2)
+    lower = pad(tril(_slice_last_two(lu_matrix, (0, m), (0, k)), -1), zero, no_pad + [(0, 0, 0), (0, m - k, 0)])
+    lower = add(lower, _eye(m, a))
+    upper = pad(triu(_slice_last_two(lu_matrix, (0, k), (0, n))), zero, no_pad + [(0, n - k, 0), (0, 0, 0)])
+    upper = add(upper, _eye(n, a, start=k))
+    solved = triangular_solve(lower, permute_rows(a_dot, permutation), left_side=True, lower=True,
+                              unit_diagonal=True)
+    solved = triangular_solve(upper, solved, left_side=False, lower=False)
+    lu_dot = add(_matmul(lower, tril(solved, -1)), _matmul(triu(solved), upper))
+    return ([lu_matrix, pivots, permutation],
+            [lu_dot, Zero(tangent_aval(get_aval_of(pivots))), Zero(tangent_aval(get_aval_of(permutation)))])
+
+
+jvp_rules[lu_p] = _lu_jvp
+
+
+# qr: JAX's rule (J. Townsend's derivation for m >= n; wide matrices split into a square block and the
+# rest; complete Q of a tall matrix per arXiv:2409.13374).
+def _thin_qr_jvp(q, r, x_dot):
+    x_dot_r_inv = triangular_solve(r, x_dot)  # x' r^-1 (a right-side solve with upper r)
+    qh_x_dot_r_inv = _matmul(_adjoint(q), x_dot_r_inv)
+    below = tril(qh_x_dot_r_inv, -1)
+    omega = sub(below, _adjoint(below))  # skew-Hermitian
+    if _is_complex(q):  # the imaginary part of the diagonal, which a skew-Hermitian matrix also has
+        n = get_aval_of(r).shape[-1]
+        imaginary = div(sub(qh_x_dot_r_inv, conj(qh_x_dot_r_inv)), np.asarray(2, get_aval_of(q).dtype))
+        omega = add(omega, mul(_eye(n, omega), imaginary))
+    q_dot = add(_matmul(q, sub(omega, qh_x_dot_r_inv)), x_dot_r_inv)
+    r_dot = _matmul(sub(qh_x_dot_r_inv, omega), r)
+    return q_dot, r_dot
+
+
+def _solve_adjoint(a, b):
+    """x with a^H x = b, through the LU factorization of a (primal values only)."""
+    lu_matrix, _, permutation = lu_p.bind(a)
+    y = triangular_solve(lu_matrix, b, left_side=True, lower=False, transpose_a=True, conjugate_a=True)
+    y = triangular_solve(lu_matrix, y, left_side=True, lower=True, transpose_a=True, conjugate_a=True,
+                         unit_diagonal=True)
+    return permute_rows(y, _inverse_permutation(permutation))
+
+
+def _qr_jvp(primals, tangents, full_matrices):
+    (x,), (x_dot,) = primals, tangents
+    q, r = qr_p.bind(x, full_matrices=full_matrices)
+    aval = get_aval_of(x)
+    rank, (m, n) = aval.ndim, aval.shape[-2:]
+    if m < n:  # X = [X1 X2] = Q [R1 R2]: the square block's rule, then R2' = Q'^H X2 + Q^H X2'
+        q_dot, r1_dot = _thin_qr_jvp(q, _slice_last_two(r, (0, m), (0, m)), _slice_last_two(x_dot, (0, m), (0, m)))
+        r2_dot = add(_matmul(_adjoint(q_dot), _slice_last_two(x, (0, m), (m, n))),
+                     _matmul(_adjoint(q), _slice_last_two(x_dot, (0, m), (m, n))))
+        return [q, r], [q_dot, concatenate([r1_dot, r2_dot], rank - 1)]
+    q_thin = _slice_last_two(q, (0, m), (0, n)) if full_matrices else q
+    r_square = _slice_last_two(r, (0, n), (0, n)) if full_matrices else r
+    q_thin_dot, r_square_dot = _thin_qr_jvp(q_thin, r_square, x_dot)
+    if not full_matrices or m == n:
+        return [q, r], [q_thin_dot, r_square_dot]
+    # The complete Q's last m - n columns: with Z = Q_pn (Q_nn - I)^-1 (Q_nn: Q's top n x n block, Q_pn
+    # the rows below it), Q_mp' = Q_mn' Z^H - (Q_mn + Q_mp Z) (Q_pn' - Z Q_nn')^H.
+    q_top = _slice_last_two(q_thin, (0, n), (0, n))
+    q_bottom = _slice_last_two(q_thin, (n, m), (0, n))
+    q_rest = _slice_last_two(q, (0, m), (n, m))
+    z_adjoint = _solve_adjoint(sub(q_top, _eye(n, q_top)), _adjoint(q_bottom))
+    z = _adjoint(z_adjoint)
+    q_top_dot = _slice_last_two(q_thin_dot, (0, n), (0, n))
+    q_bottom_dot = _slice_last_two(q_thin_dot, (n, m), (0, n))
+    q_rest_dot = sub(_matmul(q_thin_dot, z_adjoint),
+                     _matmul(add(q_thin, _matmul(q_rest, z)), _adjoint(sub(q_bottom_dot, _matmul(z, q_top_dot)))))
+    r_dot = pad(r_square_dot, np.zeros((), aval.dtype), [(0, 0, 0)] * (rank - 2) + [(0, m - n, 0), (0, 0, 0)])
+    return [q, r], [concatenate([q_thin_dot, q_rest_dot], rank - 1), r_dot]
+
+
+jvp_rules[qr_p] = _qr_jvp
+
+
+def _no_derivative(name, advice):
+    def rule(primals, tangents, **params):
+        raise NotImplementedError(f"differentiation rule for '{name}' not implemented (JAX has none either): "
+                                  f"{advice}")
+
+    return rule
+
+
+jvp_rules[geqrf_p] = _no_derivative("geqrf", "differentiate numax.lax.linalg.qr (or numax.numpy.linalg.qr) instead")
+jvp_rules[householder_product_p] = _no_derivative(
+    "householder_product", "differentiate numax.lax.linalg.qr (or numax.numpy.linalg.qr) instead")
+
+
+# eigh: first-order perturbation theory for distinct eigenvalues: with A' in the eigenbasis
+# (V^H A' V), w' is its diagonal and V' = V (F * V^H A' V), F[i, j] = 1 / (w[j] - w[i]) off the diagonal.
+def _eigh_jvp(primals, tangents, lower, sort_eigenvalues):
+    (a,), (a_dot,) = primals, tangents
+    v, w_real = eigh_p.bind(symmetrize(a), lower=lower, sort_eigenvalues=sort_eigenvalues)
+    aval = get_aval_of(a)
+    rank, n = aval.ndim, aval.shape[-1]
+    w = convert_element_type(w_real, aval.dtype)
+    matrix_shape = aval.shape[:-2] + (n, n)
+    w_columns = broadcast_in_dim(w, matrix_shape, tuple(range(rank - 2)) + (rank - 1,))  # [i, j] = w[j]
+    w_rows = broadcast_in_dim(w, matrix_shape, tuple(range(rank - 1)))  # [i, j] = w[i]
+    eye = _eye(n, a)
+    gaps = div(np.asarray(1, aval.dtype), add(eye, sub(w_columns, w_rows)))
+    gaps = sub(gaps, eye)
+    rotated = _matmul(_matmul(_adjoint(v), a_dot), v)
+    v_dot = _matmul(v, mul(gaps, rotated))
+    w_dot = _diagonal(real(rotated) if _is_complex(rotated) else rotated)
+    return [v, w_real], [v_dot, w_dot]
+
+
+jvp_rules[eigh_p] = _eigh_jvp
+
+
+# eig: only the eigenvalues, w_i' = (V^-1 A' V)_ii with V the right eigenvectors, as JAX does by default.
+def _solve(a, b):
+    """x with a x = b, through the LU factorization of a (a primal; linear in b)."""
+    lu_matrix, _, permutation = lu_p.bind(a)
+    y = triangular_solve(lu_matrix, permute_rows(b, permutation), left_side=True, lower=True, unit_diagonal=True)
+    return triangular_solve(lu_matrix, y, left_side=True, lower=False)
+
+
+def _eig_jvp(primals, tangents, compute_left_eigenvectors, compute_right_eigenvectors):
+    (a,), (a_dot,) = primals, tangents
+    if compute_left_eigenvectors or compute_right_eigenvectors:
+        raise NotImplementedError(
+            "Derivatives of non-symmetric eigenvectors are only valid under assumptions on the input that numax "
+            "cannot check, so numax (like JAX by default) differentiates only the eigenvalues of eig: call "
+            "numax.lax.linalg.eig(x, compute_left_eigenvectors=False, compute_right_eigenvectors=False) or "
+            "numax.numpy.linalg.eigvals, or use eigh for Hermitian matrices. See "
+            "https://github.com/jax-ml/jax/issues/2748 for discussion.")
+    w, vectors = eig_p.bind(a, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
+    rank = get_aval_of(a).ndim
+    a_dot = convert_element_type(a_dot, get_aval_of(vectors).dtype)
+    vectors_t = transpose(vectors, tuple(range(rank - 2)) + (rank - 1, rank - 2))
+    return [w], [reduce_sum(mul(_solve(vectors, a_dot), vectors_t), (rank - 1,))]
+
+
+jvp_rules[eig_p] = _eig_jvp
+
+
+# svd: JAX's rule (Townsend's derivation): with dS = U^H A' V, s' = Re diag(dS); U' and V' from dS and
+# F[i, j] = 1 / (s[j]^2 - s[i]^2), plus the parts of A' outside the span of U (tall) or V (wide).
+def _svd_jvp(primals, tangents, full_matrices, compute_uv):
+    (a,), (a_dot,) = primals, tangents
+    aval = get_aval_of(a)
+    rank, (m, n) = aval.ndim, aval.shape[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError("Singular value decomposition JVP not implemented for full matrices: use "
+                                  "full_matrices=False (or a square matrix), or compute_uv=False")
+    s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
+    uh, v = _adjoint(u), _adjoint(vt)
+    d_s = _matmul(_matmul(uh, a_dot), v)
+    s_dot = _diagonal(real(d_s) if _is_complex(d_s) else d_s)
+    if not compute_uv:
+        return [s], [s_dot]
+    k = min(m, n)
+    batch = aval.shape[:-2]
+    square = batch + (k, k)
+    s_columns = broadcast_in_dim(s, square, tuple(range(rank - 2)) + (rank - 1,))  # [i, j] = s[j]
+    s_rows = broadcast_in_dim(s, square, tuple(range(rank - 1)))  # [i, j] = s[i]
+    real_eye = _eye(k, s_columns)
+    s_diffs = mul(add(s_columns, s_rows), sub(s_columns, s_rows))
+    real_dtype = get_aval_of(s).dtype
+    f = sub(div(np.asarray(1, real_dtype), add(s_diffs, real_eye)), real_eye)
+    f = convert_element_type(f, aval.dtype)
+    s_columns_c = convert_element_type(s_columns, aval.dtype)
+    s_rows_c = convert_element_type(s_rows, aval.dtype)
+    dss = mul(s_columns_c, d_s)  # dS diag(s)
+    sds = mul(s_rows_c, d_s)  # diag(s) dS
+    u_inner = mul(f, add(dss, _adjoint(dss)))
+    if _is_complex(d_s):  # the diagonal's imaginary part, which only complex inputs have
+        is_zero = convert_element_type(eq(s, np.zeros((), real_dtype)), real_dtype)
+        s_inv = sub(div(np.asarray(1, real_dtype), add(s, is_zero)), is_zero)
+        s_inv_matrix = mul(broadcast_in_dim(s_inv, square, tuple(range(rank - 1))), real_eye)
+        half_skew = mul(sub(d_s, _adjoint(d_s)), np.asarray(0.5, aval.dtype))
+        u_inner = add(u_inner, mul(half_skew, convert_element_type(s_inv_matrix, aval.dtype)))
+    u_dot = _matmul(u, u_inner)
+    v_dot = _matmul(v, mul(f, add(sds, _adjoint(sds))))
+    if m != n:  # dividing the columns by s
+        s_matrix = broadcast_in_dim(convert_element_type(s, aval.dtype), batch + (max(m, n), k),
+                                    tuple(range(rank - 2)) + (rank - 1,))
+    if m > n:
+        a_dot_v = _matmul(a_dot, v)
+        u_dot = add(u_dot, div(sub(a_dot_v, _matmul(u, _matmul(uh, a_dot_v))), s_matrix))
+    if n > m:
+        a_dot_h_u = _matmul(_adjoint(a_dot), u)
+        v_dot = add(v_dot, div(sub(a_dot_h_u, _matmul(v, _matmul(vt, a_dot_h_u))), s_matrix))
+    return [s, u, vt], [s_dot, u_dot, _adjoint(v_dot)]
+
+
+jvp_rules[svd_p] = _svd_jvp

@@ -174,3 +174,71 @@ def _define_arg_reduction(name, direction):
 
 argmax_p, argmax = _define_arg_reduction("argmax", "GT")
 argmin_p, argmin = _define_arg_reduction("argmin", "LT")
+
+
+# --- differentiation rules -------------------------------------------------------------------------------------
+from ..core.ad_util import Zero, tangent_aval  # noqa: E402
+from ..core.primitives import jvp_rules  # noqa: E402
+from . import ad  # noqa: E402
+
+
+def _reduce_sum_transpose(ct, operand, axes):
+    from .shapes import broadcast_in_dim
+
+    aval = operand.aval
+    if type(ct) is Zero:
+        return [None]
+    kept = tuple(i for i in range(aval.ndim) if i not in axes)
+    return [broadcast_in_dim(ct, aval.shape, kept)]
+
+
+def _reduce_prod_jvp(primals, tangents, axes):
+    """JAX's rule: a balanced tree of products of (value, tangent) pairs over the reduced elements, so that
+    zeros need no division; the product of (a, ta) and (b, tb) is (a b, ta b + a tb)."""
+    from .elementwise import add, mul
+    from .shapes import pad, reshape, squeeze, transpose
+    from .slicing import slice_in_dim
+
+    (x,), (t,) = primals, tangents
+    shape = get_aval_of(x).shape
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    kept_shape = tuple(shape[i] for i in kept)
+    if count == 0:
+        out = reduce_prod_p.bind(x, axes=axes)
+        return out, Zero(tangent_aval(get_aval_of(out)))
+    # The reduced axes, flattened, lead.
+    permutation = tuple(axes) + kept
+    if permutation != tuple(range(len(shape))):
+        x, t = transpose(x, permutation), transpose(ad.instantiate(t), permutation)
+    x, t = reshape(x, (count,) + kept_shape), reshape(t, (count,) + kept_shape)
+    while count > 1:
+        half = (count + 1) // 2
+        x1, t1 = slice_in_dim(x, 0, half), slice_in_dim(t, 0, half)
+        x2, t2 = slice_in_dim(x, half, count), slice_in_dim(t, half, count)
+        if count % 2:
+            config = [(0, 1, 0)] + [(0, 0, 0)] * len(kept_shape)
+            x2, t2 = pad(x2, np.ones((), get_aval_of(x2).dtype), config), pad(t2, np.zeros((), get_aval_of(t2).dtype),
+                                                                              config)
+        x, t = mul(x1, x2), add(mul(t1, x2), mul(x1, t2))
+        count = half
+    return squeeze(x, (0,)), squeeze(t, (0,))
+
+
+def _reduce_chooser_jvp(tangent, out, operand, axes):
+    """JAX's convention for max and min: the tangent is the mean of the tangents at the positions that
+    equal the result (ties share equally)."""
+    from .elementwise import convert_element_type, div, eq, mul
+    from .shapes import reshape
+
+    shape = tuple(1 if i in axes else d for i, d in enumerate(get_aval_of(operand).shape))
+    chosen = convert_element_type(eq(operand, reshape(out, shape)), get_aval_of(tangent).dtype)
+    return div(reduce_sum(mul(tangent, chosen), axes), reduce_sum(chosen, axes))
+
+
+ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+jvp_rules[reduce_prod_p] = _reduce_prod_jvp
+ad.defjvp2(reduce_max_p, _reduce_chooser_jvp)
+ad.defjvp2(reduce_min_p, _reduce_chooser_jvp)
+for _primitive in (reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p):
+    ad.defjvp_zero(_primitive)

@@ -34,6 +34,11 @@ def _float_order_key(builder, x, dtype, canonicalize=True):
     NaN). With `canonicalize` (sort's order), -0.0 first becomes 0.0 and every NaN the canonical
     positive NaN, so that they compare equal and NaNs go last.
     """
+    if dtype == dtypes.bfloat16:
+        # As jax does: bfloat16 keys go to float32 first (exact, NaN signs kept). XLA's GPU backend otherwise
+        # turns a comparator bitcasting bfloat16 into a float32 one that drops NaN signs (-NaN sorted as NaN).
+        x = builder.op1("stablehlo.convert", [x], tensor_type((), dtypes.float32))
+        dtype = dtypes.float32
     scalar = tensor_type((), dtype)
     int_dtype = _int_of_width[dtype.itemsize]
     int_scalar = tensor_type((), int_dtype)
@@ -207,3 +212,51 @@ def top_k(operand, k, *, axis=-1):
     inverse = tuple(int(i) for i in np.argsort(permutation))
     values, indices = top_k_p.bind(transpose(operand, permutation), k=k)
     return [transpose(values, inverse), transpose(indices, inverse)]
+
+
+# --- differentiation rules -------------------------------------------------------------------------------------
+# As in JAX, sort and top_k differentiate through the permutation they apply: the tangents are read at the
+# positions the outputs came from (a gather), so ties follow the order the sort chose.
+from ..core.ad_util import Zero, tangent_aval  # noqa: E402
+from ..core.primitives import jvp_rules  # noqa: E402
+from . import ad  # noqa: E402, F401
+
+
+def take_along_axis(operand, indices, axis):
+    """operand[..., indices, ...] along `axis`: `indices` has the operand's rank and, except along `axis`,
+    its shape; every other dimension is matched position by position."""
+    from .gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
+    from .shapes import broadcasted_iota, concatenate, reshape
+
+    shape = get_aval_of(indices).shape
+    rank = len(shape)
+    index_dtype = get_aval_of(indices).dtype
+    columns = [reshape(indices, shape + (1,)) if d == axis else broadcasted_iota(index_dtype, shape + (1,), d)
+               for d in range(rank)]
+    numbers = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(rank)),
+                                     start_index_map=tuple(range(rank)))
+    return gather(operand, concatenate(columns, rank), numbers, (1,) * rank, mode=GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
+def _sort_jvp(primals, tangents, dimension, is_stable, num_keys):
+    from .shapes import broadcasted_iota
+
+    shape = get_aval_of(primals[0]).shape
+    positions = broadcasted_iota(dtypes.int32, shape, dimension)
+    *outs, permutation = sort_p.bind(*primals, positions, dimension=dimension, is_stable=is_stable, num_keys=num_keys)
+    empty = 0 in shape
+    tangents_out = [t if type(t) is Zero or empty else take_along_axis(t, permutation, dimension) for t in tangents]
+    return outs, tangents_out
+
+
+def _top_k_jvp(primals, tangents, k):
+    (operand,), (tangent,) = primals, tangents
+    values, indices = top_k_p.bind(operand, k=k)
+    index_tangent = Zero(tangent_aval(get_aval_of(indices)))
+    if type(tangent) is Zero or 0 in get_aval_of(values).shape:
+        return [values, indices], [Zero(tangent_aval(get_aval_of(values))), index_tangent]
+    return [values, indices], [take_along_axis(tangent, indices, get_aval_of(indices).ndim - 1), index_tangent]
+
+
+jvp_rules[sort_p] = _sort_jvp
+jvp_rules[top_k_p] = _top_k_jvp

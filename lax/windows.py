@@ -19,7 +19,7 @@ from ..core.trace import Tracer, get_aval_of, is_concrete
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type, i64_array, tensor_type
 from . import typing as T
-from .reductions import identity_of
+from .reductions import identity_of, reduce_sum
 
 __all__ = [
     "PaddingType", "padtype_to_pads", "reduce_window", "reduce_window_shape_tuple",
@@ -249,3 +249,129 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         if value.shape == () and value.dtype == aval.dtype and value.tobytes() == identity.tobytes():
             return _monoid_windows[kind].bind(operand, **params)
     return reduce_window_p.bind(operand, init_value, computation=kind, **params)
+
+
+# --- differentiation rules -------------------------------------------------------------------------------------
+from ..core.ad_util import Zero, tangent_aval  # noqa: E402
+from ..core.primitives import jvp_rules  # noqa: E402
+from . import ad  # noqa: E402
+
+
+def _reduce_window_sum_transpose(ct, operand, window_dimensions, window_strides, padding, base_dilation,
+                                 window_dilation):
+    """JAX's rule: each operand element receives the sum of the cotangents of the windows holding it, that
+    is a window sum over the cotangent spread out by the strides and padded so that the windows line up."""
+    from .shapes import pad
+
+    if type(ct) is Zero:
+        return [None]
+    in_shape = operand.aval.shape
+    out_shape = get_aval_of(ct).shape
+    config = []
+    for size, window, stride, (low, _), base, dilation, out in zip(in_shape, window_dimensions, window_strides,
+                                                                   padding, base_dilation, window_dilation,
+                                                                   out_shape):
+        span = _dilate(window, dilation)
+        before = span - low - 1
+        after = _dilate(size, base) + span - 1 - _dilate(out, stride) - before
+        config.append((before, after, stride - 1))
+    spread = pad(ct, np.zeros((), get_aval_of(ct).dtype), config)
+    rank = len(in_shape)
+    result = reduce_window_sum_p.bind(spread, window_dimensions=tuple(window_dimensions), window_strides=tuple(
+        base_dilation), padding=((0, 0),) * rank, base_dilation=(1,) * rank, window_dilation=tuple(window_dilation))
+    assert get_aval_of(result).shape == in_shape, (get_aval_of(result).shape, in_shape)
+    return [result]
+
+
+def _window_patches(operand, fill, window_dimensions, window_strides, padding, base_dilation, window_dilation,
+                    stacked=True):
+    """A (window size, *output shape) stack whose entry k holds the k-th element (row-major over the
+    window) of every window (a list of the entries, unless `stacked`); padding and base dilation
+    positions hold `fill`. The output shape has no zero dimension."""
+    from .shapes import concatenate, pad, reshape
+    from .slicing import slice
+
+    out_shape = reduce_window_shape_tuple(get_aval_of(operand).shape, window_dimensions, window_strides, padding,
+                                          base_dilation, window_dilation)
+    config = [(low, high, base - 1) for (low, high), base in zip(padding, base_dilation)]
+    padded = pad(operand, fill, config)
+    patches = []
+    for offset in np.ndindex(*window_dimensions):
+        start = [o * d for o, d in zip(offset, window_dilation)]
+        limit = [s + (n - 1) * stride + 1 for s, n, stride in zip(start, out_shape, window_strides)]
+        patches.append(slice(padded, start, limit, window_strides))
+    if not stacked:
+        return patches
+    return concatenate([reshape(p, (1,) + out_shape) for p in patches], 0)
+
+
+def _reduce_window_chooser_jvp(kind):
+    """JAX's rule for windowed max and min (select_and_gather_add): each window's tangent is the tangent of
+    its first element equal to the result, written here as a gather of window patches."""
+    from .elementwise import eq, select
+    from .reductions import argmax_p, argmin_p
+    from .shapes import broadcast_in_dim, broadcasted_iota
+
+    def rule(primals, tangents, **params):
+        (operand,), (tangent,) = primals, tangents
+        primitive = reduce_window_max_p if kind == "max" else reduce_window_min_p
+        out = primitive.bind(operand, **params)
+        out_aval = get_aval_of(out)
+        if type(tangent) is Zero or 0 in out_aval.shape:
+            return out, Zero(tangent_aval(out_aval))
+        dtype = get_aval_of(operand).dtype
+        values = _window_patches(operand, identity_of(kind, dtype), **params)
+        if dtypes.is_complex(dtype):  # no argmax over complex numbers: the first position equal to the result
+            equal = eq(values, broadcast_in_dim(out, get_aval_of(values).shape, tuple(range(1, out_aval.ndim + 1))))
+            position = argmax_p.bind(equal, axes=(0,), index_dtype=dtypes.int32)
+        else:
+            position = (argmax_p if kind == "max" else argmin_p).bind(values, axes=(0,), index_dtype=dtypes.int32)
+        tangent_values = _window_patches(tangent, np.zeros((), get_aval_of(tangent).dtype), **params)
+        shape = get_aval_of(values).shape
+        chosen = eq(broadcasted_iota(dtypes.int32, shape, 0), broadcast_in_dim(position, shape, tuple(range(1, len(shape)))))
+        zeros = ad.zeros_like_aval(get_aval_of(tangent_values))
+        return out, reduce_sum(select(chosen, tangent_values, zeros), (0,))
+
+    return rule
+
+
+ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
+jvp_rules[reduce_window_max_p] = _reduce_window_chooser_jvp("max")
+jvp_rules[reduce_window_min_p] = _reduce_window_chooser_jvp("min")
+
+
+def _reduce_window_jvp(primals, tangents, computation, **params):
+    """The generic form with add, mul, max or min and any initial value: the JVP of folding each window's
+    elements into the initial value, one window position after another, by the combiner's own JVP rule.
+    (JAX differentiates it in forward mode only; the fold is made of differentiable operations, so
+    here it transposes too.)"""
+    from . import elementwise
+    from .shapes import broadcast_in_dim
+
+    operand, init_value = primals
+    out = reduce_window_p.bind(operand, init_value, computation=computation, **params)
+    out_aval = get_aval_of(out)
+    if isinstance(computation, ClosedProgram):
+        raise NotImplementedError(
+            "reduce_window: differentiating a reduce_window whose computation is a custom function is not "
+            "supported; use lax.add, lax.mul, lax.max or lax.min as the computation (reduce_window_sum/max/min), "
+            "or write the windowed reduction with differentiable operations")
+    if 0 in out_aval.shape:
+        return out, Zero(tangent_aval(out_aval))
+    combiner = {"add": elementwise.add_p, "mul": elementwise.mul_p, "max": elementwise.max_p,
+                "min": elementwise.min_p}[computation]
+    operand_tangent, init_tangent = (ad.instantiate(t) for t in tangents)
+    # XLA combines the initial value once per window and skips padding and base-dilation holes (the
+    # StableHLO spec would fill them with the initial value): they hold the combiner's identity here.
+    dtype = get_aval_of(operand).dtype
+    values = _window_patches(operand, identity_of({"add": "sum", "mul": "prod"}.get(computation, computation), dtype),
+                             stacked=False, **params)
+    tangent_values = _window_patches(operand_tangent, np.zeros((), dtype), stacked=False, **params)
+    value = broadcast_in_dim(init_value, out_aval.shape, ())
+    tangent = broadcast_in_dim(init_tangent, out_aval.shape, ())
+    for element, element_tangent in zip(values, tangent_values):
+        value, tangent = jvp_rules[combiner]((value, element), (tangent, element_tangent))
+    return out, ad.instantiate(tangent)
+
+
+jvp_rules[reduce_window_p] = _reduce_window_jvp

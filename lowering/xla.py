@@ -27,7 +27,7 @@ from ..core.config import config  # noqa: E402
 
 XlaRuntimeError = xc.XlaRuntimeError
 # Where jax releases differ, numax follows the one matching this jaxlib (config.jax_semantics).
-config.set_jax_semantics(re.findall(r"\d+", jaxlib_version.__version__)[:2])
+config.set_jax_semantics(re.findall(r"\d+", jaxlib_version.__version__)[:3])
 _lock = threading.RLock()
 
 

@@ -6,11 +6,11 @@ import math
 import numpy as np
 import pytest
 from harness import assert_close, jax, jnp
+from numax.transforms.linearize import linearize_flat
 
 import numax
 import numax.numpy as xnp
 from numax import lax
-from numax.transforms.linearize import linearize_flat
 
 
 def f_poly(x, y):

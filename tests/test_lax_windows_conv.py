@@ -196,7 +196,8 @@ def test_conv_integer_matches_exact_arithmetic(rng, dtype, preferred):
     # numpy is the oracle: XLA's GPU backend (so jax on a GPU) has no integer convolutions; numax runs them
     # there as exact float64 ones. Full-range values make sums wrap in the narrow result types.
     info = np.iinfo(dtype)
-    lhs, rhs = (rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype) for shape in ((2, 3, 7), (4, 3, 3)))
+    lhs, rhs = (rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+                for shape in ((2, 3, 7), (4, 3, 3)))
     expected = _integer_conv_reference(lhs, rhs, preferred or dtype)
     for result in eager_and_jit(lambda a, b: lax.conv_general_dilated(a, b, (1,), "VALID",
                                                                       preferred_element_type=preferred), lhs, rhs):
@@ -204,7 +205,7 @@ def test_conv_integer_matches_exact_arithmetic(rng, dtype, preferred):
         np.testing.assert_array_equal(np.asarray(result), expected)
 
 
-def test_conv_integer_and_preferred_element_type(rng):
+def test_conv_bfloat16_with_float32_preferred_type(rng):
     lhs, rhs = rand(rng, (1, 2, 6), dtypes.bfloat16), rand(rng, (3, 2, 2), dtypes.bfloat16)
     result = lax.conv_general_dilated(lhs, rhs, (1,), "SAME", preferred_element_type=np.float32)
     assert_close(result, jax.lax.conv_general_dilated(lhs, rhs, (1,), "SAME", preferred_element_type=np.float32),

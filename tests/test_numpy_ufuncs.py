@@ -239,3 +239,49 @@ def test_numpy_array_on_the_left_defers_to_numax():
     out = x + xnp.asarray(np.ones(3, np.float32))
     assert isinstance(out, numax.Array)
     np.testing.assert_array_equal(np.asarray(out), x + 1)
+
+
+# --- where jax releases differ: numax follows the release matching its jaxlib -------------------------------
+def test_jax_semantics_is_the_installed_jaxlib_release():
+    import jaxlib
+
+    installed = tuple(int(part) for part in jaxlib.__version__.split(".")[:3])
+    assert numax.config.jax_semantics == installed
+    with pytest.raises(AttributeError, match="unknown numax config option"):
+        numax.config.update("jax_semantics", (0, 10, 2))
+
+
+@pytest.fixture
+def semantics():
+    """Sets numax.config.jax_semantics for one test, restoring the installed release's afterwards."""
+    installed = numax.config.jax_semantics
+    yield numax.config.set_jax_semantics
+    numax.config.set_jax_semantics(installed)
+
+
+def test_sinc_of_infinities_follows_the_jax_series(semantics):
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, 1.5], np.float32)
+    z = np.array([complex(np.inf, 2), complex(-np.inf, 0), complex(1, np.inf), complex(np.inf, np.nan), 0],
+                 np.complex64)
+    for version, at_inf in (((0, 10, 2), np.nan), ((0, 11, 0), np.nan), ((0, 11, 1), 0.0), ((0, 12, 0), 0.0)):
+        semantics(version)
+        for result in (xnp.sinc(x), numax.jit(lambda v: xnp.sinc(v))(x)):
+            np.testing.assert_array_equal(np.asarray(result), [at_inf, at_inf, np.nan, 1.0, np.sinc(np.float32(1.5))])
+        for result in (xnp.sinc(z), numax.jit(lambda v: xnp.sinc(v))(z)):
+            # Only a real part of +-inf with a finite imaginary part has the limit 0.
+            np.testing.assert_array_equal(np.isnan(np.asarray(result)), [at_inf != 0, at_inf != 0, True, True, False])
+            if at_inf == 0:
+                np.testing.assert_array_equal(np.asarray(result)[:2], [0, 0])
+        assert np.isnan(float(xnp.sinc(np.array(np.inf, bf16)))) == (at_inf != 0)
+
+
+def test_log2_weak_type_follows_the_jax_series(semantics):
+    for version, weak in (((0, 10, 2), False), ((0, 11, 0), True), ((0, 11, 2), True)):
+        semantics(version)
+        for scalar in (2, 1.5, 2 + 0j):
+            for result in (xnp.log2(scalar), numax.jit(lambda v: xnp.log2(v))(scalar)):
+                assert result.weak_type == weak, (version, scalar)
+                np.testing.assert_allclose(complex(result), np.log2(complex(scalar)), rtol=1e-6)
+        # Typed inputs stay strong in every release; log10 divides by a strong constant in every release.
+        assert not xnp.log2(np.float32(2)).weak_type and not xnp.log10(2).weak_type
+        np.testing.assert_allclose(np.asarray(xnp.log2(np.array([0.25, 8.0, 0.0], np.float32))), [-2, 3, -np.inf])

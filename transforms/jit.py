@@ -12,9 +12,9 @@ import numpy as np
 
 from ..core import dtypes
 from ..core import pytree as tree
+from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray, get_aval
 from ..core.config import config
-from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.ir import ClosedProgram, Equation, Var
 from ..core.primitives import Primitive, jvp_rules, transpose_rules
 from ..core.staging import hoist_tracer_consts, trace_to_program

@@ -35,7 +35,8 @@ class LinearFunction:
         """Output tangents for input tangents (one per input; those of non-linear inputs are ignored)."""
         given = [instantiate(t) for t, linear in zip(tangents, self.in_linear) if linear]
         outs = iter(eval_program(self.program, self.residuals, *given))
-        return [next(outs) if nonzero else Zero(tangent_aval(a)) for a, nonzero in zip(self.out_avals, self.out_nonzero)]
+        return [next(outs) if nonzero else Zero(tangent_aval(a))
+                for a, nonzero in zip(self.out_avals, self.out_nonzero)]
 
     def transpose(self, cotangents):
         """Input cotangents (Zero where none flows, None for non-linear inputs) for output cotangents."""

@@ -1,8 +1,11 @@
 """Activation functions, softmax and friends, standardize and one_hot, written over numax.numpy.
 
 Each follows `jax.nn`'s formula (not only its mathematics), so results agree to the last bit where
-the same XLA operations run.
+the same XLA operations run; where jax.nn fixes a derivative with a custom JVP (relu and relu6 at their
+kinks, softmax) or a stop_gradient (log_softmax's shift), so does numax.
 """
+
+import functools
 
 import numpy as np
 
@@ -10,6 +13,7 @@ from numax import lax
 from numax import numpy as xnp
 from numax.core import dtypes
 from numax.numpy._util import canonicalize_axis, check_arraylike, promote_args_inexact
+from numax.transforms.custom_derivatives import custom_jvp
 
 
 def _array(name, x):
@@ -22,14 +26,27 @@ def identity(x):
     return _array("identity", x)
 
 
+@custom_jvp
 def relu(x):
-    """max(x, 0)."""
+    """max(x, 0); its derivative at 0 is 0 (JAX's choice, not max's tie-splitting 1/2)."""
     return xnp.maximum(_array("relu", x), 0)
 
 
+def _gate(condition, tangent):
+    """The tangent where `condition` holds, 0 elsewhere."""
+    return lax.select(condition, tangent, lax.full_like(tangent, 0))
+
+
+relu.defjvps(lambda g, ans, x: _gate(xnp.asarray(x) > 0, g))
+
+
+@custom_jvp
 def relu6(x):
-    """min(max(x, 0), 6)."""
+    """min(max(x, 0), 6); its derivative is 0 at both kinks (0 and 6), as in JAX."""
     return xnp.minimum(xnp.maximum(_array("relu6", x), 0), 6.0)
+
+
+relu6.defjvps(lambda g, ans, x: _gate((xnp.asarray(x) > 0) & (xnp.asarray(x) < 6), g))
 
 
 def sigmoid(x):
@@ -162,7 +179,8 @@ def log_softmax(x, axis=-1, where=None):
     x = _array("log_softmax", x)
     x_max = xnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
     x_safe = x if where is None else xnp.where(where, x, -np.inf)
-    shifted = x_safe - x_max
+    # The shift cancels mathematically; JAX keeps it out of differentiation.
+    shifted = x_safe - lax.stop_gradient(x_max)
     shifted_logsumexp = xnp.log(xnp.sum(xnp.exp(shifted), axis, where=where, keepdims=True))
     result = shifted - shifted_logsumexp
     if where is not None:
@@ -171,8 +189,14 @@ def log_softmax(x, axis=-1, where=None):
 
 
 def softmax(x, axis=-1, where=None):
-    """exp(x) / sum(exp(x)) along `axis`, shifted by the maximum; masked-out entries give 0."""
-    x = _array("softmax", x)
+    """exp(x) / sum(exp(x)) along `axis`, shifted by the maximum; masked-out entries give 0.
+
+    Differentiated by JAX's rule, y * (dx - sum(y * dx)), not through the shift and the division."""
+    return _softmax(_array("softmax", x), axis, where)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _softmax(x, axis, where):
     x_max = xnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
     x_safe = x if where is None else xnp.where(where, x, -np.inf)
     unnormalized = xnp.exp(x_safe - x_max)
@@ -180,6 +204,13 @@ def softmax(x, axis=-1, where=None):
     if where is not None:
         result = xnp.where(where, result, 0)
     return result
+
+
+@_softmax.defjvp
+def _softmax_jvp(axis, primals, tangents):
+    (x, where), (x_dot, _) = primals, tangents
+    y = _softmax(x, axis, where)
+    return y, y * (x_dot - xnp.sum(y * x_dot, axis, where=where, keepdims=True))
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *, algorithm="fast"):

@@ -45,6 +45,7 @@ from ._creation import (  # noqa: F401
 from ._cumulative import *  # noqa: F401, F403
 from ._einsum import *  # noqa: F401, F403
 from ._indexing import nonzero, take  # noqa: F401
+from ._pad import pad  # noqa: F401
 from ._linalg_ops import (  # noqa: F401
     cross,
     diag,

@@ -332,7 +332,12 @@ def scatter_update(a, index, values, scatter_op, *, indices_are_sorted=False, un
     a_shape = shape(a)
     a_dtype, a_weak = dtypes.dtype_and_weak_of(a)
     values = to_array(values)
-    plan = make_plan(parse_index(index, a_shape), a_shape)
+    entries = parse_index(index, a_shape)
+    if not any(e[0] == "array" for e in entries):
+        # Integers and slices alone address distinct elements in order (JAX marks them so, which makes
+        # scatter_mul differentiable with respect to the updates).
+        indices_are_sorted = unique_indices = True
+    plan = make_plan(entries, a_shape)
     if int(np.prod(plan.final_shape, dtype=np.int64)) == 0:
         return materialize(a)
     values = lax.convert_element_type(values, a_dtype, a_weak)

@@ -5,7 +5,7 @@ import builtins
 from numax import lax
 from numax.core import dtypes
 
-from ._util import aval, canonicalize_axis, promote_args, promote_dtypes, shape, to_array
+from ._util import aval, canonicalize_axis, check_arraylike, promote_args, promote_dtypes, shape, to_array
 
 
 def _preferred(x):
@@ -30,12 +30,7 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     from ._util import broadcast_shapes
 
     batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
-    a = _broadcast_batch(a, batch)
-    b = _broadcast_batch(b, batch)
-    nbatch = len(batch)
-    batch_dims = tuple(range(nbatch))
-    out = lax.dot_general(a, b, (((nbatch + 1,), (nbatch,)), (batch_dims, batch_dims)), precision,
-                          preferred_element_type)
+    out = _batched_matmul(a, b, batch, precision, preferred_element_type)
     out_shape = shape(out)
     if a_vector and b_vector:
         return lax.reshape(out, out_shape[:-2])
@@ -46,20 +41,67 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     return out
 
 
-def _broadcast_batch(x, batch):
-    x_shape = shape(x)
-    target = tuple(batch) + x_shape[-2:]
-    if x_shape == target:
-        return x
-    offset = len(target) - len(x_shape)
-    kept = [i for i, d in enumerate(x_shape) if d == target[offset + i]]
-    squeezed = lax.reshape(x, [x_shape[i] for i in kept]) if len(kept) != len(x_shape) else x
-    return lax.broadcast_in_dim(squeezed, target, [offset + i for i in kept])
+def _batched_matmul(a, b, batch, precision, preferred_element_type):
+    """One dot_general for broadcast matmul. A batch dimension only one operand really has (the other
+    lacks it or has size 1) becomes a free dimension of that operand instead of being broadcast into a
+    copy of the other: `(8, 64, 128) @ (128, 512)` is one (512x128)x(128x512) product, not eight."""
+    a_shape, b_shape = shape(a), shape(b)
+    a_offset, b_offset = len(batch) - (len(a_shape) - 2), len(batch) - (len(b_shape) - 2)
+    a_squeeze, b_squeeze = [], []
+    a_batch, b_batch, a_free, b_free = [], [], [], []  # dimension indices before squeezing
+    kinds = []
+    for i in range(len(batch)):
+        a_dim, b_dim = i - a_offset, i - b_offset
+        a_has = a_dim >= 0 and a_shape[a_dim] != 1
+        b_has = b_dim >= 0 and b_shape[b_dim] != 1
+        if a_has and b_has:
+            a_batch.append(a_dim)
+            b_batch.append(b_dim)
+            kinds.append("batch")
+            continue
+        if a_dim >= 0 and not a_has:
+            a_squeeze.append(a_dim)
+        if b_dim >= 0 and not b_has:
+            b_squeeze.append(b_dim)
+        if a_has:
+            a_free.append(a_dim)
+            kinds.append("a")
+        elif b_has:
+            b_free.append(b_dim)
+            kinds.append("b")
+        else:
+            kinds.append("one")
+    a = lax.squeeze(a, a_squeeze) if a_squeeze else a
+    b = lax.squeeze(b, b_squeeze) if b_squeeze else b
+    a_index = _after_squeeze(a_squeeze)
+    b_index = _after_squeeze(b_squeeze)
+    a_rank, b_rank = len(a_shape) - len(a_squeeze), len(b_shape) - len(b_squeeze)
+    dimension_numbers = (((a_rank - 1,), (b_rank - 2,)),
+                         (tuple(a_index(d) for d in a_batch), tuple(b_index(d) for d in b_batch)))
+    out = lax.dot_general(a, b, dimension_numbers, precision, preferred_element_type)
+    # dot_general's output: batch dims, a's free dims (its batch-like ones, then m), b's (then n).
+    n_batch, n_a_free = len(a_batch), len(a_free)
+    position = {"batch": iter(range(n_batch)), "a": iter(range(n_batch, n_batch + n_a_free)),
+                "b": iter(range(n_batch + n_a_free + 1, n_batch + n_a_free + 1 + len(b_free)))}
+    order = [next(position[k]) for k in kinds if k != "one"]
+    m_dim, n_dim = n_batch + n_a_free, n_batch + n_a_free + 1 + len(b_free)
+    permutation = tuple(order) + (m_dim, n_dim)
+    if permutation != tuple(range(len(permutation))):
+        out = lax.transpose(out, permutation)
+    if "one" in kinds:
+        out = lax.reshape(out, tuple(batch) + shape(out)[-2:])
+    return out
+
+
+def _after_squeeze(squeezed):
+    """Maps a dimension index to its index once the dimensions in `squeezed` are removed."""
+    return lambda d: d - sum(1 for s in squeezed if s < d)
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
     """numpy's dot: scalars multiply, 1-d/2-d follow matmul, N-d contracts a's last with b's second-to-last."""
-    a, b = promote_args("dot", a, b)
+    check_arraylike("dot", a, b)
+    a, b = promote_dtypes(a, b)  # contracted operands are not broadcast against each other
     a_shape, b_shape = shape(a), shape(b)
     if not a_shape or not b_shape:
         return lax.mul(a, b)
@@ -84,7 +126,8 @@ def vecdot(x1, x2, /, *, axis=-1):
 
 
 def inner(a, b, *, precision=None):
-    a, b = promote_args("inner", a, b)
+    check_arraylike("inner", a, b)
+    a, b = promote_dtypes(a, b)
     a_shape, b_shape = shape(a), shape(b)
     if not a_shape or not b_shape:
         return lax.mul(a, b)

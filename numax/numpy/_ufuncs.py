@@ -1,11 +1,14 @@
 """Elementwise numpy functions (ufunc-style), with numpy broadcasting and JAX's dtype promotion."""
 
+import functools
 import operator
 
 import numpy as np
 
 from numax import lax
 from numax.core import dtypes
+from numax.core.config import config
+from numax.transforms.custom_derivatives import custom_jvp
 
 from ._util import (
     aval,
@@ -49,20 +52,24 @@ cbrt = _unary_inexact(lax.cbrt, "cbrt")
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
 
-def _log_base(x, base):
+def _log_base(x, base, log_of_base=None):
     # Complex logs divide both parts by the real log of the base (a complex division would turn
-    # log(0) = -inf + 0j into -inf + nan j).
+    # log(0) = -inf + 0j into -inf + nan j). `log_of_base(like)`, if given, makes the divisor.
     log_x = lax.log(x)
     dtype = aval(x).dtype
     if not dtypes.is_complex(dtype):
-        return lax.div(log_x, np.asarray(np.log(base), dtype))
+        return lax.div(log_x, np.asarray(np.log(base), dtype) if log_of_base is None else log_of_base(log_x))
     re, im = lax.real(log_x), lax.imag(log_x)
-    log_base = np.asarray(np.log(base), aval(re).dtype)
+    log_base = np.asarray(np.log(base), aval(re).dtype) if log_of_base is None else log_of_base(re)
     return lax.complex(lax.div(re, log_base), lax.div(im, log_base))
 
 
 def log2(x, /):
     (x,) = promote_args_inexact("log2", x)
+    if config.jax_semantics >= (0, 11):
+        # jax >= 0.11: log(x) / log(2) with log(2) computed in the program, in x's dtype and weak type (so a
+        # Python scalar gives a weak result); jax 0.10 divides by a strong constant.
+        return _log_base(x, 2, lambda like: lax.log(lax.full_like(like, 2)))
     return _log_base(x, 2)
 
 
@@ -550,6 +557,19 @@ def _hypot(x1, x2):
 def logaddexp(x1, x2, /):
     x1, x2 = promote_args_inexact("logaddexp", x1, x2)
     _reject_complex("logaddexp", x1)
+    return _logaddexp(x1, x2)
+
+
+def _replace_inf(x):
+    """+inf replaced by 0: the logaddexp JVPs' exp(x - out) is then 1, not nan, where both are +inf."""
+    return lax.select(lax.eq(x, lax.full_like(x, np.inf)), lax.full_like(x, 0), x)
+
+
+# JAX defines logaddexp and logaddexp2 with custom JVPs: d out = sum_i dx_i * exp(x_i - out) (base 2 for
+# logaddexp2), with +inf replaced by 0 on both sides; differentiating the stable formula would give other
+# values at ties and infinities.
+@custom_jvp
+def _logaddexp(x1, x2):
     biggest = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     # delta is nan when both are infinite of the same sign (the sum is then right) or one is nan.
@@ -557,11 +577,33 @@ def logaddexp(x1, x2, /):
     return where_(isnan(delta), lax.add(x1, x2), lax.add(biggest, softplus))
 
 
+def _logaddexp_jvp_rule(exp_fn, fn):
+    def rule(primals, tangents):
+        (x1, x2), (t1, t2) = primals, tangents
+        out = fn(x1, x2)
+        out_safe = _replace_inf(out)
+        return out, lax.add(lax.mul(t1, exp_fn(lax.sub(_replace_inf(x1), out_safe))),
+                            lax.mul(t2, exp_fn(lax.sub(_replace_inf(x2), out_safe))))
+
+    return rule
+
+
+_logaddexp.defjvp(_logaddexp_jvp_rule(lax.exp, _logaddexp))
+
+
 def logaddexp2(x1, x2, /):
     x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
     _reject_complex("logaddexp2", x1)
+    return _logaddexp2(x1, x2)
+
+
+@custom_jvp
+def _logaddexp2(x1, x2):
     ln2 = lax.convert_element_type(np.log(2), aval(x1).dtype)
-    return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+    return lax.div(_logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+
+
+_logaddexp2.defjvp(_logaddexp_jvp_rule(lax.exp2, _logaddexp2))
 
 
 def deg2rad(x, /):
@@ -581,8 +623,31 @@ def sinc(x, /):
     (x,) = promote_args_inexact("sinc", x)
     pi_x = lax.mul(x, np.pi)
     is_zero = lax.eq(x, 0)
-    safe = lax.select(is_zero, lax.full_like(pi_x, 1), pi_x)
-    return lax.select(is_zero, lax.full_like(x, 1), lax.div(lax.sin(safe), safe))
+    if config.jax_semantics < (0, 11, 1):
+        safe = lax.select(is_zero, lax.full_like(pi_x, 1), pi_x)
+        return lax.select(is_zero, _sinc_maclaurin(0, pi_x), lax.div(lax.sin(safe), safe))
+    # jax >= 0.11.1: sinc(+-inf) = 0 (the limit), also for complex x = +-inf + finite j; jax 0.10 gives nan.
+    if dtypes.is_complex(aval(x).dtype):
+        re = lax.real(x)
+        is_inf = lax.bitwise_and(lax.eq(lax.abs(re), lax.full_like(re, np.inf)), lax.is_finite(lax.imag(x)))
+    else:
+        is_inf = lax.eq(lax.abs(x), lax.full_like(x, np.inf))
+    safe = lax.select(lax.bitwise_or(is_zero, is_inf), lax.full_like(pi_x, 1), pi_x)
+    result = lax.select(is_zero, _sinc_maclaurin(0, pi_x), lax.div(lax.sin(safe), safe))
+    return lax.select(is_inf, lax.full_like(x, 0), result)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(0,))
+def _sinc_maclaurin(k, x):
+    """The k-th derivative of sin(y)/y at y = 0, shaped like x. Its JVP is the next derivative times the
+    tangent, so sinc's derivatives of every order at 0 are exact (as jax.numpy.sinc's)."""
+    return lax.full_like(x, 0 if k % 2 else (-1) ** (k // 2) / (k + 1))
+
+
+@_sinc_maclaurin.defjvp
+def _sinc_maclaurin_jvp(k, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _sinc_maclaurin(k, x), lax.mul(_sinc_maclaurin(k + 1, x), t)
 
 
 def _weak_if_all_weak(result, *args):
@@ -661,6 +726,12 @@ def frexp(x, /):
     dtype = aval(x).dtype
     if dtypes.is_complex(dtype):
         raise TypeError("frexp does not support complex numbers")
+    return _frexp(x)
+
+
+@custom_jvp
+def _frexp(x):
+    dtype = aval(x).dtype
     info = dtypes.finfo(dtype)
     nmant, bits = int(info.nmant), dtype.itemsize * 8
     int_type = {16: np.dtype(np.int16), 32: np.dtype(np.int32), 64: np.dtype(np.int64)}[bits]
@@ -680,6 +751,16 @@ def frexp(x, /):
     special = lax.bitwise_or(lax.eq(x, lax.full_like(x, 0)), lax.bitwise_not(lax.is_finite(x)))
     exponent = lax.convert_element_type(where_(special, np.asarray(0, int_type), exponent), dtypes.int32)
     return where_(special, x, mantissa), exponent
+
+
+@_frexp.defjvp
+def _frexp_jvp(primals, tangents):
+    """The mantissa's tangent is x's scaled by 2**-exponent (JAX's rule: the bit manipulation itself has
+    no derivative); the exponent is an integer."""
+    (x,), (t,) = primals, tangents
+    mantissa, exponent = _frexp(x)
+    scale = lax.exp2(lax.neg(lax.convert_element_type(exponent, aval(t).dtype)))
+    return (mantissa, exponent), (lax.mul(t, scale), np.zeros(aval(exponent).shape, dtypes.float0))
 
 
 def modf(x, /, out=None):

@@ -6,6 +6,7 @@ values rather than errors (JAX's behaviour): nothing here inspects values on the
 """
 
 import builtins
+import functools
 import operator
 from typing import NamedTuple
 
@@ -377,8 +378,9 @@ def _vector_norm(x, ord, axis, keepdims):
         return sqrt(_abs_squared_sum(x, axis, keepdims))
     if isinstance(ord, str):
         raise ValueError(f"norm: invalid order {ord!r} for a vector norm")
+    # JAX's max-type norms reduce with initial=0: at all-zero input the tie with 0 halves the gradient.
     if ord == np.inf:
-        return amax(abs(x), axis=axis, keepdims=keepdims)
+        return amax(abs(x), axis=axis, keepdims=keepdims, initial=0)
     if ord == -np.inf:
         return amin(abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
@@ -397,19 +399,19 @@ def _matrix_norm(x, ord, axes, keepdims):
     if ord is None or ord == "fro":
         return sqrt(_abs_squared_sum(x, axes, keepdims))
     if ord in (1, -1):
-        reducer = amax if ord == 1 else amin
+        reducer = functools.partial(amax, initial=0) if ord == 1 else amin
         if not keepdims and col_axis > row_axis:
             col_axis -= 1
         return reducer(sum(abs(x), axis=row_axis, keepdims=keepdims), axis=col_axis, keepdims=keepdims)
     if ord in (np.inf, -np.inf):
-        reducer = amax if ord == np.inf else amin
+        reducer = functools.partial(amax, initial=0) if ord == np.inf else amin
         if not keepdims and row_axis > col_axis:
             row_axis -= 1
         return reducer(sum(abs(x), axis=col_axis, keepdims=keepdims), axis=row_axis, keepdims=keepdims)
     if ord in (2, -2, "nuc"):
         moved = moveaxis(x, (row_axis, col_axis), (-2, -1))
         s = svd(moved, compute_uv=False)
-        out = {2: amax, -2: amin, "nuc": sum}[ord](s, axis=-1)
+        out = {2: functools.partial(amax, initial=0), -2: amin, "nuc": sum}[ord](s, axis=-1)
         return expand_dims(out, axes) if keepdims else out
     raise ValueError(f"norm: invalid order {ord!r} for a matrix norm")
 

@@ -1,8 +1,11 @@
 """`numax.scipy.special`: scipy.special functions over numax arrays, with JAX's numerics and dtypes.
 
 Integer and boolean inputs promote to the default float type; special values (-inf, nan, 0 in
-`xlogy`) follow `jax.scipy.special`.
+`xlogy`) follow `jax.scipy.special`, and so do derivatives: where JAX defines a custom JVP (logit, xlogy,
+xlog1py, x log x in entr and rel_entr, log_ndtr) or stops a gradient (logsumexp's shift), numax does too.
 """
+
+import functools
 
 import numpy as np
 
@@ -10,6 +13,7 @@ from numax import lax
 from numax import numpy as xnp
 from numax.core import dtypes
 from numax.numpy._util import canonicalize_axes, promote_args_inexact
+from numax.transforms.custom_derivatives import custom_jvp
 
 
 def _unary(name, lax_fn, doc):
@@ -34,24 +38,57 @@ def _const(like, value):
     return np.asarray(value, xnp.result_type(like))
 
 
+@custom_jvp
 def logit(x):
-    """log(x / (1 - x)), the inverse of expit."""
+    """log(x / (1 - x)), the inverse of expit; its derivative is 1 / (x (1 - x))."""
     (x,) = promote_args_inexact("logit", x)
     return lax.log(lax.div(x, lax.sub(_const(x, 1), x)))
 
 
+logit.defjvps(lambda g, ans, x: lax.div(g, lax.mul(x, lax.sub(_const(x, 1), x))))
+
+
+@custom_jvp
 def xlogy(x, y):
-    """x * log(y), defined as 0 where x == 0 (unless y is nan)."""
+    """x * log(y), defined as 0 where x == 0 (unless y is nan). Differentiated as log(y) dx + x / y dy
+    everywhere (JAX's rule), which is what makes the x == 0 case differentiable."""
     x, y = promote_args_inexact("xlogy", x, y)
     keep = xnp.logical_or(xnp.not_equal(x, 0), xnp.isnan(y))
     return xnp.where(keep, xnp.multiply(x, xnp.log(y)), xnp.zeros_like(x))
 
 
+@xlogy.defjvp
+def _xlogy_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    result = xlogy(x, y)
+    return result, (x_dot * xnp.log(y) + y_dot * x / y).astype(result.dtype)
+
+
+@custom_jvp
 def xlog1py(x, y):
-    """x * log1p(y), defined as 0 where x == 0 (unless y is nan)."""
+    """x * log1p(y), defined as 0 where x == 0 (unless y is nan); differentiated as xlogy is."""
     x, y = promote_args_inexact("xlog1py", x, y)
     keep = xnp.logical_or(xnp.not_equal(x, 0), xnp.isnan(y))
     return xnp.where(keep, xnp.multiply(x, xnp.log1p(y)), xnp.zeros_like(x))
+
+
+@xlog1py.defjvp
+def _xlog1py_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    result = xlog1py(x, y)
+    return result, (x_dot * xnp.log1p(y) + y_dot * x / (1 + y)).astype(result.dtype)
+
+
+@custom_jvp
+def _xlogx(x):
+    """x log x (0 at 0), with derivative log(x) + 1 (-inf at 0, where xlogy's rule would give nan)."""
+    return xlogy(x, x)
+
+
+@_xlogx.defjvp
+def _xlogx_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return _xlogx(x), x_dot * (xnp.log(x) + 1)
 
 
 def entr(x):
@@ -59,7 +96,7 @@ def entr(x):
     (x,) = promote_args_inexact("entr", x)
     if dtypes.is_complex(xnp.result_type(x)):
         raise ValueError("entr does not support complex-valued inputs.")
-    return lax.select(lax.lt(x, _const(x, 0)), lax.full_like(x, -np.inf), lax.neg(xlogy(x, x)))
+    return lax.select(lax.lt(x, _const(x, 0)), lax.full_like(x, -np.inf), lax.neg(_xlogx(x)))
 
 
 def rel_entr(p, q):
@@ -71,7 +108,7 @@ def rel_entr(p, q):
     both_positive = xnp.logical_and(lax.gt(p, zero), lax.gt(q, zero))
     p_zero = xnp.logical_and(lax.eq(p, zero), lax.ge(q, zero))
     safe_p, safe_q = xnp.where(both_positive, p, 1), xnp.where(both_positive, q, 1)
-    log_value = lax.sub(xlogy(safe_p, safe_p), xlogy(safe_p, safe_q))
+    log_value = lax.sub(_xlogx(safe_p), xlogy(safe_p, safe_q))
     return xnp.where(both_positive, log_value, xnp.where(p_zero, zero, np.inf))
 
 
@@ -123,7 +160,8 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     real_a = xnp.real(a) if dtypes.is_complex(a.dtype) else a
     amax = xnp.max(real_a, axis=axes, keepdims=keepdims, where=where, initial=-np.inf)
     # Infinite maxima (all -inf, or +inf present) shift by 0 so that exp sees the infinities themselves.
-    amax = lax.select(xnp.isfinite(amax), amax, lax.full_like(amax, 0))
+    # The shift cancels mathematically; JAX keeps it out of differentiation.
+    amax = lax.stop_gradient(lax.select(xnp.isfinite(amax), amax, lax.full_like(amax, 0)))
     amax_with_dims = amax if keepdims else lax.expand_dims(amax, axes)
     exp_a = lax.exp(lax.sub(a, lax.convert_element_type(xnp.broadcast_to(amax_with_dims, a.shape), a.dtype)))
     if b is not None:
@@ -181,12 +219,17 @@ _LOG_NDTR_BOUNDS = {np.dtype(np.float32): (-10.0, 5.0), np.dtype(np.float64): (-
 
 
 def log_ndtr(x, series_order=3):
-    """log of the standard normal CDF, accurate far into both tails."""
+    """log of the standard normal CDF, accurate far into both tails. Differentiated as JAX does, by
+    exp(log pdf(x) - log_ndtr(x)) rather than through the tail series."""
     if not isinstance(series_order, int):
         raise TypeError("series_order must be a Python integer.")
     if not 0 <= series_order <= 30:
         raise ValueError(f"series_order must be between 0 and 30, got {series_order}")
-    x = _require_f32_or_f64("log_ndtr", x)
+    return _log_ndtr(_require_f32_or_f64("log_ndtr", x), series_order)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _log_ndtr(x, series_order):
     dtype = x.dtype
     lower, upper = (np.asarray(bound, dtype) for bound in _LOG_NDTR_BOUNDS[dtype])
     above = lax.gt(x, upper)
@@ -195,6 +238,14 @@ def log_ndtr(x, series_order=3):
     # Upper tail: log(1 - q) ~ -q; middle: log of ndtr; lower tail: asymptotic series.
     return xnp.where(above, lax.neg(ndtr_value),
                      xnp.where(lax.gt(x, lower), lax.log(ndtr_value), tail))
+
+
+@_log_ndtr.defjvp
+def _log_ndtr_jvp(series_order, primals, tangents):
+    (x,), (t,) = primals, tangents
+    ans = _log_ndtr(x, series_order)
+    log_pdf = lax.sub(lax.mul(_const(x, -0.5), lax.square(x)), _const(x, 0.5 * np.log(2 * np.pi)))
+    return ans, lax.mul(t, lax.exp(lax.sub(log_pdf, ans)))
 
 
 def _log_ndtr_lower(x, series_order):
