@@ -1,0 +1,190 @@
+"""Vectorizing map: the batching interpreter and `numax.vmap`.
+
+A `BatchTracer` carries a value with one extra dimension (its batch dimension, at any position) or no
+batch dimension at all (`None`: the same for every example). Each primitive applied to batch tracers
+goes through its batching rule, which produces one batched operation, never a loop over examples.
+Each `vmap` pushes its own main trace and names its axis, so nested vmaps and collectives over a named
+axis find the right one.
+"""
+
+import functools
+
+from ..core import pytree as tree
+from ..core.primitives import batching_rules
+from ..core.trace import Trace, Tracer, full_lower, get_aval_of, new_main, trace_stack
+from ..lax.batching import batch_at
+
+
+class AxisData:
+    """A vmap's axis: its size and name (None when unnamed)."""
+
+    __slots__ = ("size", "name", "spmd_name")
+
+    def __init__(self, size, name, spmd_name=None):
+        self.size = size
+        self.name = name
+        self.spmd_name = spmd_name
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("value", "batch_dim")
+
+    def __init__(self, trace, value, batch_dim):
+        self._trace = trace
+        self.value = value
+        self.batch_dim = batch_dim
+
+    @property
+    def aval(self):
+        aval = get_aval_of(self.value)
+        if self.batch_dim is None:
+            return aval
+        shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
+        return aval.update(shape=shape)
+
+    def full_lower(self):
+        if self.batch_dim is None:
+            return full_lower(self.value)
+        return self
+
+
+class BatchTrace(Trace):
+    __slots__ = ()
+
+    @property
+    def axis(self) -> AxisData:
+        return self.main.global_data
+
+    def pure(self, value):
+        return BatchTracer(self, value, None)
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        values = [t.value for t in tracers]
+        dims = [t.batch_dim for t in tracers]
+        if all(d is None for d in dims):
+            out = primitive.bind(*values, **params)
+            return [self.pure(o) for o in out] if primitive.multiple_results else self.pure(out)
+        rule = batching_rules.get(primitive)
+        if rule is None:
+            raise NotImplementedError(f"batching rule for '{primitive.name}' not implemented")
+        if getattr(rule, "needs_axis", False):
+            out, out_dims = rule(values, dims, axis=self.axis, **params)
+        else:
+            out, out_dims = rule(values, dims, **params)
+        if primitive.multiple_results:
+            return [BatchTracer(self, o, d) for o, d in zip(out, out_dims)]
+        return BatchTracer(self, out, out_dims)
+
+
+def find_axis(name):
+    """The innermost vmap (its main trace) whose axis is called `name`, or None."""
+    for main in reversed(trace_stack):
+        if main.trace_type is BatchTrace and main.global_data.name == name:
+            return main
+    return None
+
+
+def batch_flat(flat_fun, values, dims, axis: AxisData, out_dims_thunk):
+    """Runs `flat_fun` on values batched along `dims`; returns outputs with their batch dims moved to
+    `out_dims_thunk()` (a callable, as the output count is known only after the call)."""
+    with new_main(BatchTrace, axis) as main:
+        trace = BatchTrace(main)
+        inputs = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(values, dims)]
+        outs = [trace.full_raise(o) for o in flat_fun(*inputs)]
+        out_dims = out_dims_thunk()
+        results = []
+        for i, (out, out_dim) in enumerate(zip(outs, out_dims)):
+            if out_dim is None:
+                if out.batch_dim is not None:
+                    raise ValueError(f"vmap has mapped output (output {i}) but out_axes is None")
+                results.append(out.value)
+                continue
+            results.append(batch_at(out.value, out.batch_dim, axis.size, out_dim))
+        return results
+
+
+# --- numax.vmap ---------------------------------------------------------------------------------------
+def _axes_of_leaves(axes, args, what):
+    """One axis (int or None) per leaf of `args`, from a prefix tree of `axes` (JAX's in_axes rules)."""
+    prefix = tree.tree_structure(axes, is_leaf=lambda x: x is None)
+    try:
+        subtrees = prefix.flatten_up_to(args)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
+                         f"specification {axes} for value tree {tree.tree_structure(args)}: {error}") from None
+    axis_leaves = tree.tree_leaves(axes, is_leaf=lambda x: x is None)
+    result = []
+    for axis, subtree in zip(axis_leaves, subtrees):
+        if axis is not None and not isinstance(axis, int):
+            raise TypeError(f"vmap {what} must be an int, None, or (nested) container with those types as leaves, "
+                            f"but got {axis!r}")
+        result += [axis] * len(tree.tree_leaves(subtree))
+    return result
+
+
+def _mapped_size(leaves, axes, arg_paths):
+    sizes = {}
+    for leaf, axis, path in zip(leaves, axes, arg_paths):
+        if axis is None:
+            continue
+        aval = get_aval_of(leaf)
+        if not -aval.ndim <= axis < aval.ndim:
+            raise ValueError(f"vmap was requested to map its argument along axis {axis}, which implies that its "
+                             f"rank should be at least {axis + 1 if axis >= 0 else -axis}, but is only "
+                             f"{aval.ndim} (its shape is {aval.shape})")
+        sizes.setdefault(aval.shape[axis % aval.ndim], []).append((path, axis, aval))
+    if len(sizes) > 1:
+        lines = [f"  * one axis had size {size}: axis {axis} of {path} of type {aval.str_short()}"
+                 for size, entries in sizes.items() for path, axis, aval in entries[:1]]
+        raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n" + "\n".join(lines))
+    return next(iter(sizes)) if sizes else None
+
+
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+    """Vectorizes `fun` over the axes `in_axes` of its arguments, putting the batch at `out_axes`."""
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if not (in_axes is None or isinstance(in_axes, (int, tuple, dict)) or tree.tree_leaves(in_axes)):
+        raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                        f"positional arguments passed to the function, but got {in_axes}.")
+
+    @functools.wraps(fun)
+    def batched(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                             f"positional arguments passed to the function, but got len(in_axes)={len(in_axes)}, "
+                             f"len(args)={len(args)}")
+        leaves, in_tree = tree.tree_flatten((args, kwargs))
+        axes = _axes_of_leaves((in_axes, 0), (args, kwargs), "in_axes")
+        paths = [f"argument {tree.keystr(p)}" for p, _ in tree.tree_flatten_with_path((args, kwargs))[0]]
+        size = _mapped_size(leaves, axes, paths)
+        if size is None:
+            if axis_size is None:
+                raise ValueError("vmap must have at least one non-None value in in_axes")
+            size = axis_size
+        elif axis_size is not None and axis_size != size:
+            raise ValueError(f"vmap got axis_size={axis_size} but the mapped arguments have axis size {size}")
+        axes = [a if a is None else a % get_aval_of(leaf).ndim for a, leaf in zip(axes, leaves)]
+
+        out_info = {}
+
+        def flat_fun(*flat_args):
+            call_args, call_kwargs = in_tree.unflatten(flat_args)
+            out = fun(*call_args, **call_kwargs)
+            out_leaves, out_tree = tree.tree_flatten(out)
+            out_info["tree"] = out_tree
+            out_info["axes"] = _axes_of_leaves(out_axes, out, "out_axes")
+            out_info["ranks"] = [get_aval_of(o).ndim for o in out_leaves]
+            return out_leaves
+
+        def out_dims():
+            return [a if a is None else a % (rank + 1) for a, rank in zip(out_info["axes"], out_info["ranks"])]
+
+        outs = batch_flat(flat_fun, leaves, axes, AxisData(size, axis_name, spmd_axis_name), out_dims)
+        return out_info["tree"].unflatten(outs)
+
+    return batched
+
+
