@@ -127,3 +127,24 @@ for pref in (np.int32, None, np.float32):
 lhs32, rhs32 = (rng.integers(-2**31, 2**31, s).astype(np.int32) for s in ((2, 3, 9), (4, 3, 3)))
 want32 = np.asarray(jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, (1,), "VALID"), backend="cpu")(lhs32, rhs32))
 print("int32 conv equal:", np.array_equal(np.asarray(lax.conv_general_dilated(lhs32, rhs32, (1,), "VALID")), want32))
+
+# --- log2 and sinc in this jax release -------------------------------------------------------------------
+print(jax.make_jaxpr(jnp.log2)(2))
+print(jax.make_jaxpr(jnp.log2)(np.ones(2, bf16)))
+for scalar in (2, 1.5, 2 + 0j):
+    print("log2 weak", scalar, jnp.log2(scalar).weak_type, xnp.log2(scalar).weak_type)
+z = np.array([complex(np.inf, 2), complex(-np.inf, 0), complex(1, np.inf), complex(np.inf, np.nan), 0], np.complex64)
+print("complex sinc jax", np.asarray(jnp.sinc(z)), "numax", np.asarray(xnp.sinc(z)))
+for dtype in (bf16, np.float16):
+    every = np.arange(2 ** 16, dtype=np.uint16).view(dtype)
+    every = every[np.isfinite(every.astype(np.float32)) & (every.astype(np.float32) > 0)]
+    for label, ours, theirs in (("jit", numax.jit(xnp.log2)(every), jax.jit(jnp.log2)(every)),
+                                ("eager", xnp.log2(every), jnp.log2(every))):
+        differ = bits(ours) != bits(theirs)
+        print(f"log2 {np.dtype(dtype).name} {label}: {differ.sum()} of {every.size} differ", every[differ][:4],
+              np.asarray(ours)[differ][:4], np.asarray(theirs)[differ][:4])
+finite = np.random.default_rng(1).uniform(1e-30, 1e30, 20000).astype(np.float32)
+for label, ours, theirs in (("jit", numax.jit(xnp.log2)(finite), jax.jit(jnp.log2)(finite)),
+                            ("eager", xnp.log2(finite), jnp.log2(finite))):
+    ulps = np.abs(np.asarray(ours).view(np.int32).astype(np.int64) - np.asarray(theirs).view(np.int32))
+    print(f"log2 float32 {label}: {(ulps > 0).sum()} of {finite.size} differ, max {ulps.max()} ulps")

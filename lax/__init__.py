@@ -52,6 +52,7 @@ from .elementwise import (  # noqa: F401
     ne,
     neg,
     nextafter,
+    polygamma,
     population_count,
     pow,
     real,

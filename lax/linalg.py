@@ -126,9 +126,9 @@ def _nan_unless(ok, x):
 
 
 def _triangle_mask(shape, k, lower):
-    rows = broadcasted_iota(dtypes.int32, shape[-2:], 0)
-    cols = broadcasted_iota(dtypes.int32, shape[-2:], 1)
-    mask = ge(add(rows, np.int32(k)), cols) if lower else ge(cols, add(rows, np.int32(k)))
+    # A host constant: the mask depends on shapes only.
+    m, n = shape[-2:]
+    mask = np.tri(m, n, k, dtype=bool) if lower else ~np.tri(m, n, k - 1, dtype=bool)
     return broadcast_in_dim(mask, shape, (len(shape) - 2, len(shape) - 1))
 
 
@@ -564,7 +564,7 @@ def _complex_dtype(dtype):
     return dtypes.complex128 if dtype in (dtypes.float64, dtypes.complex128) else dtypes.complex64
 
 
-def _eig_abstract_eval(x, compute_left_eigenvectors, compute_right_eigenvectors):
+def _eig_abstract_eval(x, compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs):
     batch, _, n = _check_matrix("eig", x, square=True)
     complex_dtype = _complex_dtype(x.dtype)
     vectors = ShapedArray(x.shape, complex_dtype)
@@ -572,7 +572,7 @@ def _eig_abstract_eval(x, compute_left_eigenvectors, compute_right_eigenvectors)
             + [vectors] * compute_right_eigenvectors)
 
 
-def _lower_eig(ctx, x, compute_left_eigenvectors, compute_right_eigenvectors):
+def _lower_eig(ctx, x, compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs):
     aval = ctx.avals_in[0]
     if ctx.module.platform != "cpu":
         raise NotImplementedError("eig (nonsymmetric eigendecomposition) is only implemented on the CPU; "
@@ -610,11 +610,18 @@ eig_p.def_abstract_eval(_eig_abstract_eval)
 register_lowering(eig_p, _lower_eig)
 
 
-def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True, use_magma=None):
+def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
+        enable_eigvec_derivs: bool = False, implementation=None, use_magma=None):
     """Eigendecomposition of general square matrices (CPU only): [w, vl, vr], complex, in LAPACK's order;
-    vl and vr are present when asked for. Right eigenvectors satisfy x @ vr == vr * w."""
+    vl and vr are present when asked for. Right eigenvectors satisfy x @ vr == vr * w.
+
+    The eigenvalues are differentiable. The eigenvectors are only with `enable_eigvec_derivs`, under LAPACK's
+    normalization (unit 2-norm, largest-magnitude component real), and only where all eigenvalues are
+    distinct and no eigenvector has two components tied for largest magnitude (which numax cannot check).
+    """
     return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
-                      compute_right_eigenvectors=bool(compute_right_eigenvectors))
+                      compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                      enable_eigvec_derivs=bool(enable_eigvec_derivs))
 
 
 # --- svd -------------------------------------------------------------------------------------------------------
@@ -693,8 +700,10 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_ind
 from ..core.ad_util import Zero, is_undefined, tangent_aval  # noqa: E402
 from ..core.primitives import jvp_rules, transpose_rules  # noqa: E402
 from . import ad  # noqa: E402
-from .elementwise import convert_element_type, mul, neg, real  # noqa: E402
+from .elementwise import abs as abs_  # noqa: E402
+from .elementwise import convert_element_type, imag, mul, neg, real  # noqa: E402
 from .linear import dot_general  # noqa: E402
+from .reductions import argmax  # noqa: E402
 from .shapes import concatenate  # noqa: E402
 
 
@@ -796,7 +805,7 @@ def _inverse_permutation(permutation):
     targets = broadcast_in_dim(permutation, square, tuple(range(rank)))
     hits = eq(targets, broadcasted_iota(dtypes.int32, square, rank))  # hits[..., i, j]: permutation[i] == j
     sources = broadcasted_iota(dtypes.int32, square, rank - 1)
-    return reduce_sum(select(hits, sources, full_like(sources, 0)), (rank - 1,))
+    return reduce_sum(mul(sources, convert_element_type(hits, dtypes.int32)), (rank - 1,))
 
 
 def _permute_rows_transpose(ct, x, permutation):
@@ -929,7 +938,8 @@ def _eigh_jvp(primals, tangents, lower, sort_eigenvalues):
 jvp_rules[eigh_p] = _eigh_jvp
 
 
-# eig: only the eigenvalues, w_i' = (V^-1 A' V)_ii with V the right eigenvectors, as JAX does by default.
+# eig: w_i' = (V^-1 A' V)_ii with V the right eigenvectors; the eigenvectors' derivatives only when asked
+# for with enable_eigvec_derivs (as in JAX), under LAPACK's normalization.
 def _solve(a, b):
     """x with a x = b, through the LU factorization of a (a primal; linear in b)."""
     lu_matrix, _, permutation = lu_p.bind(a)
@@ -937,20 +947,56 @@ def _solve(a, b):
     return triangular_solve(lu_matrix, y, left_side=True, lower=False)
 
 
-def _eig_jvp(primals, tangents, compute_left_eigenvectors, compute_right_eigenvectors):
+def _eigenvector_jvp(w, v, a_dot):
+    """(w', v') for right eigenvectors v of eigenvalues w: with P = V^-1 A' V, w' = diag(P) and
+    v_j' = u_j + c_j v_j, u = V (F * P), where c_j keeps v_j of unit norm with its largest component real."""
+    rank, n = get_aval_of(v).ndim, get_aval_of(v).shape[-1]
+    dtype = get_aval_of(v).dtype
+    matrix_shape = get_aval_of(v).shape
+    w_columns = broadcast_in_dim(w, matrix_shape, tuple(range(rank - 2)) + (rank - 1,))  # [i, j] = w[j]
+    w_rows = broadcast_in_dim(w, matrix_shape, tuple(range(rank - 1)))  # [i, j] = w[i]
+    eye = _eye(n, v)
+    gaps = sub(div(np.asarray(1, dtype), add(eye, sub(w_columns, w_rows))), eye)
+    rotated = _matmul(_solve(v, a_dot), v)
+    u = _matmul(v, mul(gaps, rotated))
+    largest = argmax(abs_(v), rank - 2, dtypes.int32)
+    at_largest = eq(broadcasted_iota(dtypes.int32, matrix_shape, rank - 2),
+                    broadcast_in_dim(largest, matrix_shape, tuple(range(rank - 2)) + (rank - 1,)))
+    mask = convert_element_type(at_largest, dtype)
+    columns = (rank - 2,)
+    scale = neg(real(reduce_sum(mul(conj(v), u), columns)))
+    phase = neg(div(imag(reduce_sum(mul(mask, u), columns)), real(reduce_sum(mul(mask, v), columns))))
+    c = broadcast_in_dim(make_complex(scale, phase), matrix_shape, tuple(range(rank - 2)) + (rank - 1,))
+    return _diagonal(rotated), add(u, mul(v, c))
+
+
+def _eig_jvp(primals, tangents, compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs):
     (a,), (a_dot,) = primals, tangents
-    if compute_left_eigenvectors or compute_right_eigenvectors:
+    wants_vectors = compute_left_eigenvectors or compute_right_eigenvectors
+    if wants_vectors and not enable_eigvec_derivs:
         raise NotImplementedError(
             "Derivatives of non-symmetric eigenvectors are only valid under assumptions on the input that numax "
-            "cannot check, so numax (like JAX by default) differentiates only the eigenvalues of eig: call "
-            "numax.lax.linalg.eig(x, compute_left_eigenvectors=False, compute_right_eigenvectors=False) or "
-            "numax.numpy.linalg.eigvals, or use eigh for Hermitian matrices. See "
+            "cannot check (see the enable_eigvec_derivs argument to numax.lax.linalg.eig). Pass "
+            "enable_eigvec_derivs=True to numax.lax.linalg.eig to opt in, or differentiate only the eigenvalues "
+            "(numax.numpy.linalg.eigvals), or use eigh for Hermitian matrices. See "
             "https://github.com/jax-ml/jax/issues/2748 for discussion.")
-    w, vectors = eig_p.bind(a, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
+    outs = eig_p.bind(a, compute_left_eigenvectors=compute_left_eigenvectors, compute_right_eigenvectors=True,
+                      enable_eigvec_derivs=enable_eigvec_derivs)
+    w, right = outs[0], outs[-1]
     rank = get_aval_of(a).ndim
-    a_dot = convert_element_type(a_dot, get_aval_of(vectors).dtype)
-    vectors_t = transpose(vectors, tuple(range(rank - 2)) + (rank - 1, rank - 2))
-    return [w], [reduce_sum(mul(_solve(vectors, a_dot), vectors_t), (rank - 1,))]
+    a_dot = convert_element_type(a_dot, get_aval_of(right).dtype)
+    if not wants_vectors:
+        right_t = transpose(right, tuple(range(rank - 2)) + (rank - 1, rank - 2))
+        return [w], [reduce_sum(mul(_solve(right, a_dot), right_t), (rank - 1,))]
+    w_dot, right_dot = _eigenvector_jvp(w, right, a_dot)
+    primal_out, tangent_out = [w], [w_dot]
+    if compute_left_eigenvectors:  # left eigenvectors: the right ones of A^H, for the eigenvalues conj(w)
+        primal_out.append(outs[1])
+        tangent_out.append(_eigenvector_jvp(conj(w), outs[1], _adjoint(a_dot))[1])
+    if compute_right_eigenvectors:
+        primal_out.append(right)
+        tangent_out.append(right_dot)
+    return primal_out, tangent_out
 
 
 jvp_rules[eig_p] = _eig_jvp

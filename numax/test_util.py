@@ -58,6 +58,11 @@ def _axpy(a, x, y):
     return (y.astype(np.result_type(y.dtype, np.float64)) + a * _host(x)).astype(y.dtype)
 
 
+def _conj(x):
+    x = _host(x)
+    return np.conj(x) if np.iscomplexobj(x) else x
+
+
 def _inner(xs, ys):
     total = 0.0
     for x, y in zip(tree.tree_leaves(xs), tree.tree_leaves(ys)):
@@ -98,7 +103,8 @@ def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=_default_eps, rng=None):
     _assert_close(value, expected_value, atol or tol, rtol or tol, "vjp primal output")
     tangents = tree.tree_map(lambda x: _random_like(rng, x), args)
     cotangents = tree.tree_map(lambda x: _random_like(rng, x), value)
-    cts_in = pullback(cotangents)
+    # numax's cotangents are not conjugated (as JAX's): the Hermitian adjoint is conj . pullback . conj.
+    cts_in = tree.tree_map(_conj, pullback(tree.tree_map(_conj, cotangents)))
     numerical = numerical_jvp(f, args, tangents, eps)
     ip = _inner(tangents, cts_in)
     ip_expected = _inner(numerical, cotangents)

@@ -115,10 +115,11 @@ def test_check_grads(case, x64):
 
 
 def _compare_with_jax(fn, args, seed=1, reverse=True):
-    """JVP along random tangents and VJP of a random cotangent, numax against JAX (float32)."""
+    """JVP along random tangents and VJP of a random cotangent, numax against JAX (float32), both under jit
+    (one compilation instead of one per primitive: eager rules are exercised by test_check_grads)."""
     rng = np.random.default_rng(seed)
     tangents = [rng.standard_normal(np.shape(a)).astype(a.dtype) for a in args]
-    out, tangent_out = numax.jvp(lambda *a: fn(nlax, *a), args, tangents)
+    out, tangent_out = numax.jit(lambda a, t: numax.jvp(lambda *a: fn(nlax, *a), a, t))(args, tangents)
     expected_out, expected_tangent = jax.jit(lambda a, t: jax.jvp(lambda *a: fn(jax.lax, *a), a, t))(args, tangents)
     jax.tree.map(lambda a, e: assert_close(a, e, scale=10), tuple(out) if isinstance(out, (list, tuple)) else out,
                  tuple(expected_out) if isinstance(expected_out, (list, tuple)) else expected_out)
@@ -128,7 +129,7 @@ def _compare_with_jax(fn, args, seed=1, reverse=True):
     if not reverse:
         return
     cotangent = jax.tree.map(lambda e: rng.standard_normal(np.shape(e)).astype(np.asarray(e).dtype), expected_out)
-    cts = numax.vjp(lambda *a: fn(nlax, *a), *args)[1](cotangent)
+    cts = numax.jit(lambda a, c: numax.vjp(lambda *a: fn(nlax, *a), *a)[1](c))(args, cotangent)
     expected_cts = jax.jit(lambda a, c: jax.vjp(lambda *a: fn(jax.lax, *a), *a)[1](c))(args, cotangent)
     assert len(cts) == len(args)
     for ct, expected, arg in zip(cts, expected_cts, args):
@@ -172,8 +173,8 @@ def test_ties_like_jax(name):
     expected = jax.grad(lambda x: jnp.sum(fn(jax.lax, x) * weights))(TIES)
     assert_close(grad, expected)
     tangent = np.random.default_rng(3).standard_normal(TIES.shape).astype(np.float32)
-    assert_close(numax.jvp(lambda x: fn(nlax, x), (TIES,), (tangent,))[1],
-                 jax.jvp(lambda x: fn(jax.lax, x), (TIES,), (tangent,))[1])
+    assert_close(numax.jit(lambda x, t: numax.jvp(lambda x: fn(nlax, x), (x,), (t,))[1])(TIES, tangent),
+                 jax.jit(lambda x, t: jax.jvp(lambda x: fn(jax.lax, x), (x,), (t,))[1])(TIES, tangent))
 
 
 def test_reduce_max_ties_share_equally():
@@ -281,8 +282,7 @@ def test_window_init_value_gradient():
 
 
 # --- under jit -------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["reduce_prod_axes", "reduce_max_axes", "cumprod_reverse", "cumlogsumexp",
-                                  "window_sum_dilations", "window_max_pool", "sort_two_keys", "top_k_axis0"])
+@pytest.mark.parametrize("name", ["reduce_prod_axes", "cummax_reverse", "window_max_pool", "sort_two_keys"])
 def test_grad_under_jit(name):
     case = next(c for c in CASES if c.name == name)
     args = _args(case.shapes, np.float32)
@@ -410,8 +410,13 @@ def test_reduce_window_hypothesis(shape, data, kind):
     init = {"add": 0, "max": -np.inf, "min": np.inf}[kind]
     fn = _window(kind, init, window, strides, padding, None, dilation)
     # JAX has no VJP for windowed max/min with window dilation; numax has one (checked against finite differences).
-    _check_both(fn, [shape], reverse=kind == "add" or dilation == (1,) * rank)
-    if kind != "add" and dilation != (1,) * rank:
+    like_jax = kind == "add" or dilation == (1,) * rank
+    if not np.all(np.isfinite(fn(jax.lax, _args([shape], np.float32)[0]))):
+        # Windows made only of padding: infinite results, where finite differences say nothing; JAX's tangent is 0.
+        _compare_with_jax(fn, _args([shape], np.float32), reverse=like_jax)
+        return
+    _check_both(fn, [shape], reverse=like_jax)
+    if not like_jax:
         numax.config.update("numax_enable_x64", True)
         try:
             check_grads(lambda x: fn(nlax, x), _args([shape], np.float64), order=2, modes=("rev",))
