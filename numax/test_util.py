@@ -77,8 +77,14 @@ def numerical_jvp(f, primals, tangents, eps=_default_eps):
     """The central finite difference (f(x + eps t) - f(x - eps t)) / 2 eps."""
     plus = f(*tree.tree_map(lambda x, t: _axpy(eps, t, x), primals, tangents))
     minus = f(*tree.tree_map(lambda x, t: _axpy(-eps, t, x), primals, tangents))
-    return tree.tree_map(lambda a, b: (_host(a).astype(np.complex128 if np.iscomplexobj(_host(a)) else np.float64)
-                                       - _host(b)) / (2 * eps), plus, minus)
+    return tree.tree_map(lambda a, b: _difference(_host(a), _host(b), eps), plus, minus)
+
+
+def _difference(plus, minus, eps):
+    if not (np.issubdtype(plus.dtype, np.inexact) or plus.dtype == dtypes.bfloat16):
+        return np.zeros(plus.shape, dtypes.float0)  # integer outputs have no derivative
+    wide = np.complex128 if np.iscomplexobj(plus) else np.float64
+    return (plus.astype(wide) - minus.astype(wide)) / (2 * eps)
 
 
 def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=_default_eps, rng=None):

@@ -169,12 +169,18 @@ TIE_CASES = {
 def test_ties_like_jax(name):
     fn = TIE_CASES[name]
     weights = np.random.default_rng(2).standard_normal(np.shape(fn(jax.lax, TIES))).astype(np.float32)
-    grad = numax.grad(lambda x: nlax.reduce_sum(fn(nlax, x) * weights, tuple(range(weights.ndim))))(TIES)
-    expected = jax.grad(lambda x: jnp.sum(fn(jax.lax, x) * weights))(TIES)
+    grad = numax.jit(numax.grad(lambda x: nlax.reduce_sum(fn(nlax, x) * weights, tuple(range(weights.ndim)))))(TIES)
+    expected = jax.jit(jax.grad(lambda x: jnp.sum(fn(jax.lax, x) * weights)))(TIES)
     assert_close(grad, expected)
     tangent = np.random.default_rng(3).standard_normal(TIES.shape).astype(np.float32)
     assert_close(numax.jit(lambda x, t: numax.jvp(lambda x: fn(nlax, x), (x,), (t,))[1])(TIES, tangent),
                  jax.jit(lambda x, t: jax.jvp(lambda x: fn(jax.lax, x), (x,), (t,))[1])(TIES, tangent))
+
+
+def test_window_of_padding_only_like_jax():
+    """A window holding only padding has an infinite max and, as in JAX, a zero tangent."""
+    _compare_with_jax(_window("max", -np.inf, (2,), (1,), ((2, 0),)), _args([(3,)], np.float32))
+    _compare_with_jax(_window("min", np.inf, (1, 2), (1, 1), ((0, 0), (0, 3))), _args([(2, 3)], np.float32))
 
 
 def test_reduce_max_ties_share_equally():
