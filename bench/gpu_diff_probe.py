@@ -125,7 +125,8 @@ for pref in (np.int32, None, np.float32):
     except Exception as error:  # noqa: BLE001
         print("  jax gpu FAILED", type(error).__name__, str(error)[:200])
 lhs32, rhs32 = (rng.integers(-2**31, 2**31, s).astype(np.int32) for s in ((2, 3, 9), (4, 3, 3)))
-want32 = np.asarray(jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, (1,), "VALID"), backend="cpu")(lhs32, rhs32))
+want32 = np.asarray(jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, (1,), "VALID"), backend="cpu")(
+    lhs32, rhs32))
 print("int32 conv equal:", np.array_equal(np.asarray(lax.conv_general_dilated(lhs32, rhs32, (1,), "VALID")), want32))
 
 # --- log2 and sinc in this jax release -------------------------------------------------------------------

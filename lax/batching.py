@@ -56,28 +56,30 @@ def defvectorized(primitive):
 
 
 def broadcast_batched(values, dims):
-    """Elementwise operands aligned for one batched application: batched ones with their batch dimension
-    first, unbatched ones given a leading size-1 dimension (rank-0 ones stay rank 0, as lax allows).
-    Returns the operands; the result's batch dimension is 0. When every operand is batched at the same
-    place and has the same rank, they are returned as they are."""
+    """Elementwise operands aligned for one batched application, and the result's batch dimension.
+
+    When every batched operand has full rank and its batch dimension at one place, that place is kept:
+    unbatched operands get a size-1 dimension there (rank-0 ones stay rank 0, as lax allows). Otherwise
+    batched operands move their batch dimension to the front."""
     from .shapes import reshape
 
     ranks = [get_aval_of(v).ndim - (d is not None) for v, d in zip(values, dims)]
     rank = max(ranks)
-    first = next(d for d in dims if d is not None)
-    if all(d == first for d in dims) and all(r == rank for r in ranks):
-        return list(values), first
+    batched = {d for d in dims if d is not None}
+    keep = len(batched) == 1 and all(r == rank for r, d in zip(ranks, dims) if d is not None)
+    out_dim = batched.pop() if keep else 0
     out = []
     for value, dim, r in zip(values, dims, ranks):
         shape = get_aval_of(value).shape
         if dim is None:
-            out.append(reshape(value, (1,) + shape) if r else value)
+            out.append(reshape(value, shape[:out_dim] + (1,) + shape[out_dim:]) if r else value)
             continue
-        value = move_axis(value, dim, 0)
-        if r < rank:  # a batched scalar meets operands of higher rank
-            value = reshape(value, (shape[dim],) + (1,) * rank)
+        if not keep:
+            value = move_axis(value, dim, 0)
+            if r < rank:  # a batched scalar meets operands of higher rank
+                value = reshape(value, (shape[dim],) + (1,) * rank)
         out.append(value)
-    return out, 0
+    return out, out_dim
 
 
 def defbroadcasting(primitive):

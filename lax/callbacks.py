@@ -270,14 +270,13 @@ from ..core.primitives import jvp_rules, transpose_rules  # noqa: E402
 
 
 def _pure_callback_jvp(primals, tangents, **params):
-    raise ValueError("Pure callbacks do not support JVP. To differentiate through a callback, give the function "
-                     "that calls it its own derivative (a custom JVP), or compute the derivative in a callback too.")
+    raise ValueError("Pure callbacks do not support JVP. Please use `numax.custom_jvp` to use callbacks while "
+                     "taking gradients.")
 
 
 def _pure_callback_transpose(cotangents, *args, **params):
-    raise ValueError("Pure callbacks do not support transpose. To differentiate through a callback, give the "
-                     "function that calls it its own derivative (a custom VJP), or compute the derivative in a "
-                     "callback too.")
+    raise ValueError("Pure callbacks do not support transpose. Please use `numax.custom_vjp` to use callbacks "
+                     "while taking gradients.")
 
 
 def _debug_callback_jvp(primals, tangents, **params):

@@ -210,16 +210,16 @@ def _reduce_prod_jvp(primals, tangents, axes):
     # The reduced axes, flattened, lead.
     permutation = tuple(axes) + kept
     if permutation != tuple(range(len(shape))):
-        x, t = transpose(x, permutation), transpose(ad.instantiate(t), permutation)
+        x, t = transpose(x, permutation), transpose(t, permutation)
     x, t = reshape(x, (count,) + kept_shape), reshape(t, (count,) + kept_shape)
     while count > 1:
         half = (count + 1) // 2
         x1, t1 = slice_in_dim(x, 0, half), slice_in_dim(t, 0, half)
         x2, t2 = slice_in_dim(x, half, count), slice_in_dim(t, half, count)
-        if count % 2:
+        if count % 2:  # the second half is one short: pad it with (1, 0)
             config = [(0, 1, 0)] + [(0, 0, 0)] * len(kept_shape)
-            x2, t2 = pad(x2, np.ones((), get_aval_of(x2).dtype), config), pad(t2, np.zeros((), get_aval_of(t2).dtype),
-                                                                              config)
+            x2 = pad(x2, np.ones((), get_aval_of(x2).dtype), config)
+            t2 = pad(t2, np.zeros((), get_aval_of(t2).dtype), config)
         x, t = mul(x1, x2), add(mul(t1, x2), mul(x1, t2))
         count = half
     return squeeze(x, (0,)), squeeze(t, (0,))

@@ -219,7 +219,6 @@ def top_k(operand, k, *, axis=-1):
 # positions the outputs came from (a gather), so ties follow the order the sort chose.
 from ..core.ad_util import Zero, tangent_aval  # noqa: E402
 from ..core.primitives import jvp_rules  # noqa: E402
-from . import ad  # noqa: E402, F401
 
 
 def take_along_axis(operand, indices, axis):

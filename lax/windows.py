@@ -328,7 +328,8 @@ def _reduce_window_chooser_jvp(kind):
             position = (argmax_p if kind == "max" else argmin_p).bind(values, axes=(0,), index_dtype=dtypes.int32)
         tangent_values = _window_patches(tangent, np.zeros((), get_aval_of(tangent).dtype), **params)
         shape = get_aval_of(values).shape
-        chosen = eq(broadcasted_iota(dtypes.int32, shape, 0), broadcast_in_dim(position, shape, tuple(range(1, len(shape)))))
+        chosen = eq(broadcasted_iota(dtypes.int32, shape, 0),
+                    broadcast_in_dim(position, shape, tuple(range(1, len(shape)))))
         zeros = ad.zeros_like_aval(get_aval_of(tangent_values))
         return out, reduce_sum(select(chosen, tangent_values, zeros), (0,))
 

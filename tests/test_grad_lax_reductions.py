@@ -14,11 +14,11 @@ import pytest
 from harness import assert_close, jax, jnp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numax.core.dtypes import float0
 
 import numax
 import numax.numpy as xnp
 from numax import lax as nlax
-from numax.core.dtypes import float0
 from numax.test_util import check_grads
 
 
@@ -183,6 +183,46 @@ def test_window_of_padding_only_like_jax():
     _compare_with_jax(_window("min", np.inf, (1, 2), (1, 1), ((0, 0), (0, 3))), _args([(2, 3)], np.float32))
 
 
+COMPLEX_CASES = {
+    "reduce_sum": lambda lax, x: lax.reduce_sum(x, (1,)),
+    "reduce_prod": lambda lax, x: lax.reduce_prod(x, (1,)),
+    "reduce_max": lambda lax, x: lax.reduce_max(x, (0,)),
+    "cumsum": lambda lax, x: lax.cumsum(x, 1, reverse=True),
+    "cumprod": lambda lax, x: lax.cumprod(x, 1),
+    "window_sum": _window("add", 0, (2, 2), (1, 1), "SAME"),
+    "sort": lambda lax, x: lax.sort(x, dimension=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_CASES))
+def test_complex_like_jax(name):
+    rng = np.random.default_rng(6)
+    x = (rng.uniform(-2, 2, (3, 4)) + 1j * rng.uniform(-2, 2, (3, 4))).astype(np.complex64)
+    _compare_with_jax(COMPLEX_CASES[name], [x])
+
+
+LOW_PRECISION_CASES = {
+    "reduce_max": lambda lax, x: lax.reduce_max(x, (1,)),
+    "reduce_prod": lambda lax, x: lax.reduce_prod(x, (0,)),
+    "cumsum": lambda lax, x: lax.cumsum(x, 1),
+    "cummax": lambda lax, x: lax.cummax(x, 0),
+    "window_max": _window("max", -np.inf, (2, 2), (1, 1), "VALID"),
+    "sort": lambda lax, x: lax.sort(x),
+    "top_k": lambda lax, x: lax.top_k(x, 2)[0],
+}
+
+
+@pytest.mark.parametrize("name,dtype", [(name, [np.float16, jnp.bfloat16][i % 2])
+                                        for i, name in enumerate(sorted(LOW_PRECISION_CASES))])
+def test_low_precision_like_jax(name, dtype):
+    fn = LOW_PRECISION_CASES[name]
+    x = np.random.default_rng(7).permutation(np.linspace(-2, 2, 12)).reshape(3, 4).astype(dtype)
+    axes = tuple(range(np.ndim(fn(jax.lax, x))))
+    grad = numax.jit(numax.grad(lambda x: nlax.reduce_sum(fn(nlax, x), axes)))(x)
+    expected = jax.jit(jax.grad(lambda x: jnp.sum(fn(jax.lax, x))))(x)
+    assert_close(grad, expected)
+
+
 def test_reduce_max_ties_share_equally():
     grad = numax.grad(lambda x: nlax.reduce_max(x, (0,)))(np.array([1.0, 3.0, 3.0, 3.0], np.float32))
     np.testing.assert_array_equal(np.asarray(grad), np.array([0, 1, 1, 1], np.float32) / 3)
@@ -208,7 +248,7 @@ def test_products_with_zeros_like_jax(name):
     assert_close(numax.grad(numax_loss)(ZEROS), jax.grad(jax_loss)(ZEROS))
     # Second order: a Hessian-vector product (forward over reverse).
     direction = np.random.default_rng(5).standard_normal(ZEROS.shape).astype(np.float32)
-    assert_close(numax.jvp(numax.grad(numax_loss), (ZEROS,), (direction,))[1],
+    assert_close(numax.jit(lambda x, v: numax.jvp(numax.grad(numax_loss), (x,), (v,))[1])(ZEROS, direction),
                  jax.jit(lambda x, v: jax.jvp(jax.grad(jax_loss), (x,), (v,))[1])(ZEROS, direction), scale=10)
 
 

@@ -8,8 +8,9 @@ Every table row is one function written once over a namespace `m`, run both with
 """
 
 import zlib
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax.scipy.special as jsp
 import jax.scipy.stats as jstats
@@ -25,6 +26,9 @@ import numax.numpy as xnp
 import numax.scipy.special as xsp
 import numax.scipy.stats as xstats
 from numax.test_util import check_grads
+
+# jax.nn.one_hot warns about float inputs; numax accepts them as JAX does (and both give zero gradients).
+pytestmark = pytest.mark.filterwarnings("ignore:jax.nn.one_hot input should be integer-typed")
 
 NX = SimpleNamespace(np=xnp, nn=xnn, sp=xsp, stats=xstats, lax=numax.lax, grad=numax.grad,
                      stop_gradient=numax.lax.stop_gradient, name="numax")
@@ -69,11 +73,14 @@ def C(name, fn, *args, tol=2e-5, argnums=None):
     return Case(name, fn, tuple(args), tol, argnums)
 
 
-def unary(name, domain=u(-3, 3), tol=2e-5, module="np"):
+_REALS = u(-3, 3)
+
+
+def unary(name, domain=_REALS, tol=2e-5, module="np"):
     return C(name, lambda m, x: getattr(getattr(m, module), name)(x), domain, tol=tol)
 
 
-def binary(name, d1=u(-3, 3), d2=u(-3, 3), tol=2e-5, module="np"):
+def binary(name, d1=_REALS, d2=_REALS, tol=2e-5, module="np"):
     return C(name, lambda m, x, y: getattr(getattr(m, module), name)(x, y), d1, d2, tol=tol)
 
 
@@ -640,7 +647,7 @@ def test_reductions_any_shape_match_jax(shape_axis, name, seed):
     _assert_grads_close([actual], [expected], 1e-4, name)
 
 
-@settings(max_examples=10)
+@settings(max_examples=6)
 @given(st.lists(st.integers(1, 4), min_size=0, max_size=3), st.lists(st.integers(1, 4), min_size=0, max_size=3),
        st.integers(0, 2**16))
 def test_broadcasting_binary_grads_match_jax(shape_x, shape_y, seed):

@@ -188,3 +188,43 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     return batched
 
 
+
+
+def batch_program(closed, in_dims, axis: AxisData, force_batched=False):
+    """The batched version of a closed program, as a program (for primitives holding sub-programs).
+
+    Inputs are batched at `in_dims` (None: unbatched); outputs come out batched at 0, or unbatched (None)
+    where they do not depend on the batch, unless `force_batched` (a bool, or one per output) asks for them
+    batched. Returns (ClosedProgram, out_dims)."""
+    from ..core.evaluation import eval_closed_program
+    from ..core.staging import trace_to_closed_program
+
+    in_avals = []
+    for aval, dim in zip(closed.program.in_avals, in_dims):
+        if dim is None:
+            in_avals.append(aval)
+        else:
+            shape = list(aval.shape)
+            shape.insert(dim, axis.size)
+            in_avals.append(aval.update(shape=tuple(shape)))
+    n_out = len(closed.program.outvars)
+    force = [force_batched] * n_out if isinstance(force_batched, bool) else list(force_batched)
+    out_dims = []
+
+    def traced(*values):
+        with new_main(BatchTrace, axis) as main:
+            trace = BatchTrace(main)
+            inputs = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(values, in_dims)]
+            outs = [trace.full_raise(o) for o in eval_closed_program(closed, *inputs)]
+            results = []
+            out_dims.clear()
+            for out, forced in zip(outs, force):
+                if out.batch_dim is None and not forced:
+                    results.append(out.value)
+                    out_dims.append(None)
+                else:
+                    results.append(batch_at(out.value, out.batch_dim, axis.size, 0))
+                    out_dims.append(0)
+            return results
+
+    return trace_to_closed_program(traced, in_avals), list(out_dims)

@@ -68,12 +68,8 @@ def log2(x, /):
     (x,) = promote_args_inexact("log2", x)
     if config.jax_semantics < (0, 11, 1):
         return _log_base(x, 2)
-    # jax >= 0.11.1 (seen in 0.11.2; 0.11.0's source is 0.10's) has a log2 primitive: x's weak type is kept (a
-    # Python scalar gives a weak result), and half-precision inputs are rounded once, from float32.
-    dtype = aval(x).dtype
-    if dtype in (dtypes.bfloat16, dtypes.float16):
-        wide = lax.convert_element_type(x, dtypes.float32)
-        return lax.convert_element_type(_log_base(wide, 2, lambda like: lax.log(lax.full_like(like, 2))), dtype)
+    # jax >= 0.11.1 (seen in 0.11.2; 0.11.0's source is 0.10's) has a log2 primitive that keeps x's weak type
+    # (a Python scalar gives a weak result). log(x) / log(2), both logs in the program, gives its bits under jit.
     return _log_base(x, 2, lambda like: lax.log(lax.full_like(like, 2)))
 
 

@@ -15,13 +15,31 @@ import numpy as np
 from numax import lax
 from numax.core import dtypes
 from numax.lax import linalg as lax_linalg
+from numax.transforms.custom_derivatives import custom_jvp
 
+from ._advanced import take_along_axis
 from ._creation import eye
+from ._cumulative import cumprod
 from ._linalg_ops import cross, diagonal, matmul, outer, tensordot, trace, vecdot  # noqa: F401  (re-exports)
 from ._logic import where
 from ._reductions import amax, amin, any, sum
 from ._shape import broadcast_to, expand_dims, matrix_transpose, moveaxis, reshape  # noqa: F401
-from ._ufuncs import abs, conjugate, divide, greater, isnan, log, logical_not, multiply, power, real, sqrt
+from ._ufuncs import (
+    abs,
+    conjugate,
+    divide,
+    greater,
+    isinf,
+    isnan,
+    log,
+    logical_not,
+    logical_or,
+    multiply,
+    power,
+    real,
+    sign,
+    sqrt,
+)
 from ._util import aval, check_arraylike, promote_dtypes_inexact, shape, to_array
 
 __all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
@@ -213,17 +231,78 @@ def inv(a):
 
 
 def det(a):
-    """The determinant of square matrices, from an LU factorization."""
+    """The determinant of square matrices: JAX's formulas (explicit for 2x2 and 3x3, sign * exp(logdet)
+    otherwise) and JAX's derivative, the adjugate, which stays finite at singular matrices."""
     (a,) = _inexact("det", a)
     a_shape = _square("det", a)
-    if a_shape[-1] == 0:
+    n = a_shape[-1]
+    if n == 0:
         return lax.full(a_shape[:-2], 1, aval(a).dtype)
-    lu, pivots, _ = lax_linalg.lu(a)
-    return lax.mul(_lu_parity_sign(pivots, aval(a).dtype), lax.reduce_prod(diagonal(lu, 0, -2, -1), (-1,)))
+    if n in (2, 3):
+        return _det_small(a, n)
+    return _det(a)
+
+
+def _entry(a, i, j):
+    return lax.squeeze(lax.slice_in_dim(lax.slice_in_dim(a, i, i + 1, axis=-2), j, j + 1, axis=-1), (-2, -1))
+
+
+def _det_small(a, n):
+    """The Leibniz formula for 2x2 and 3x3 matrices (differentiated as written)."""
+    e = [[_entry(a, i, j) for j in range(n)] for i in range(n)]
+    if n == 2:
+        return e[0][0] * e[1][1] - e[0][1] * e[1][0]
+    return (e[0][0] * e[1][1] * e[2][2] + e[0][1] * e[1][2] * e[2][0] + e[0][2] * e[1][0] * e[2][1]
+            - e[0][2] * e[1][1] * e[2][0] - e[0][0] * e[1][2] * e[2][1] - e[0][1] * e[1][0] * e[2][2])
+
+
+@custom_jvp
+def _det(a):
+    sign, logdet = slogdet(a)
+    return sign * lax.convert_element_type(lax.exp(logdet), aval(sign).dtype)
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+    (a,), (a_dot,) = primals, tangents
+    determinant, adjugate_times_tangent = _cofactor_solve(a, a_dot)
+    return determinant, trace(adjugate_times_tangent, axis1=-2, axis2=-1)
+
+
+def _cofactor_solve(a, b):
+    """(det(a), adjugate(a) @ b), finite for singular `a` too (JAX's construction).
+
+    With a = P L U, det(a) solve(a, b) = prod(diag U) U^-1 L^-1 P^-1 b. Replacing U's last diagonal entry
+    by 1 / prod(its other diagonal entries) keeps the triangular solve finite when a has rank n - 1 (the
+    adjugate's exact value there); for lower ranks the adjugate is 0, detected by a solve that overflows."""
+    a_shape = shape(a)
+    n = a_shape[-1]
+    dtype = aval(a).dtype
+    if n == 1:
+        return lax.squeeze(a, (-2, -1)), b
+    batch = a_shape[:-2]
+    lu, pivots, permutation = lax_linalg.lu(a)
+    diag = diagonal(lu, 0, -2, -1)
+    partial_det = cumprod(diag, axis=-1) * lax.expand_dims(_lu_parity_sign(pivots, dtype), (len(batch),))
+    lu = lu.at[..., -1, -1].set(1.0 / partial_det[..., -2])
+    ones = lax.full(batch + (n, 1), 1, dtype)
+    probe = lax_linalg.triangular_solve(lu, ones, left_side=True, lower=False)
+    low_rank = any(logical_or(isnan(probe), isinf(probe)), axis=(-2, -1))
+    low_rank = lax.broadcast_in_dim(low_rank, a_shape, tuple(range(len(batch))))
+    zeros = lax.full(a_shape, 0, dtype)
+    x = where(low_rank, zeros, b)
+    rows = broadcast_to(lax.expand_dims(permutation, (len(batch) + 1,)), a_shape)
+    x = take_along_axis(x, rows, axis=-2)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+    scale = lax.expand_dims(partial_det[..., -1], (len(batch), len(batch) + 1))
+    x = lax.concatenate([x[..., :-1, :] * scale, x[..., -1:, :]], len(batch))
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+    return partial_det[..., -1], where(low_rank, zeros, x)
 
 
 def slogdet(a, *, method=None):
-    """(sign, log|det|) of square matrices; a singular matrix gives (0, -inf)."""
+    """(sign, log|det|) of square matrices; a singular matrix gives (0, -inf). Differentiated as JAX does:
+    the sign has derivative 0 (real) and log|det| has trace(solve(a, da))."""
     (a,) = _inexact("slogdet", a)
     a_shape = _square("slogdet", a)
     if method not in (None, "lu"):
@@ -231,6 +310,47 @@ def slogdet(a, *, method=None):
     dtype = aval(a).dtype
     if a_shape[-1] == 0:
         return SlogdetResult(lax.full(a_shape[:-2], 1, dtype), lax.full(a_shape[:-2], 0, real_dtype(dtype)))
+    if a_shape[-1] <= 2:
+        return SlogdetResult(*_slogdet_small(a))
+    return SlogdetResult(*_slogdet_lu(a))
+
+
+def _small_det(a):
+    n = shape(a)[-1]
+    return _entry(a, 0, 0) if n == 1 else _det_small(a, 2)
+
+
+@custom_jvp
+def _slogdet_small(a):
+    """slogdet of 1x1 and 2x2 matrices from the explicit determinant (JAX's analytic path)."""
+    determinant = _small_det(a)
+    return sign(determinant), log(abs(determinant))
+
+
+@_slogdet_small.defjvp
+def _slogdet_small_jvp(primals, tangents):
+    (a,), (a_dot,) = primals, tangents
+    sign_value, logdet = _slogdet_small(a)
+    if shape(a)[-1] == 1:
+        logdet_dot = _entry(a_dot, 0, 0) / _entry(a, 0, 0)
+    else:
+        e, t = (lambda i, j: _entry(a, i, j)), (lambda i, j: _entry(a_dot, i, j))
+        logdet_dot = (t(0, 0) * e(1, 1) - t(0, 1) * e(1, 0) - t(1, 0) * e(0, 1) + t(1, 1) * e(0, 0)) / _small_det(a)
+    return (sign_value, logdet), _slogdet_tangents(a, sign_value, logdet_dot)
+
+
+def _slogdet_tangents(a, sign_value, logdet_dot):
+    """(sign's tangent, log|det|'s) from d log det: the sign is constant for real matrices."""
+    if dtypes.is_complex(aval(a).dtype):
+        sign_dot = (logdet_dot - lax.convert_element_type(real(logdet_dot), aval(logdet_dot).dtype)) * sign_value
+        return sign_dot, real(logdet_dot)
+    return lax.full_like(sign_value, 0), logdet_dot
+
+
+@custom_jvp
+def _slogdet_lu(a):
+    a_shape = shape(a)
+    dtype = aval(a).dtype
     lu, pivots, _ = lax_linalg.lu(a)
     diag = diagonal(lu, 0, -2, -1)
     magnitude = abs(diag)
@@ -241,7 +361,15 @@ def slogdet(a, *, method=None):
     logdet = sum(log(magnitude), axis=-1)
     sign = where(is_zero, lax.full_like(sign, 0), sign)
     logdet = where(is_zero, lax.full_like(logdet, -np.inf), logdet)
-    return SlogdetResult(sign, logdet)
+    return sign, logdet
+
+
+@_slogdet_lu.defjvp
+def _slogdet_jvp(primals, tangents):
+    (a,), (a_dot,) = primals, tangents
+    sign, logdet = _slogdet_lu(a)
+    logdet_dot = trace(solve(a, a_dot), axis1=-2, axis2=-1)
+    return (sign, logdet), _slogdet_tangents(a, sign, logdet_dot)
 
 
 def matrix_power(a, n):
