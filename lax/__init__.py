@@ -138,3 +138,4 @@ from .cumulative import *  # noqa: E402, F401, F403
 from .linalg import *  # noqa: E402, F401, F403
 from .sorting import *  # noqa: E402, F401, F403
 from .windows import *  # noqa: E402, F401, F403
+from .loops import *  # noqa: E402, F401, F403

@@ -54,13 +54,13 @@ def dense_elements(value: np.ndarray) -> str:
     if not value.flags.c_contiguous:  # (ascontiguousarray would also turn a 0-d array into 1-d)
         value = np.ascontiguousarray(value)
     type_text = tensor_type(value.shape, value.dtype)
+    if value.size == 0:
+        return f"dense<> : {type_text}"
     if value.dtype == np.bool_:
         flat = value.reshape(-1)
         if flat.size and (flat == flat[0]).all():
             return f"dense<{'true' if flat[0] else 'false'}> : {type_text}"
         return f"dense<{_nested_bools(value)}> : {type_text}"
-    if value.size == 0:
-        return f"dense<> : {type_text}"
     flat = value.reshape(-1)
     if (flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8)).all():
         flat = flat[:1]

@@ -4,7 +4,7 @@ conventions at its special points (where it uses custom JVPs or the double-where
 differences to second order in float64 for a representative subset.
 
 Every table row is one function written once over a namespace `m`, run both with numax's modules
-(m.np = numax.numpy, m.nn, m.sp = scipy.special, m.stats) and with JAX's (jax.numpy, jax.nn, ...).
+(m.np = numax.numpy, m.nn, m.sp = scipy.special, m.sl = scipy.linalg, m.stats) and with JAX's (jax.numpy, jax.nn, ...).
 """
 
 import zlib
@@ -12,6 +12,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import NamedTuple
 
+import jax.scipy.linalg as jsl
 import jax.scipy.special as jsp
 import jax.scipy.stats as jstats
 import numpy as np
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 import numax
 import numax.nn as xnn
 import numax.numpy as xnp
+import numax.scipy.linalg as xsl
 import numax.scipy.special as xsp
 import numax.scipy.stats as xstats
 from numax.test_util import check_grads
@@ -30,9 +32,9 @@ from numax.test_util import check_grads
 # jax.nn.one_hot warns about float inputs; numax accepts them as JAX does (and both give zero gradients).
 pytestmark = pytest.mark.filterwarnings("ignore:jax.nn.one_hot input should be integer-typed")
 
-NX = SimpleNamespace(np=xnp, nn=xnn, sp=xsp, stats=xstats, lax=numax.lax, grad=numax.grad,
+NX = SimpleNamespace(np=xnp, nn=xnn, sp=xsp, sl=xsl, stats=xstats, lax=numax.lax, grad=numax.grad,
                      stop_gradient=numax.lax.stop_gradient, name="numax")
-JX = SimpleNamespace(np=jnp, nn=jax.nn, sp=jsp, stats=jstats, lax=jax.lax, grad=jax.grad,
+JX = SimpleNamespace(np=jnp, nn=jax.nn, sp=jsp, sl=jsl, stats=jstats, lax=jax.lax, grad=jax.grad,
                      stop_gradient=jax.lax.stop_gradient, name="jax")
 
 
@@ -226,10 +228,34 @@ LINALG = [
     C("norm_mat2", lambda m, x: m.np.linalg.norm(x, ord=2), u(-2, 2), tol=1e-4),
     C("vector_norm", lambda m, x: m.np.linalg.vector_norm(x, axis=0), u(-2, 2)),
     C("det", lambda m, x: m.np.linalg.det(x), u(-2, 2, (3, 3)), tol=1e-4),
+    C("det_4x4_batch", lambda m, x: m.np.linalg.det(x), u(-2, 2, (2, 4, 4)), tol=1e-4),
+    C("det_2x2", lambda m, x: m.np.linalg.det(x), u(-2, 2, (2, 2))),
     C("slogdet", lambda m, x: m.np.linalg.slogdet(x)[1], u(-2, 2, (3, 3)), tol=1e-4),
+    C("slogdet_2x2", lambda m, x: m.np.linalg.slogdet(x)[1], u(-2, 2, (3, 2, 2)), tol=1e-4),
+    C("slogdet_1x1", lambda m, x: m.np.linalg.slogdet(x)[1], away(0.5, 2, (2, 1, 1))),
     C("inv", lambda m, x: m.np.linalg.inv(x + 4 * m.np.eye(3)), u(-1, 1, (3, 3)), tol=1e-4),
     C("solve", lambda m, a, b: m.np.linalg.solve(a + 4 * m.np.eye(3), b), u(-1, 1, (3, 3)), u(-2, 2, (3, 2)),
       tol=1e-4),
+    C("pinv", lambda m, x: m.np.linalg.pinv(x), u(-2, 2, (3, 4)), tol=1e-4),
+    C("pinv_tall_batch", lambda m, x: m.np.linalg.pinv(x), u(-2, 2, (2, 4, 3)), tol=1e-4),
+    C("np_cholesky", lambda m, a: m.np.linalg.cholesky(a + 3 * m.np.eye(3)), u(-0.3, 0.3, (3, 3)), tol=1e-4),
+    # The scipy.linalg Cholesky family reads one triangle of a (not symmetric here): only it gets gradients.
+    C("sl_cholesky_upper", lambda m, a: m.sl.cholesky(a + 3 * m.np.eye(3)), u(-0.3, 0.3, (3, 3)), tol=1e-4),
+    C("sl_cholesky_lower", lambda m, a: m.sl.cholesky(a + 3 * m.np.eye(3), lower=True), u(-0.3, 0.3, (3, 3)),
+      tol=1e-4),
+    C("sl_cho_solve", lambda m, a, b: m.sl.cho_solve(m.sl.cho_factor(a + 3 * m.np.eye(3)), b),
+      u(-0.3, 0.3, (3, 3)), u(-2, 2, (3, 2)), tol=1e-4),
+    C("sl_solve_pos", lambda m, a, b: m.sl.solve(a + 3 * m.np.eye(3), b, assume_a="pos"), u(-0.3, 0.3, (3, 3)),
+      u(-2, 2, (3, 2)), tol=1e-4),
+    C("sl_solve_pos_lower_vector", lambda m, a, b: m.sl.solve(a + 3 * m.np.eye(3), b, assume_a="pos", lower=True),
+      u(-0.3, 0.3, (3, 3)), u(-2, 2, (3,)), tol=1e-4),
+    C("sl_solve_triangular", lambda m, a, b: m.sl.solve_triangular(a + 3 * m.np.eye(3), b, lower=True),
+      u(-1, 1, (3, 3)), u(-2, 2, (3, 2)), tol=1e-4),
+    C("sl_lu_solve", lambda m, a, b: m.sl.lu_solve(m.sl.lu_factor(a), b), u(-2, 2, (3, 3)), u(-2, 2, (3, 2)),
+      tol=1e-4),
+    C("sl_det_inv", lambda m, a: m.sl.det(a) * m.sl.inv(a + 4 * m.np.eye(3)), u(-1, 1, (3, 3)), tol=1e-4),
+    C("interp", lambda m, x, fp: m.np.interp(x, np.array([-2.0, -0.5, 1.0, 2.5], np.float32), fp), u(-2.5, 3),
+      u(-2, 2, (4,))),
 ]
 
 NN = [
@@ -293,6 +319,8 @@ SPECIAL = [
     C("uniform_cdf", lambda m, x, loc, s: m.stats.uniform.cdf(x, loc, s), u(0.1, 0.9), u(-0.1, 0.0), u(1.0, 2.0)),
     C("expon_logpdf", lambda m, x, s: m.stats.expon.logpdf(x, 0.0, s), u(0.1, 3), u(0.5, 2)),
     C("expon_cdf", lambda m, x: m.stats.expon.cdf(x), u(0.1, 3)),
+    C("mvn_logpdf", lambda m, x, mean, c: m.stats.multivariate_normal.logpdf(x, mean, c @ c.T + m.np.eye(3)),
+      u(-2, 2, (4, 3)), u(-1, 1, (3,)), u(-1, 1, (3, 3)), tol=1e-4),
 ]
 
 ALL = UFUNCS + REDUCTIONS + SHAPES + LINALG + NN + SPECIAL
@@ -376,7 +404,8 @@ def x64():
 
 
 _FD_SUBSET = ["tan", "arcsin", "log1p", "cbrt", "power", "arctan2", "hypot", "logaddexp", "logaddexp2", "sinc",
-              "where_computed", "var", "std", "prod", "cumprod", "max", "median", "norm", "norm_ord3", "det",
+              "where_computed", "var", "std", "prod", "cumprod", "max", "median", "norm", "norm_ord3", "det_4x4_batch",
+              "slogdet", "pinv", "sl_solve_pos",
               "relu6", "softplus", "elu", "gelu_tanh", "gelu_erf", "softmax", "log_softmax", "standardize",
               "glu", "logit", "xlogy", "xlog1py", "entr", "log_ndtr", "ndtri", "sp_logsumexp_b",
               "norm_logpdf", "gammaln"]
@@ -505,6 +534,15 @@ def _vector_points():
         ("norm_inf_at_zero", lambda m, x: m.np.linalg.norm(x, ord=np.inf), v(0, 0, 0)),
         ("norm_inf_tie", lambda m, x: m.np.linalg.norm(x, ord=np.inf), v(1, -3, 3)),
         ("norm_fro_at_zero", lambda m, x: m.np.linalg.norm(x.reshape(2, 2), "fro"), v(0, 0, 0, 0)),
+        ("det_3x3_rank2", lambda m, x: m.np.linalg.det(x.reshape(3, 3)), v(1, 2, 3, 2, 4, 6, 0, 1, 5)),
+        ("det_4x4_rank3", lambda m, x: m.np.linalg.det(x.reshape(4, 4)),
+         v(1, 2, 3, 4, 2, 4, 6, 8, 0, 1, 5, 1, 3, 1, 2, 2)),
+        ("det_4x4_rank1", lambda m, x: m.np.linalg.det(x.reshape(4, 4)), np.ones(16, np.float32)),
+        ("slogdet_2x2_singular", lambda m, x: m.np.linalg.slogdet(x.reshape(2, 2))[1], v(1, 2, 2, 4)),
+        ("slogdet_3x3_singular", lambda m, x: m.np.linalg.slogdet(x.reshape(3, 3))[1], v(1, 2, 3, 2, 4, 6, 0, 1, 5)),
+        ("pinv_identity", lambda m, x: m.np.sum(m.np.linalg.pinv(x.reshape(3, 3)) * np.arange(9.0).reshape(3, 3)),
+         np.eye(3, dtype=np.float32).ravel()),
+        ("pinv_rank2", lambda m, x: m.np.sum(m.np.linalg.pinv(x.reshape(3, 3))), v(1, 2, 3, 2, 4, 6, 0, 1, 5)),
         ("max_tie", lambda m, x: m.np.max(x), v(1, 2, 2)),
         ("min_tie3", lambda m, x: m.np.min(x), v(-1, -1, -1)),
         ("argmax_zero", lambda m, x: m.np.argmax(x).astype(m.np.float32) * x[0], v(1, 5, 2)),
@@ -560,6 +598,8 @@ def test_special_vector_points_match_jax(name, fn, x):
     expected = jax.jit(jax.grad(lambda a: fn(JX, a)))(x)
     actual = numax.grad(lambda a: fn(NX, a))(x)
     _assert_same(actual, expected, name)
+    if name in ("det_4x4_rank3", "det_4x4_rank1", "pinv_identity"):
+        assert np.isfinite(np.asarray(actual)).all()  # the adjugate, finite at singular matrices
     if name in ("norm_at_zero", "logsumexp_all_neginf", "std_constant"):
         assert np.isnan(np.asarray(actual)).any()  # JAX's own convention at these points: nan, not hidden
     if name in ("softmax_neginf", "log_softmax_neginf", "logsumexp_neginf_entry", "one_hot_grad_zero"):

@@ -411,11 +411,37 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
         return lax.full(a_shape[:-2] + (n, m), 0, dtype)
     if rtol is None:
         rtol = 10 * builtins.max(m, n) * _eps(dtype)
+    return _pinv(a, rtol, hermitian)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1, 2))
+def _pinv(a, rtol, hermitian):
+    """The pseudo-inverse from the SVD, differentiated by Golub and Pereyra's formula (JAX's rule), which
+    stays finite where the SVD's own derivative does not (repeated singular values)."""
+    dtype = aval(a).dtype
     u, s, vh = svd(a, full_matrices=False)
     rtol = to_array(rtol)
     cutoff = multiply(expand_dims(rtol, -1) if shape(rtol) else rtol, amax(s, axis=-1, keepdims=True, initial=0.0))
     s = where(greater(s, cutoff), s, lax.full_like(s, np.inf))
     return matmul(_adjoint(vh), divide(_adjoint(u), expand_dims(lax.convert_element_type(s, dtype), -1)))
+
+
+@_pinv.defjvp
+def _pinv_jvp(rtol, hermitian, primals, tangents):
+    (a,), (a_dot,) = primals, tangents
+    p = _pinv(a, rtol, hermitian)
+    if hermitian:
+        a, a_dot = (a + _adjoint(a)) / 2, (a_dot + _adjoint(a_dot)) / 2
+    m, n = shape(a)[-2:]
+    if m >= n:
+        s = matmul(matmul(p, _adjoint(p)), _adjoint(a_dot))
+        t = matmul(matmul(_adjoint(a_dot), _adjoint(p)), p)
+        p_dot = (-matmul(matmul(p, a_dot), p) + s - matmul(matmul(s, a), p) + t - matmul(matmul(p, a), t))
+    else:
+        s = matmul(p, matmul(_adjoint(p), _adjoint(a_dot)))
+        t = matmul(_adjoint(a_dot), matmul(_adjoint(p), p))
+        p_dot = -matmul(p, matmul(a_dot, p)) + s - matmul(s, matmul(a, p)) + t - matmul(p, matmul(a, t))
+    return p, p_dot
 
 
 def lstsq(a, b, rcond=None, *, numpy_resid=False):

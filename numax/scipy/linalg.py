@@ -4,15 +4,19 @@ Written over `numax.lax.linalg` and `numax.numpy.linalg`. The `overwrite_*` and 
 accepted for compatibility and have no effect (numax arrays are immutable and nothing inspects values).
 """
 
+import functools
+
 import numpy as np
 
 from numax import lax
 from numax.core import dtypes
 from numax.lax import linalg as lax_linalg
 from numax.numpy import linalg as np_linalg
+from numax.numpy._linalg_ops import matmul
 from numax.numpy._shape import broadcast_to, matrix_transpose, reshape
 from numax.numpy._util import aval, shape
 from numax.numpy.linalg import _adjoint, _inexact
+from numax.transforms.custom_derivatives import custom_jvp
 
 __all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "inv", "lu", "lu_factor", "lu_solve", "qr", "solve",
            "solve_triangular", "svd"]
@@ -57,7 +61,9 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     """The Cholesky factor of Hermitian positive-definite matrices: upper U (a = U^H @ U) unless `lower`."""
     (a,) = _inexact("cholesky", a)
     _check_square("cholesky", a)
-    factor = lax_linalg.cholesky(a)
+    # As in JAX, the triangle `lower` names is factored as it is (not symmetrized first): only that
+    # triangle of `a` is read, and only it gets a gradient.
+    factor = lax_linalg.cholesky(a if lower else _adjoint(a), symmetrize_input=False)
     return factor if lower else _adjoint(factor)
 
 
@@ -203,6 +209,21 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
 
 
 # --- inverse, determinant, solve -----------------------------------------------------------------------------
+@functools.partial(custom_jvp, nondiff_argnums=(2,))
+def _positive_definite_solve(a, b, lower):
+    """Solves a @ x = b from the Cholesky factor of a's `lower` (or upper) triangle. Differentiated as JAX's
+    custom_linear_solve differentiates it: dx = solve(a, db - da @ x), with all of da (not one triangle)."""
+    factor = lax_linalg.cholesky(a if lower else _adjoint(a), symmetrize_input=False)
+    return cho_solve((factor, True), b)
+
+
+@_positive_definite_solve.defjvp
+def _positive_definite_solve_jvp(lower, primals, tangents):
+    (a, b), (a_dot, b_dot) = primals, tangents
+    x = _positive_definite_solve(a, b, lower)
+    return x, _positive_definite_solve(a, b_dot - matmul(a_dot, x), lower)
+
+
 def inv(a, overwrite_a=False, check_finite=True):
     return np_linalg.inv(a)
 
@@ -221,9 +242,8 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False, 
     _check_square("solve", a)
     if transposed:
         a = matrix_transpose(a)
-    if assume_a == "pos":
-        factor = lax_linalg.cholesky(a if lower else _adjoint(a), symmetrize_input=False)
-        return cho_solve((factor, True), b)
     b, vector = _as_columns("solve", a, b)
+    if assume_a == "pos":
+        return _restore_vector(_positive_definite_solve(_broadcast_like(a, b), b, lower), vector)
     return _restore_vector(np_linalg.solve(_broadcast_like(a, b), b), vector)
 
