@@ -9,7 +9,7 @@ def eval_program(program, consts, *args):
     env = {}
 
     def read(atom):
-        return atom.value if type(atom) is Literal else env[atom]
+        return atom.operand if type(atom) is Literal else env[atom]
 
     if len(consts) != len(program.constvars):
         raise TypeError(f"program has {len(program.constvars)} constants, got {len(consts)} values for them")

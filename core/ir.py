@@ -23,13 +23,18 @@ class Var:
 
 
 class Literal:
-    """A scalar constant written into the program (Python scalars and 0-d numpy values)."""
+    """A scalar constant written into the program (Python scalars and 0-d numpy values).
 
-    __slots__ = ("value", "aval")
+    `value` is what the program text shows; `operand` is what evaluating the program binds in its place:
+    a value of exactly the literal's type (a float16 literal stays float16 when the program is
+    re-evaluated by a transformation)."""
 
-    def __init__(self, value, aval: ShapedArray):
+    __slots__ = ("value", "aval", "operand")
+
+    def __init__(self, value, aval: ShapedArray, operand=None):
         self.value = value
         self.aval = aval
+        self.operand = value if operand is None else operand
 
     def __repr__(self):
         return f"Literal({self.value!r})"

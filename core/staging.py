@@ -73,13 +73,14 @@ def literal_value(value):
     if isinstance(aval, ShapedArray) and not aval.shape and not isinstance(value, Tracer):
         # A concrete 0-d device array (a scalar made into an array before tracing reached it): inlined
         # like a scalar, as JAX inlines scalar constants, keeping its weak type.
-        return _scalar_literal(np.asarray(value), aval)
+        return _scalar_literal(np.asarray(value), aval, operand=value)
     return None
 
 
-def _scalar_literal(value, aval):
+def _scalar_literal(value, aval, operand=None):
     host = np.asarray(value, aval.dtype)
-    return Literal(host[()] if aval.dtype == dtypes.bfloat16 else host.item(), aval)
+    return Literal(host[()] if aval.dtype == dtypes.bfloat16 else host.item(), aval,
+                   host[()] if operand is None else operand)
 
 
 class ProgramTrace(Trace):

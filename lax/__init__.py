@@ -139,3 +139,5 @@ from .linalg import *  # noqa: E402, F401, F403
 from .sorting import *  # noqa: E402, F401, F403
 from .windows import *  # noqa: E402, F401, F403
 from .loops import *  # noqa: E402, F401, F403
+from .conditionals import *  # noqa: E402, F401, F403
+from .while_loop import *  # noqa: E402, F401, F403

@@ -19,7 +19,7 @@ from ..core.ad_util import UndefinedPrimal, Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
 from ..core.dce import dce_program
 from ..core.evaluation import eval_closed_program
-from ..core.ir import ClosedProgram, Program
+from ..core.ir import ClosedProgram, Program, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import trace_to_closed_program, trace_to_program
 from ..core.trace import concrete_or_error, get_aval_of
@@ -213,8 +213,6 @@ def _split_jvp(body, nonzeros, num_consts, num_carry):
     loop-invariant residuals, number of stacked residuals)."""
     from ..transforms.partial_eval import partial_eval_program
 
-    from ..core.ir import Var
-
     jvp_body, out_nonzeros = _jvp_body(body, nonzeros, num_consts, num_carry)
     n_in, n_out = len(body.in_avals), len(body.out_avals)
     carry_nonzero = nonzeros[num_consts:num_consts + num_carry]
@@ -319,9 +317,9 @@ def _transpose_body(body, consts_linear, xs_linear, ys_nonzero, num_consts, num_
 
 
 def _scan_transpose(cts, *args, reverse, length, jaxpr, num_consts, num_carry, linear, unroll):
+    # A carry given as a value is a tangent materialized as zeros (the JVP instantiates the tangents of
+    # carries that become nonzero): the body is linear in it all the same, and its cotangent is dropped.
     consts, carry, xs = _split3(args, num_consts, num_carry)
-    if not all(is_undefined(c) for c in carry):
-        raise NotImplementedError("transposing a scan whose carries are not all linear")
     consts_linear = tuple(is_undefined(c) for c in consts)
     xs_linear = tuple(is_undefined(x) for x in xs)
     ct_carry, ct_ys = list(cts[:num_carry]), list(cts[num_carry:])
@@ -339,7 +337,8 @@ def _scan_transpose(cts, *args, reverse, length, jaxpr, num_consts, num_carry, l
                            fixed_xs) + (True,) * len(given_ys), unroll=unroll)
     const_sums, carry_in, xs_cts = iter(outs[:num_sums]), outs[num_sums:num_sums + num_carry], iter(
         outs[num_sums + num_carry:])
-    return ([next(const_sums) if lin else None for lin in consts_linear] + list(carry_in)
+    return ([next(const_sums) if lin else None for lin in consts_linear]
+            + [ct if is_undefined(c) else None for c, ct in zip(carry, carry_in)]
             + [next(xs_cts) if lin else None for lin in xs_linear])
 
 
@@ -390,7 +389,7 @@ def _scan_length(xs_flat, length):
         lengths = [x.shape[0] for x in xs_flat]
     except (AttributeError, IndexError):
         bad = [x for x in xs_flat if not getattr(x, "shape", ())]
-        raise ValueError(f"scan got value with no leading axis to scan over: {', '.join(map(str, bad))}.") from None
+        raise ValueError(f"scan got value with no leading axis to scan over: {', '.join(str(x) for x in bad)}.") from None
     if length is not None:
         length = int(concrete_or_error(length, "The `length` argument to `scan` expects a concrete `int` value. "
                                                "For scan-like iteration with a dynamic length, use `while_loop` "
@@ -400,7 +399,7 @@ def _scan_length(xs_flat, length):
                              f"{lengths}.")
         return length
     if len(set(lengths)) > 1:
-        raise ValueError(f"scan got values with different leading axis sizes: {', '.join(map(str, lengths))}.")
+        raise ValueError(f"scan got values with different leading axis sizes: {', '.join(str(n) for n in lengths)}.")
     if not lengths:
         raise ValueError("scan got no values to scan over and `length` not provided.")
     return lengths[0]

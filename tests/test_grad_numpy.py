@@ -405,12 +405,15 @@ def x64():
 
 _FD_SUBSET = ["tan", "arcsin", "log1p", "cbrt", "power", "arctan2", "hypot", "logaddexp", "logaddexp2", "sinc",
               "where_computed", "var", "std", "prod", "cumprod", "max", "median", "norm", "norm_ord3", "det_4x4_batch",
-              "slogdet", "pinv", "sl_solve_pos",
+              "slogdet", "pinv", "sl_solve_triangular",
               "relu6", "softplus", "elu", "gelu_tanh", "gelu_erf", "softmax", "log_softmax", "standardize",
               "glu", "logit", "xlogy", "xlog1py", "entr", "log_ndtr", "ndtri", "sp_logsumexp_b",
               "norm_logpdf", "gammaln"]
 
 
+# Not here: the Cholesky family (scipy.linalg.cholesky/cho_solve/solve(assume_a="pos")). JAX's rules for them
+# assume a symmetric perturbation, so they disagree with finite differences along general directions, in JAX
+# as in numax; the first-order comparison with JAX above covers them.
 @pytest.mark.parametrize("name", _FD_SUBSET)
 def test_check_grads_float64(x64, name):
     (case,) = [c for c in ALL if c.name == name]

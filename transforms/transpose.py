@@ -23,7 +23,7 @@ def backward_pass(program, consts, args, cotangents):
     linear_vars = set()
 
     def read(atom):
-        return atom.value if type(atom) is Literal else primal_env[atom]
+        return atom.operand if type(atom) is Literal else primal_env[atom]
 
     for var, value in zip(program.constvars, consts):
         primal_env[var] = value
