@@ -19,7 +19,7 @@ from ..core.ad_util import UndefinedPrimal, Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
 from ..core.dce import dce_program
 from ..core.evaluation import eval_closed_program
-from ..core.ir import ClosedProgram, Program, Var
+from ..core.ir import ClosedProgram, Program
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import trace_to_closed_program, trace_to_program
 from ..core.trace import concrete_or_error, get_aval_of
@@ -82,19 +82,25 @@ scan_p.def_abstract_eval(_scan_abstract_eval)
 def _run_steps(body, length, reverse, num_carry, first_step, count, consts, xs, carry, ys):
     """`count` body steps from `first_step` (an int, or a traced trip start), reading xs and writing ys."""
     from .elementwise import add, sub
-    from .slicing import dynamic_index_in_dim, dynamic_update_index_in_dim
+    from .shapes import reshape
+    from .slicing import dynamic_slice_p, dynamic_update_slice_p
+
+    def starts(index, rank):  # in range by construction: no wrapping or clamping needed
+        return [index] + [np.int32(0)] * (rank - 1)
 
     for k in range(count):
         if isinstance(first_step, int):
             step = first_step + k
-            index = length - 1 - step if reverse else step
+            index = np.int32(length - 1 - step if reverse else step)
         else:
             step = add(first_step, np.int32(k))
             index = sub(np.int32(length - 1), step) if reverse else step
-        x = [dynamic_index_in_dim(v, index, 0, keepdims=False) for v in xs]
+        x = [reshape(dynamic_slice_p.bind(v, *starts(index, v.ndim), slice_sizes=(1,) + v.shape[1:]), v.shape[1:])
+             for v in xs]
         outs = eval_closed_program(body, *consts, *carry, *x)
         carry, y = outs[:num_carry], outs[num_carry:]
-        ys = [dynamic_update_index_in_dim(buffer, value, index, 0) for buffer, value in zip(ys, y)]
+        ys = [dynamic_update_slice_p.bind(buffer, reshape(value, (1,) + buffer.shape[1:]),
+                                          *starts(index, buffer.ndim)) for buffer, value in zip(ys, y)]
     return list(carry), list(ys)
 
 
@@ -194,7 +200,7 @@ def _jvp_body(body, nonzeros, num_consts, num_carry):
     return program, tuple(out_nonzeros)
 
 
-def _carry_fixpoint(step_nonzeros, carry_nonzero, num_consts, num_carry):
+def _carry_fixpoint(step_nonzeros, carry_nonzero):
     """Marks carries until a step maps the marked set into itself; `step_nonzeros(mask)` gives the
     carry outputs a step marks for input mask `mask`."""
     carry_nonzero = list(carry_nonzero)
@@ -209,8 +215,9 @@ def _carry_fixpoint(step_nonzeros, carry_nonzero, num_consts, num_carry):
 @functools.lru_cache(maxsize=256)
 def _split_jvp(body, nonzeros, num_consts, num_carry):
     """The known and tangent scan bodies of the JVP of `body` with tangents `nonzeros` (carries at their
-    fixpoint). Returns (known body, tangent body, ys nonzero mask, indices of consts forwarded as
-    loop-invariant residuals, number of stacked residuals)."""
+    fixpoint). Returns (known body, tangent body, ys nonzero mask, indices of the operands (consts) that are
+    loop-invariant residuals, and for each per-step residual the index of the xs operand it is or None when
+    the known scan stacks it)."""
     from ..transforms.partial_eval import partial_eval_program
 
     jvp_body, out_nonzeros = _jvp_body(body, nonzeros, num_consts, num_carry)
@@ -224,10 +231,14 @@ def _split_jvp(body, nonzeros, num_consts, num_carry):
     known_program = known.program
     residuals = known_program.outvars[n_out:]
     const_position = {v: i for i, v in enumerate(known_program.invars[:num_consts])}
-    invariant = [r for r in residuals if type(r) is Var and r in const_position]
-    stacked = [r for r in residuals if not (type(r) is Var and r in const_position)]
+    xs_position = {v: i for i, v in enumerate(known_program.invars) if i >= num_consts + num_carry}
+    invariant = [r for r in residuals if r in const_position]
+    stacked = [r for r in residuals if r not in const_position]
+    # Residuals that are slices of xs are read from the xs themselves; the others are stacked outputs.
+    computed = [r for r in stacked if r not in xs_position]
+    stacked_sources = tuple(xs_position.get(r) for r in stacked)
     primal_body, _ = dce_program(Program(known_program.constvars, known_program.invars,
-                                         known_program.outvars[:n_out] + stacked, known_program.equations))
+                                         known_program.outvars[:n_out] + computed, known_program.equations))
     known_body = ClosedProgram(primal_body, known.consts)
     # Tangent body: (invariant residuals, consts tangents ; carry tangents ; stacked residuals, xs tangents).
     unknown_program = unknown.program
@@ -240,7 +251,7 @@ def _split_jvp(body, nonzeros, num_consts, num_carry):
     tangent_body = ClosedProgram(Program(unknown_program.constvars, invars, unknown_program.outvars,
                                          unknown_program.equations), unknown.consts)
     invariant_consts = tuple(const_position[r] for r in invariant)
-    return known_body, tangent_body, ys_nonzero, invariant_consts, len(stacked)
+    return known_body, tangent_body, ys_nonzero, invariant_consts, stacked_sources
 
 
 def _scan_jvp(primals, tangents, reverse, length, jaxpr, num_consts, num_carry, linear, unroll):
@@ -251,14 +262,16 @@ def _scan_jvp(primals, tangents, reverse, length, jaxpr, num_consts, num_carry, 
         mask = tuple(consts_nz + list(carry_mask) + xs_nz)
         return _jvp_body(jaxpr, mask, num_consts, num_carry)[1][:num_carry]
 
-    carry_nz = _carry_fixpoint(step_nonzeros, carry_nz, num_consts, num_carry)
+    carry_nz = _carry_fixpoint(step_nonzeros, carry_nz)
     nonzeros = tuple(consts_nz + carry_nz + xs_nz)
-    known_body, tangent_body, ys_nz, invariant, num_stacked = _split_jvp(jaxpr, nonzeros, num_consts, num_carry)
+    known_body, tangent_body, ys_nz, invariant, stacked_sources = _split_jvp(jaxpr, nonzeros, num_consts,
+                                                                             num_carry)
     params = dict(reverse=reverse, length=length, unroll=unroll)
     outs = scan_p.bind(*primals, jaxpr=known_body, num_consts=num_consts, num_carry=num_carry,
                        linear=(False,) * len(primals), **params)
     n_out = len(jaxpr.out_avals)
-    primal_out, stacked = outs[:n_out], outs[n_out:]
+    primal_out, computed = outs[:n_out], iter(outs[n_out:])
+    stacked = [next(computed) if source is None else primals[source] for source in stacked_sources]
     out_avals = [get_aval_of(v) for v in primal_out]
     if not any(carry_nz) and not any(ys_nz):
         return primal_out, [Zero(tangent_aval(a)) for a in out_avals]
@@ -267,7 +280,7 @@ def _scan_jvp(primals, tangents, reverse, length, jaxpr, num_consts, num_carry, 
     consts_t, carry_t, xs_t = ([t for t in ts if t is not None] for ts in (consts_t, carry_t, xs_t))
     invariant_values = [primals[i] for i in invariant]
     operands = [*invariant_values, *consts_t, *carry_t, *stacked, *xs_t]
-    linear_mask = ((False,) * len(invariant) + (True,) * (len(consts_t) + len(carry_t)) + (False,) * num_stacked
+    linear_mask = ((False,) * len(invariant) + (True,) * (len(consts_t) + len(carry_t)) + (False,) * len(stacked)
                    + (True,) * len(xs_t))
     tangent_out = iter(scan_p.bind(*operands, jaxpr=tangent_body, num_consts=len(invariant) + len(consts_t),
                                    num_carry=len(carry_t), linear=linear_mask, **params))
@@ -365,8 +378,7 @@ def _scan_batch(values, dims, axis, reverse, length, jaxpr, num_consts, num_carr
         in_dims = tuple(0 if b else None for b in consts_b + list(carry_mask) + xs_b)
         return _batched_body(jaxpr, in_dims, size, axis.name, tuple(carry_mask) + (False,) * n_ys)
 
-    carry_b = _carry_fixpoint(lambda mask: [d is not None for d in batched(mask)[1][:num_carry]], carry_b,
-                              num_consts, num_carry)
+    carry_b = _carry_fixpoint(lambda mask: [d is not None for d in batched(mask)[1][:num_carry]], carry_b)
     body, out_dims = batched(carry_b)
     consts, carry, xs = _split3(values, num_consts, num_carry)
     c_dims, carry_dims, x_dims = _split3(dims, num_consts, num_carry)
@@ -389,7 +401,8 @@ def _scan_length(xs_flat, length):
         lengths = [x.shape[0] for x in xs_flat]
     except (AttributeError, IndexError):
         bad = [x for x in xs_flat if not getattr(x, "shape", ())]
-        raise ValueError(f"scan got value with no leading axis to scan over: {', '.join(str(x) for x in bad)}.") from None
+        bad_text = ", ".join(str(x) for x in bad)
+        raise ValueError(f"scan got value with no leading axis to scan over: {bad_text}.") from None
     if length is not None:
         length = int(concrete_or_error(length, "The `length` argument to `scan` expects a concrete `int` value. "
                                                "For scan-like iteration with a dynamic length, use `while_loop` "
@@ -474,13 +487,29 @@ class _BodyCache:
         self.limit = limit
 
     def canonical(self, program):
-        key = (str(program), tuple(program.in_avals), tuple(program.out_avals))
+        key = (str(program), tuple(program.in_avals), tuple(program.out_avals), tuple(_unprinted_params(program)))
         closed = self.entries.get(key)
         if closed is None:
             if len(self.entries) >= self.limit:
                 self.entries.clear()
             closed = self.entries[key] = ClosedProgram(program, [])
         return closed
+
+
+def _unprinted_params(program):
+    """Identities of what a program's text does not show: the constants of nested closed programs (a jit
+    created inside the body) and functions held as parameters (custom derivative rules)."""
+    for eqn in program.equations:
+        for value in eqn.params.values():
+            for item in value if isinstance(value, (tuple, list)) else (value,):
+                if isinstance(item, ClosedProgram):
+                    if item.consts:
+                        yield id(item)
+                    yield from _unprinted_params(item.program)
+                elif isinstance(item, Program):
+                    yield from _unprinted_params(item)
+                elif callable(item) and not isinstance(item, (type, np.dtype)):
+                    yield id(item)
 
 
 _body_cache = _BodyCache()
@@ -500,7 +529,7 @@ def _promote_weak_init(init_flat, init_avals, carry_avals):
     return out, changed
 
 
-def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """Loops `f(carry, x) -> (carry, y)` over the leading axis of `xs`; returns (final carry, stacked ys).
 
     `xs` and the carry may be pytrees; with `xs=None`, `length` gives the number of steps. `reverse` runs

@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 from harness import assert_close, jax, jnp
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from numax.core.primitives import batching_rules
 from numax.lax import batching as lax_batching
@@ -102,6 +102,23 @@ def test_pytrees_in_carry_xs_and_ys(rng):
         return f
 
     _both(run(lax), run(jax.lax), init, xs)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint32, np.float16, "bfloat16", np.complex64])
+def test_dtypes_of_carry_and_ys(rng, dtype):
+    dtype = jnp.dtype(dtype)
+    xs = rng.integers(0, 3, (5, 2)).astype(dtype)
+
+    def run(module):
+        def f(xs):
+            def step(c, x):
+                if dtype == np.bool_:
+                    return c ^ x, c & x
+                return c + x, c * x
+            return module.scan(step, xs[0], xs, reverse=True, unroll=2)
+        return f
+
+    _both(run(lax), run(jax.lax), xs)
 
 
 def test_xs_none_with_length():
@@ -311,6 +328,70 @@ def test_grad_residuals_are_stacked_once(rng):
     assert sum(1 for a in backward.inputs if any(a is v for v in invars) and a.aval.shape == W.shape) == 1
 
 
+def test_grad_with_int_carry_forwarded_xs_and_unchanged_carry(rng):
+    xs = rng.normal(size=(4, 3)).astype(np.float32)
+    w = rng.normal(size=(3,)).astype(np.float32)
+    ints = np.arange(3, dtype=np.int32)
+
+    def loss(module):
+        def f(w, xs):
+            def step(c, x):
+                a, b, k = c
+                return (a, b * w + x * ints, k + 1), (x, a * b)
+            (a, b, k), (xx, ab) = module.scan(step, (w, w * 2, np.int32(0)), xs)
+            return b.sum() + (ab ** 2).sum() + xx.sum() * 2 + k
+        return f
+
+    for a, e in zip(numax.grad(loss(lax), (0, 1))(w, xs), jax.grad(loss(jax.lax), (0, 1))(w, xs)):
+        assert_close(a, np.asarray(e), scale=10)
+
+
+@pytest.mark.parametrize("where", ["body", "outside", "outside_jit"])
+def test_grad_nested_scan_and_checkpoint(rng, where):
+    xs = rng.normal(size=(3, 4)).astype(np.float32)
+    w = rng.normal(size=(4,)).astype(np.float32)
+
+    def loss(module, np_like, checkpoint):
+        def f(w):
+            def outer(c, row):
+                inner = (lambda a, x: (np_like.sin(a * x * w), a))
+                cc, ys = module.scan(checkpoint(inner) if where == "body" else inner, c, row)
+                return cc, ys.sum()
+            c, ys = module.scan(outer, w, xs)
+            return c.sum() + ys.sum()
+        return f
+
+    ours = loss(lax, nnp, numax.checkpoint)
+    if where == "outside":
+        ours = numax.checkpoint(ours)
+    elif where == "outside_jit":
+        ours = numax.jit(numax.checkpoint(ours))
+    expected = jax.grad(loss(jax.lax, jnp, jax.checkpoint))(w)
+    assert_close(numax.grad(ours)(w), np.asarray(expected), scale=10)
+
+
+def test_eager_grad_through_scan_compiles_once(loss_args):
+    grad = numax.grad(_loss(lax, nnp))
+    first = grad(*loss_args)
+    size = len(dispatch.primitive_cache.entries)
+    assert_close(grad(*loss_args), np.asarray(first))
+    assert len(dispatch.primitive_cache.entries) == size
+
+
+def test_grad_reads_xs_residuals_from_xs(rng):
+    """A residual that is a slice of xs is not stacked again: the backward scan reads the xs operand."""
+    xs = rng.normal(size=(5, 3)).astype(np.float32)
+    program = numax.make_jaxpr(numax.grad(lambda c, xs: lax.scan(lambda c, x: (c * x, c), c, xs)[0].sum()))(
+        xs[0], xs)
+    forward, backward = _scan_eqns(program)
+    assert len(forward.outvars) == 2  # carry and ys: the only residual, x, is read from xs
+    assert any(a is program.program.invars[1] for a in backward.inputs)
+    actual = numax.grad(lambda c, xs: lax.scan(lambda c, x: (c * x, c), c, xs)[0].sum(), (0, 1))(xs[0], xs)
+    expected = jax.grad(lambda c, xs: jax.lax.scan(lambda c, x: (c * x, c), c, xs)[0].sum(), (0, 1))(xs[0], xs)
+    for a, e in zip(actual, expected):
+        assert_close(a, np.asarray(e), scale=10)
+
+
 def test_scan_in_jit_grad_twice_compiles_once(loss_args):
     f = numax.jit(numax.grad(_loss(lax, nnp)))
     first = f(*loss_args)
@@ -342,31 +423,59 @@ def test_lowering_unrolls_body_copies(unroll, copies):
 
 
 def test_eager_scan_compiles_once_in_a_python_loop(rng):
-    xs = rng.normal(size=(5,)).astype(np.float32)
+    xs = rng.normal(size=(5, 2)).astype(np.float32)
     results = []
     for i in range(3):
-        scale = np.float32(i)
+        scale = np.full(2, i, np.float32)  # an array: a const operand of the scan, not a literal of its body
 
         def step(c, x):
             return c * scale + x, c  # a fresh closure each time, over a different value
 
-        results.append(lax.scan(step, np.float32(1), xs)[0])
+        results.append(lax.scan(step, np.ones(2, np.float32), xs)[0])
         if i == 0:
             size = len(dispatch.primitive_cache.entries)
     assert len(dispatch.primitive_cache.entries) == size
     for i, r in enumerate(results):
-        expected = jax.lax.scan(lambda c, x: (c * np.float32(i) + x, c), np.float32(1), xs)[0]
+        expected = jax.lax.scan(lambda c, x: (c * np.float32(i) + x, c), np.ones(2, np.float32), xs)[0]
         assert_close(r, np.asarray(expected))
+
+
+def test_eager_scan_sees_new_values_of_a_nested_jit_closure():
+    xs = np.ones((3, 2), np.float32)
+    for i in range(3):
+        w = np.full(2, i, np.float32)
+        scaled = numax.jit(lambda x: x * w)  # a fresh jit each time, closing over a different array
+        carry, _ = lax.scan(lambda c, x: (c + scaled(x), c), np.zeros(2, np.float32), xs)
+        assert_close(carry, np.full(2, 3 * i, np.float32))
+
+
+def test_grad_through_custom_jvp_in_scan_body():
+    @numax.custom_jvp
+    def f(x):
+        return nnp.sin(x)
+
+    f.defjvp(lambda primals, tangents: (f(primals[0]), 2.0 * tangents[0]))
+
+    @jax.custom_jvp
+    def jf(x):
+        return jnp.sin(x)
+
+    jf.defjvp(lambda primals, tangents: (jf(primals[0]), 2.0 * tangents[0]))
+    xs = np.linspace(0, 1, 6).astype(np.float32).reshape(3, 2)
+    w = np.full(2, 0.7, np.float32)
+    actual = numax.grad(lambda w: lax.scan(lambda c, x: (f(c * x), c), w, xs)[0].sum())(w)
+    expected = jax.grad(lambda w: jax.lax.scan(lambda c, x: (jf(c * x), c), w, xs)[0].sum())(w)
+    assert_close(actual, np.asarray(expected))
 
 
 # --- errors -------------------------------------------------------------------------------------------
 def test_carry_type_mismatch_error():
     with pytest.raises(TypeError, match=r"scan body function carry input and carry output must have equal types"
-                                        r"(.|\n)*the input carry c has type float32\[3\] but the corresponding output "
-                                        r"carry component has type float32\[1\]"):
+                                        r"(.|\n)*The input carry c has type f32\[3\] but the corresponding output "
+                                        r"carry component has type f32\[1\]"):
         lax.scan(lambda c, x: (c[:1], x), np.zeros(3, np.float32), np.ones((2, 3), np.float32))
-    with pytest.raises(TypeError, match=r"input carry component c\[1\] has type int32\[\] but the corresponding "
-                                        r"output carry component has type float32\[\]"):
+    with pytest.raises(TypeError, match=r"input carry component c\[1\] has type i32\[\] but the corresponding "
+                                        r"output carry component has type f32\[\]"):
         lax.scan(lambda c, x: ((c[0], c[1] * 1.5), x), (np.float32(0), np.int32(1)), np.ones(2, np.float32))
 
 
@@ -421,6 +530,19 @@ def test_vmap_of_scan(rng, in_axes):
         assert_close(a, np.asarray(e), scale=10)
 
 
+def test_jit_of_vmap_of_scan(rng):
+    xs = rng.normal(size=(4, 3)).astype(np.float32)
+    ws = rng.normal(size=(2, 3)).astype(np.float32)
+
+    def run(module, vmap):
+        return vmap(lambda w: module.scan(lambda c, x: (c * x, c + x), w, xs, reverse=True))
+
+    actual = numax.jit(run(lax, vmap))(ws)
+    expected = jax.jit(run(jax.lax, jax.vmap))(ws)
+    for a, e in zip(actual, expected):
+        assert_close(a, np.asarray(e))
+
+
 def test_vmap_carry_becomes_batched_only_after_a_step(rng):
     xs = rng.normal(size=(3, 4)).astype(np.float32)  # batched over axis 0, scanned over 4
 
@@ -464,23 +586,31 @@ def test_map_with_batch_size(rng, batch_size):
 
 
 # --- lax.associative_scan -----------------------------------------------------------------------------
+@numax.jit
+def _prefix_ops(xs):
+    return (lax.associative_scan(E.add, xs), lax.associative_scan(E.max, xs),
+            lax.associative_scan(E.add, xs, reverse=True), lax.associative_scan(E.add, xs.T, axis=1))
+
+
+@settings(max_examples=6)
 @given(length=st.integers(1, 17))
 def test_associative_scan_add_and_max(length):
     rng = np.random.default_rng(length)
     xs = rng.normal(size=(length, 2)).astype(np.float32)
-    assert_close(lax.associative_scan(E.add, xs), np.cumsum(xs, 0), scale=10)
-    assert_close(lax.associative_scan(E.max, xs), np.maximum.accumulate(xs, 0))
-    assert_close(lax.associative_scan(E.add, xs, reverse=True), np.cumsum(xs[::-1], 0)[::-1], scale=10)
-    assert_close(lax.associative_scan(E.add, xs.T, axis=1), np.cumsum(xs.T, 1), scale=10)
+    sums, maxes, reversed_sums, axis1_sums = _prefix_ops(xs)
+    assert_close(sums, np.cumsum(xs, 0), scale=10)
+    assert_close(maxes, np.maximum.accumulate(xs, 0))
+    assert_close(reversed_sums, np.cumsum(xs[::-1], 0)[::-1], scale=10)
+    assert_close(axis1_sums, np.cumsum(xs.T, 1), scale=10)
     ints = rng.integers(-5, 5, (length,)).astype(np.int32)
-    assert_close(lax.associative_scan(E.add, ints), np.cumsum(ints, dtype=np.int32))
+    assert_close(numax.jit(lambda x: lax.associative_scan(E.add, x))(ints), np.cumsum(ints, dtype=np.int32))
 
 
 @pytest.mark.parametrize("length", [1, 2, 5, 8])
 def test_associative_scan_matmul_compose_and_pytrees(rng, length):
     mats = rng.normal(size=(length, 3, 3)).astype(np.float32)
 
-    actual = lax.associative_scan(lambda a, b: nnp.matmul(a, b), mats)
+    actual = numax.jit(lambda m: lax.associative_scan(lambda a, b: nnp.matmul(a, b), m))(mats)
     expected = jax.lax.associative_scan(lambda a, b: jnp.matmul(a, b), mats)
     assert_close(actual, np.asarray(expected), scale=100)
     # Affine maps (a, b): x -> a x + b, composed as pytrees.
@@ -490,7 +620,7 @@ def test_associative_scan_matmul_compose_and_pytrees(rng, length):
     def affine(f, g):
         return (g[0] * f[0], g[0] * f[1] + g[1])
 
-    actual = lax.associative_scan(affine, (a, b), reverse=True)
+    actual = numax.jit(lambda a, b: lax.associative_scan(affine, (a, b), reverse=True))(a, b)
     expected = jax.lax.associative_scan(affine, (a, b), reverse=True)
     for x, y in zip(actual, expected):
         assert_close(x, np.asarray(y), scale=10)
@@ -503,6 +633,6 @@ def test_associative_scan_errors_and_grad(rng):
     with pytest.raises(ValueError, match="must have the same first dimension"):
         lax.associative_scan(E.add, (np.ones(3, np.float32), np.ones(4, np.float32)))
     xs = rng.normal(size=(6,)).astype(np.float32)
-    actual = numax.grad(lambda xs: (lax.associative_scan(E.mul, xs) ** 2).sum())(xs)
+    actual = numax.jit(numax.grad(lambda xs: (lax.associative_scan(E.mul, xs) ** 2).sum()))(xs)
     expected = jax.grad(lambda xs: (jax.lax.associative_scan(jax.lax.mul, xs) ** 2).sum())(xs)
     assert_close(actual, np.asarray(expected), scale=10)
