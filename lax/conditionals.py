@@ -134,12 +134,19 @@ def join_weak(*aval_lists):
 
 
 def describe_function(fun) -> str:
-    """`name defined at file:line`, as JAX names the functions of a control-flow error."""
+    """`name at file:line`, as JAX names the functions of a control-flow error."""
     code = getattr(fun, "__code__", None)
-    name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or type(fun).__name__
+    name = getattr(fun, "__name__", None) or type(fun).__name__
     if code is None:
         return name
-    return f"{name} defined at {code.co_filename}:{code.co_firstlineno}"
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}"
+
+
+def mismatch_text(a: ShapedArray, b: ShapedArray) -> str:
+    """JAX's explanation of why two types differ: `, so the dtypes do not match`."""
+    reasons = [text for differs, text in ((a.dtype != b.dtype, "the dtypes do not match"),
+                                          (a.shape != b.shape, "the shapes do not match")) if differs]
+    return ", so " + ", and ".join(reasons) if reasons else ""
 
 
 def avals_text(avals) -> str:
@@ -164,7 +171,7 @@ def _cond_abstract_eval(index, *operands, branches):
         if not same_types(first, branch.out_avals):
             raise TypeError(f"cond branches must have equal output types but they differ: branch 0 returns "
                             f"{avals_text(first)} and branch {i} returns {avals_text(branch.out_avals)}")
-    return join_weak(*(b.out_avals for b in branches))
+    return list(first)  # JAX's: the types of branch 0 (the false branch of a cond), weak types included
 
 
 cond_p.def_abstract_eval(_cond_abstract_eval)
@@ -216,7 +223,7 @@ def _check_branch_outputs(api_name, names, functions, programs, out_trees):
             paths = [tree.keystr(p) for p, _ in tree.tree_flatten_with_path(out_tree.unflatten(
                 list(range(out_tree.num_leaves))))[0]]
             diffs = [f"the output of {first_name}{f' at path {path}' if path else ''} has type {a.str_short()} but "
-                     f"the corresponding output of {name} has type {b.str_short()}"
+                     f"the corresponding output of {name} has type {b.str_short()}{mismatch_text(a, b)}"
                      for path, a, b in zip(paths, first_avals, program.out_avals) if strong(a) != strong(b)]
             differences = "\n".join(f"  * {d};" for d in diffs) if len(diffs) > 1 else diffs[0][0].upper() + \
                 diffs[0][1:] + "."

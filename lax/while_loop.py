@@ -14,13 +14,16 @@ import numpy as np
 from ..core import dtypes
 from ..core import pytree as tree
 from ..core.ad_util import Zero, tangent_aval
+from ..core.dce import dce_program
 from ..core.evaluation import eval_closed_program
+from ..core.ir import ClosedProgram, Equation, Program, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import trace_to_closed_program
 from ..core.trace import Tracer, get_aval_of, is_concrete
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
-from .conditionals import avals_text, closure_convert, join_weak, same_types, trace_callable, zeros
+from ..transforms.partial_eval import partial_eval_program, partial_eval_rules  # core-only imports
+from .conditionals import avals_text, closure_convert, join_weak, mismatch_text, same_types, trace_callable, zeros
 
 __all__ = ["fori_loop", "while_loop"]
 
@@ -104,7 +107,7 @@ def _check_carry(name, body_fun, in_tree, out_tree, in_avals, out_avals):
         paths = [tree.keystr(p) for p, _ in tree.tree_flatten_with_path(
             in_tree.unflatten(list(range(in_tree.num_leaves))))[0]]
         diffs = [f"{component(path)} has type {a.str_short()} but the corresponding output carry component has "
-                 f"type {b.str_short()}" for path, a, b in zip(paths, in_avals, out_avals)
+                 f"type {b.str_short()}{mismatch_text(a, b)}" for path, a, b in zip(paths, in_avals, out_avals)
                  if a.strip_weak_type() != b.strip_weak_type()]
         differences = (diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1
                        else "".join(f"  * {d};\n" for d in diffs))
@@ -206,8 +209,9 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
                 i, val = carry
                 return (i + 1, body_fun(i, val)), None
 
-            (_, result), _ = scan(scan_body, (static_lower, init_val), None,
-                                  length=max(static_upper - static_lower, 0), unroll=False if unroll is None else unroll)
+            length = max(static_upper - static_lower, 0)
+            (_, result), _ = scan(scan_body, (static_lower, init_val), None, length=length,
+                                  unroll=False if unroll is None else unroll)
             return result
     elif unroll is not None and unroll is not False and unroll != 1:
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are statically known.")
@@ -296,7 +300,43 @@ def _while_transpose(*_args, **_params):
                      "start/stop values. Try using lax.scan, or using fori_loop with static start/stop.")
 
 
+def _while_partial_eval(eqn, in_unknowns):
+    """Splits a loop with some unknown inputs (the JVP loop of a jitted function, its tangents unknown):
+    a known loop computes the known carries; the unknown loop, which cannot save per-step residuals,
+    recomputes everything (as JAX's rule does)."""
+    params = eqn.params
+    cond_program, body_program = params["cond_program"], params["body_program"]
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    cond_uk, body_uk, carry_uk = _split(list(in_unknowns), nc, nb)
+    while True:
+        _, _, out_uk, _ = partial_eval_program(body_program, body_uk + carry_uk)
+        joined = [a or b for a, b in zip(carry_uk, out_uk)]
+        if joined == carry_uk:
+            break
+        carry_uk = joined
+    everything_unknown = (None, eqn, [True] * len(eqn.outvars), [])
+    cond_dced, cond_used = dce_program(cond_program.program)
+    if any(used and unknown for used, unknown in zip(cond_used, cond_uk + carry_uk)) or all(carry_uk):
+        return everything_unknown
+    known_body, _, _, num_res = partial_eval_program(body_program, body_uk + carry_uk)
+    known_body_program, _ = dce_program(known_body.program, [True] * (len(known_body.out_avals) - num_res) +
+                                        [False] * num_res)
+    known_body = ClosedProgram(known_body_program, known_body.consts)
+    known_cond = ClosedProgram(Program(cond_dced.constvars, [v for v, u in zip(cond_dced.invars, cond_uk + carry_uk)
+                                                             if not u], cond_dced.outvars, cond_dced.equations),
+                               cond_program.consts)
+    cond_in, body_in, carry_in = _split(list(eqn.inputs), nc, nb)
+    known_inputs = ([a for a, u in zip(cond_in, cond_uk) if not u] + [a for a, u in zip(body_in, body_uk) if not u]
+                    + [a for a, u in zip(carry_in, carry_uk) if not u])
+    known_eqn = Equation(while_p, known_inputs, [v for v, u in zip(eqn.outvars, carry_uk) if not u], dict(
+        cond_program=known_cond, body_program=known_body, cond_nconsts=nc - sum(cond_uk),
+        body_nconsts=nb - sum(body_uk)))
+    unknown_eqn = eqn.replace(outvars=[v if u else Var(v.aval) for v, u in zip(eqn.outvars, carry_uk)])
+    return known_eqn, unknown_eqn, carry_uk, []
+
+
 jvp_rules[while_p] = _while_jvp
+partial_eval_rules[while_p] = _while_partial_eval
 transpose_rules[while_p] = _while_transpose
 
 

@@ -236,6 +236,14 @@ LINALG = [
     C("inv", lambda m, x: m.np.linalg.inv(x + 4 * m.np.eye(3)), u(-1, 1, (3, 3)), tol=1e-4),
     C("solve", lambda m, a, b: m.np.linalg.solve(a + 4 * m.np.eye(3), b), u(-1, 1, (3, 3)), u(-2, 2, (3, 2)),
       tol=1e-4),
+    C("eigvalsh", lambda m, a: m.np.linalg.eigvalsh(a + a.T), u(-2, 2, (3, 3)), tol=1e-4),
+    C("eigh_vectors_abs", lambda m, a: m.np.abs(m.np.linalg.eigh(a + a.T)[1]), u(-2, 2, (3, 3)), tol=1e-3),
+    C("svdvals", lambda m, a: m.np.linalg.svd(a, compute_uv=False), u(-2, 2, (3, 4)), tol=1e-4),
+    C("qr_r", lambda m, a: m.np.linalg.qr(a)[1], u(-2, 2, (4, 3)), tol=1e-4),
+    C("matrix_power", lambda m, a: m.np.linalg.matrix_power(a, 3), u(-1, 1, (3, 3)), tol=1e-4),
+    C("multi_dot", lambda m, a, b: m.np.linalg.multi_dot([a, b, a.T]), u(-1, 1, (3, 4)), u(-1, 1, (4, 4)),
+      tol=1e-4),
+    C("lstsq", lambda m, a, b: m.np.linalg.lstsq(a, b)[0], u(-2, 2, (4, 3)), u(-2, 2, (4, 2)), tol=1e-3),
     C("pinv", lambda m, x: m.np.linalg.pinv(x), u(-2, 2, (3, 4)), tol=1e-4),
     C("pinv_tall_batch", lambda m, x: m.np.linalg.pinv(x), u(-2, 2, (2, 4, 3)), tol=1e-4),
     C("np_cholesky", lambda m, a: m.np.linalg.cholesky(a + 3 * m.np.eye(3)), u(-0.3, 0.3, (3, 3)), tol=1e-4),
@@ -638,6 +646,21 @@ def test_custom_rules_hold_under_jit_and_jvp():
     x = np.array([-np.inf, 0.0, 1.0], np.float32)
     np.testing.assert_allclose(numax.jit(numax.grad(lambda a: xsp.logsumexp(a)))(x),
                                jax.grad(lambda a: jsp.logsumexp(a))(x), rtol=1e-6)
+
+
+def test_custom_rules_see_promoted_arguments():
+    """Integer and Python-scalar arguments are promoted before the custom rules run: jax.grad of
+    xlogy(x, 2) fails inside JAX's rule (on the integer's tangent); numax differentiates it."""
+    x = np.array([0.5, 0.0, 2.0], np.float32)
+    cases = [(lambda a: xsp.xlogy(a, 2), np.log(2.0)), (lambda a: xsp.xlog1py(a, 2), np.log(3.0)),
+             (lambda a: xnp.logaddexp(a, 1), None), (lambda a: xsp.xlogy(a, np.array([2, 2, 2])), np.log(2.0))]
+    for fn, expected in cases:
+        grads = np.asarray(numax.grad(lambda a: xnp.sum(fn(a)))(x))
+        if expected is None:
+            expected = jax.grad(lambda a: jnp.sum(jnp.logaddexp(a, 1)))(x)
+        np.testing.assert_allclose(grads, np.broadcast_to(expected, x.shape), rtol=1e-6)
+    with pytest.raises(TypeError):
+        jax.grad(lambda a: jnp.sum(jsp.xlogy(a, 2)))(x)  # JAX's behavior that numax deliberately improves on
 
 
 def test_hessians_match_jax():

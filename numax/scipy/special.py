@@ -38,51 +38,63 @@ def _const(like, value):
     return np.asarray(value, xnp.result_type(like))
 
 
-@custom_jvp
+# The custom rules below take promoted (inexact) arguments: JAX attaches them before promotion, so that
+# jax.grad of xlogy(x, 2) fails on the integer 2's tangent; numax promotes first and differentiates it.
 def logit(x):
     """log(x / (1 - x)), the inverse of expit; its derivative is 1 / (x (1 - x))."""
     (x,) = promote_args_inexact("logit", x)
-    return lax.log(lax.div(x, lax.sub(_const(x, 1), x)))
-
-
-logit.defjvps(lambda g, ans, x: lax.div(g, lax.mul(x, lax.sub(_const(x, 1), x))))
+    return _logit(x)
 
 
 @custom_jvp
+def _logit(x):
+    return lax.log(lax.div(x, lax.sub(_const(x, 1), x)))
+
+
+_logit.defjvps(lambda g, ans, x: lax.div(g, lax.mul(x, lax.sub(_const(x, 1), x))))
+
+
 def xlogy(x, y):
     """x * log(y), defined as 0 where x == 0 (unless y is nan). Differentiated as log(y) dx + x / y dy
     everywhere (JAX's rule), which is what makes the x == 0 case differentiable."""
-    x, y = promote_args_inexact("xlogy", x, y)
+    return _xlogy(*promote_args_inexact("xlogy", x, y))
+
+
+@custom_jvp
+def _xlogy(x, y):
     keep = xnp.logical_or(xnp.not_equal(x, 0), xnp.isnan(y))
     return xnp.where(keep, xnp.multiply(x, xnp.log(y)), xnp.zeros_like(x))
 
 
-@xlogy.defjvp
+@_xlogy.defjvp
 def _xlogy_jvp(primals, tangents):
     (x, y), (x_dot, y_dot) = primals, tangents
-    result = xlogy(x, y)
+    result = _xlogy(x, y)
     return result, (x_dot * xnp.log(y) + y_dot * x / y).astype(result.dtype)
 
 
-@custom_jvp
 def xlog1py(x, y):
     """x * log1p(y), defined as 0 where x == 0 (unless y is nan); differentiated as xlogy is."""
-    x, y = promote_args_inexact("xlog1py", x, y)
+    return _xlog1py(*promote_args_inexact("xlog1py", x, y))
+
+
+@custom_jvp
+def _xlog1py(x, y):
     keep = xnp.logical_or(xnp.not_equal(x, 0), xnp.isnan(y))
     return xnp.where(keep, xnp.multiply(x, xnp.log1p(y)), xnp.zeros_like(x))
 
 
-@xlog1py.defjvp
+@_xlog1py.defjvp
 def _xlog1py_jvp(primals, tangents):
     (x, y), (x_dot, y_dot) = primals, tangents
-    result = xlog1py(x, y)
+    result = _xlog1py(x, y)
     return result, (x_dot * xnp.log1p(y) + y_dot * x / (1 + y)).astype(result.dtype)
 
 
 @custom_jvp
 def _xlogx(x):
     """x log x (0 at 0), with derivative log(x) + 1 (-inf at 0, where xlogy's rule would give nan)."""
-    return xlogy(x, x)
+    return _xlogy(x, x)
 
 
 @_xlogx.defjvp
