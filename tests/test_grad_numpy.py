@@ -199,6 +199,7 @@ SHAPES = [
     C("at_set", lambda m, x: m.np.asarray(x).at[1, 2].set(5.0) * x, u(-3, 3)),
     C("at_add", lambda m, x, y: m.np.asarray(x).at[np.array([0, 0, 2])].add(y), u(-3, 3), u(-3, 3)),
     C("at_mul", lambda m, x: m.np.asarray(x).at[:, 1].multiply(x[:, 0]), u(-3, 3)),
+    C("at_mul_reversed", lambda m, x: m.np.asarray(x).at[::-1, 3:0:-2].multiply(x[:, :2] + 1), u(-3, 3)),
     C("pad_like_concat", lambda m, x: m.np.concatenate([m.np.zeros((3, 1)), x], axis=1), u(-3, 3)),
     C("atleast_3d", lambda m, x: m.np.atleast_3d(x), u(-3, 3)),
     C("hstack_vstack", lambda m, x: m.np.vstack([x, m.np.hstack([x[:1], x[1:2]])[:, :4]]), u(-3, 3)),

@@ -45,7 +45,6 @@ from ._creation import (  # noqa: F401
 from ._cumulative import *  # noqa: F401, F403
 from ._einsum import *  # noqa: F401, F403
 from ._indexing import nonzero, take  # noqa: F401
-from ._pad import pad  # noqa: F401
 from ._linalg_ops import (  # noqa: F401
     cross,
     diag,
@@ -62,6 +61,7 @@ from ._linalg_ops import (  # noqa: F401
     vecdot,
 )
 from ._logic import allclose, array_equal, array_equiv, clip, nan_to_num, select, where  # noqa: F401
+from ._pad import pad  # noqa: F401
 from ._reductions import (  # noqa: F401
     all,
     amax,

@@ -334,9 +334,9 @@ def scatter_update(a, index, values, scatter_op, *, indices_are_sorted=False, un
     values = to_array(values)
     entries = parse_index(index, a_shape)
     if not any(e[0] == "array" for e in entries):
-        # Integers and slices alone address distinct elements in order (JAX marks them so, which makes
-        # scatter_mul differentiable with respect to the updates).
-        indices_are_sorted = unique_indices = True
+        # Integers and slices alone address distinct elements (JAX marks them unique, which makes scatter_mul
+        # differentiable with respect to the updates). Not necessarily sorted: a negative-step slice descends.
+        unique_indices = True
     plan = make_plan(entries, a_shape)
     if int(np.prod(plan.final_shape, dtype=np.int64)) == 0:
         return materialize(a)
