@@ -133,11 +133,11 @@ xor = bitwise_xor
 
 from .ad import stop_gradient  # noqa: E402, F401
 from .callbacks import *  # noqa: E402, F401, F403
+from .conditionals import *  # noqa: E402, F401, F403
 from .convolution import *  # noqa: E402, F401, F403
 from .cumulative import *  # noqa: E402, F401, F403
 from .linalg import *  # noqa: E402, F401, F403
-from .sorting import *  # noqa: E402, F401, F403
-from .windows import *  # noqa: E402, F401, F403
 from .loops import *  # noqa: E402, F401, F403
-from .conditionals import *  # noqa: E402, F401, F403
+from .sorting import *  # noqa: E402, F401, F403
 from .while_loop import *  # noqa: E402, F401, F403
+from .windows import *  # noqa: E402, F401, F403

@@ -14,3 +14,15 @@ settings.load_profile("numax")
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def x64():
+    """64-bit types on for one test (float64 finite differences), restored after."""
+    import numax
+
+    numax.config.update("numax_enable_x64", True)
+    try:
+        yield
+    finally:
+        numax.config.update("numax_enable_x64", False)

@@ -28,15 +28,6 @@ for _p in (elementwise.add_p, elementwise.sub_p, elementwise.mul_p, elementwise.
         lax_batching.defbroadcasting(_p)
 
 
-@pytest.fixture
-def x64():
-    numax.config.update("numax_enable_x64", True)
-    try:
-        yield
-    finally:
-        numax.config.update("numax_enable_x64", False)
-
-
 def same(actual, expected, scale=1.0):
     """Trees equal in structure, values (to float32 tolerance), dtypes and weak types."""
     actual_leaves, actual_tree = numax.tree_util.tree_flatten(actual)

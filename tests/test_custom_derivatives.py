@@ -13,15 +13,6 @@ import numax.numpy as xnp
 from numax.test_util import check_grads
 
 
-@pytest.fixture
-def x64():
-    numax.config.update("numax_enable_x64", True)
-    try:
-        yield
-    finally:
-        numax.config.update("numax_enable_x64", False)
-
-
 # --- the same functions in both libraries -------------------------------------------------------------------
 def define(lib, np_):
     """Custom-derivative functions written once against `lib` (numax or jax) and its numpy `np_`."""

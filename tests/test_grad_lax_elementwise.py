@@ -23,15 +23,6 @@ from numax.test_util import check_grads, numerical_jvp
 bf16 = np.dtype(ml_dtypes.bfloat16)
 
 
-@pytest.fixture
-def x64():
-    numax.config.update("numax_enable_x64", True)
-    try:
-        yield
-    finally:
-        numax.config.update("numax_enable_x64", False)
-
-
 # --- input generators: each returns one operand of `dtype` and `shape` inside a domain ----------------------
 def uniform(low, high):
     def make(rng, dtype, shape):

@@ -24,15 +24,6 @@ from numax.test_util import check_grads
 xlinalg = lax.linalg
 
 
-@pytest.fixture
-def x64():
-    numax.config.update("numax_enable_x64", True)
-    try:
-        yield
-    finally:
-        numax.config.update("numax_enable_x64", False)
-
-
 def assert_tree_close(actual, expected, tol):
     actual, expected = jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)
     assert len(actual) == len(expected)

@@ -21,15 +21,6 @@ from numax import lax as nlax
 from numax.test_util import check_grads
 
 
-@pytest.fixture
-def x64():
-    numax.config.update("numax_enable_x64", True)
-    try:
-        yield
-    finally:
-        numax.config.update("numax_enable_x64", False)
-
-
 class Case(NamedTuple):
     name: str
     fn: object  # fn(lax, *args)

@@ -403,15 +403,6 @@ def test_grad_eager_matches_jax(name):
 
 
 # --- finite differences in float64, to second order -----------------------------------------------------------
-@pytest.fixture
-def x64():
-    numax.config.update("numax_enable_x64", True)
-    try:
-        yield
-    finally:
-        numax.config.update("numax_enable_x64", False)
-
-
 _FD_SUBSET = ["tan", "arcsin", "log1p", "cbrt", "power", "arctan2", "hypot", "logaddexp", "logaddexp2", "sinc",
               "where_computed", "var", "std", "prod", "cumprod", "max", "median", "norm", "norm_ord3", "det_4x4_batch",
               "slogdet", "pinv", "sl_solve_triangular",
