@@ -13,7 +13,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
-from ..core.primitives import Primitive, jvp_rules, transpose_rules
+from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type
@@ -194,8 +194,18 @@ def _add_any_abstract_eval(x, y):
 
 add_any_p.def_abstract_eval(_add_any_abstract_eval)
 register_lowering(add_any_p, lambda ctx, x, y: ctx.builder.op1("stablehlo.add", [x, y], aval_type(ctx.aval_out)))
+batching_rules[add_any_p] = lambda values, dims: _batched_add_any(values, dims)
 deflinear(add_any_p, lambda ct, x, y: [unbroadcast(ct, x.aval) if is_undefined(x) else None,
                                        unbroadcast(ct, y.aval) if is_undefined(y) else None])
+
+
+def _batched_add_any(values, dims):
+    from .batching import axis_size_of, batch_at
+
+    if dims[0] == dims[1]:
+        return add_any_p.bind(*values), dims[0]
+    size = axis_size_of(values, dims)
+    return add_any_p.bind(*(batch_at(v, d, size, 0) for v, d in zip(values, dims))), 0
 
 
 # --- stop_gradient -------------------------------------------------------------------------------------------
@@ -203,6 +213,7 @@ stop_gradient_p = Primitive("stop_gradient")
 stop_gradient_p.def_abstract_eval(lambda x: x)
 register_lowering(stop_gradient_p, lambda ctx, x: x)
 defjvp_zero(stop_gradient_p)
+batching_rules[stop_gradient_p] = lambda values, dims: (stop_gradient_p.bind(*values), dims[0])
 
 
 def stop_gradient(x):

@@ -16,7 +16,7 @@ from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray, get_aval
 from ..core.config import config
 from ..core.ir import ClosedProgram, Equation, Var
-from ..core.primitives import Primitive, jvp_rules, transpose_rules
+from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, trace_stack
 from ..lowering import dispatch, xla
@@ -99,7 +99,19 @@ def _jit_partial_eval(eqn, in_unknowns):
     return known_eqn, unknown_eqn, out_unknowns, residuals
 
 
+def _jit_batch(values, dims, axis, program, name):
+    """A jitted call under vmap: one jitted call of the batched program."""
+    from .vmap import batch_program
+
+    batched, out_dims = batch_program(program, dims, axis)
+    return jit_p.bind(*values, program=batched, name=name), out_dims
+
+
+_jit_batch.needs_axis = True
+
+
 jvp_rules[jit_p] = _jit_jvp
+batching_rules[jit_p] = _jit_batch
 transpose_rules[jit_p] = _jit_transpose
 partial_eval_rules[jit_p] = _jit_partial_eval
 

@@ -69,7 +69,7 @@ class BatchTrace(Trace):
         rule = batching_rules.get(primitive)
         if rule is None:
             raise NotImplementedError(f"batching rule for '{primitive.name}' not implemented")
-        if getattr(rule, "needs_axis", False):
+        if getattr(rule, "needs_axis", False):  # rules that batch sub-programs get the axis itself
             out, out_dims = rule(values, dims, axis=self.axis, **params)
         else:
             out, out_dims = rule(values, dims, **params)
