@@ -133,6 +133,7 @@ xor = bitwise_xor
 
 from .ad import stop_gradient  # noqa: E402, F401
 from .callbacks import *  # noqa: E402, F401, F403
+from .collectives import *  # noqa: E402, F401, F403
 from .conditionals import *  # noqa: E402, F401, F403
 from .convolution import *  # noqa: E402, F401, F403
 from .cumulative import *  # noqa: E402, F401, F403

@@ -38,6 +38,8 @@ def batch_at_front(x, dim, size):
 
 def batch_at(x, dim, size, destination):
     """`x` with its batch dimension at `destination` (broadcast there when unbatched)."""
+    if dim is not None:
+        return move_axis(x, dim, destination)
     return move_axis(batch_at_front(x, dim, size), 0, destination)
 
 

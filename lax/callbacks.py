@@ -16,8 +16,8 @@ import numpy as np
 from ..core import dtypes
 from ..core import pytree as tree
 from ..core.avals import ShapedArray, get_aval
-from ..core.primitives import Primitive
-from ..core.trace import Tracer
+from ..core.primitives import Primitive, batching_rules
+from ..core.trace import Tracer, get_aval_of
 from ..lowering.array import Array, put
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, tensor_type
@@ -222,7 +222,8 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     loses no kind (int -> float is fine, float -> int is an error). The callback must be pure: an
     unused result lets the call be dropped. `sharding` is accepted for JAX compatibility (one device).
     """
-    if vmap_method not in (None, "sequential", "expand_dims", "broadcast_all", "legacy_vectorized"):
+    if vmap_method not in (None, "sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
+                           "legacy_vectorized"):
         raise ValueError(f"pure_callback: unknown vmap_method {vmap_method!r}")
     leaves, in_tree = tree.tree_flatten((args, kwargs))
     leaves = [_check_argument("pure_callback", leaf) for leaf in leaves]
@@ -287,3 +288,73 @@ jvp_rules[pure_callback_p] = _pure_callback_jvp
 transpose_rules[pure_callback_p] = _pure_callback_transpose
 jvp_rules[debug_callback_p] = _debug_callback_jvp
 transpose_rules[debug_callback_p] = lambda cotangents, *args, **params: [None] * len(args)
+
+
+# --- batching rules ------------------------------------------------------------------------------------
+# Under vmap a callback stays one host call. `vmap_method` says what the Python function sees (as in JAX):
+# "sequential" (and "sequential_unrolled") call it once per example inside that one host call and stack the
+# results; "expand_dims" calls it once on the batched arrays (batch first), unbatched arguments getting a
+# leading axis of size 1; "broadcast_all" broadcasts them to the batch size; "legacy_vectorized" passes them
+# unchanged. A debug callback runs once per example, as JAX's does, again inside one host call.
+def _host_slices(values, batched, size):
+    """One argument list per example: batched host arrays sliced along their leading axis."""
+    return [[value[i] if is_batched else value for value, is_batched in zip(values, batched)] for i in range(size)]
+
+
+def _sequential(callback, batched, size):
+    """A host callback looping over the examples of its batched (leading-axis) arguments."""
+    result_avals = [aval.update(shape=(size,) + aval.shape) for aval in callback.result_avals]
+
+    def per_example(*values):
+        results = [callback.check_results(callback.function(*example)) for example in
+                   _host_slices(values, batched, size)]
+        stacked = [np.stack([r[i] for r in results]) if results else np.zeros(aval.shape, aval.dtype)
+                   for i, aval in enumerate(result_avals)]
+        return callback.result_tree.unflatten(stacked)
+
+    return HostCallback(per_example, callback.name, result_avals, callback.result_tree)
+
+
+def _pure_callback_batch(values, dims, callback, vmap_method):
+    from .batching import axis_size_of, batch_at_front
+    from .shapes import broadcast_in_dim
+
+    size = axis_size_of(values, dims)
+    batched = [d is not None for d in dims]
+    values = [batch_at_front(v, d, size) if d is not None else v for v, d in zip(values, dims)]
+    if vmap_method in ("sequential", "sequential_unrolled"):
+        host_callback = _sequential(callback, batched, size)
+    elif vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):
+        if vmap_method != "legacy_vectorized":
+            lead = size if vmap_method == "broadcast_all" else 1
+            values = [v if is_batched else broadcast_in_dim(v, (lead,) + get_aval_of(v).shape,
+                                                            tuple(range(1, get_aval_of(v).ndim + 1)))
+                      for v, is_batched in zip(values, batched)]
+        result_avals = [aval.update(shape=(size,) + aval.shape) for aval in callback.result_avals]
+        host_callback = HostCallback(callback.function, callback.name, result_avals, callback.result_tree)
+    else:
+        raise NotImplementedError(
+            "vmap is only supported for the pure_callback primitive when vmap_method is one of 'sequential', "
+            "'sequential_unrolled', 'expand_dims', 'broadcast_all', or 'legacy_vectorized'. "
+            f"Got vmap_method={vmap_method!r}.")
+    outs = pure_callback_p.bind(*values, callback=host_callback, vmap_method=vmap_method)
+    return outs, [0] * len(outs)
+
+
+def _debug_callback_batch(values, dims, callback, ordered):
+    from .batching import axis_size_of, batch_at_front
+
+    size = axis_size_of(values, dims)
+    batched = [d is not None for d in dims]
+
+    def per_example(*host_values):
+        for example in _host_slices(host_values, batched, size):
+            callback.function(*example)
+
+    values = [batch_at_front(v, d, size) if d is not None else v for v, d in zip(values, dims)]
+    outs = debug_callback_p.bind(*values, callback=HostCallback(per_example, callback.name), ordered=ordered)
+    return outs, []
+
+
+batching_rules[pure_callback_p] = _pure_callback_batch
+batching_rules[debug_callback_p] = _debug_callback_batch

@@ -459,3 +459,59 @@ def _conv_transpose_rhs(ct, lhs, rhs_aval, window_strides, padding, lhs_dilation
 from . import ad  # noqa: E402  (ad imports other lax modules lazily; kept beside the rules it registers)
 
 ad.defbilinear(conv_general_dilated_p, _conv_transpose_lhs, _conv_transpose_rhs)
+
+
+# --- batching rules -----------------------------------------------------------------------------------------------
+# JAX's rule: one convolution, the vmapped axis folded by reshapes into a dimension the convolution already
+# has. A batched lhs joins the batch dimension; a batched kernel joins the output features; both batched, the
+# examples become feature groups (or batch groups) of one grouped convolution. When groups are already there,
+# the examples go inside each group so that the group axis stays outermost.
+from ..core.primitives import batching_rules  # noqa: E402
+
+
+def _conv_batching(values, dims, *, dimension_numbers, feature_group_count, batch_group_count, **params):
+    (lhs, rhs), (lhs_dim, rhs_dim) = values, dims
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+
+    def conv(new_lhs, new_rhs, feature_groups, batch_groups):
+        return conv_general_dilated_p.bind(new_lhs, new_rhs, dimension_numbers=dimension_numbers,
+                                           feature_group_count=feature_groups, batch_group_count=batch_groups,
+                                           **params)
+
+    if lhs_dim is not None and rhs_dim is not None:
+        size = get_aval_of(lhs).shape[lhs_dim]
+        if batch_group_count > 1:
+            new_lhs = _merge_axis(lhs, lhs_dim, lhs_spec[0])
+            feature_groups, batch_groups = feature_group_count, batch_group_count * size
+        else:
+            new_lhs = _merge_axis(lhs, lhs_dim, lhs_spec[1])
+            feature_groups, batch_groups = feature_group_count * size, batch_group_count
+        out = conv(new_lhs, _merge_axis(rhs, rhs_dim, rhs_spec[0]), feature_groups, batch_groups)
+        return _split_axis(out, out_spec[1], size), out_spec[1]
+    if lhs_dim is not None:
+        size = get_aval_of(lhs).shape[lhs_dim]
+        if batch_group_count == 1:
+            new_lhs = _merge_axis(lhs, lhs_dim, lhs_spec[0])
+        else:  # examples inside each batch group: (groups, examples, rest) of the batch dimension
+            batch = lhs_spec[0] + (lhs_dim <= lhs_spec[0])
+            new_lhs = _split_axis(lhs, batch, batch_group_count)
+            new_lhs = _merge_axis(new_lhs, lhs_dim + (batch < lhs_dim), lhs_spec[0] + 1)
+            new_lhs = _merge_axis(new_lhs, lhs_spec[0], lhs_spec[0])
+        out = conv(new_lhs, rhs, feature_group_count, batch_group_count)
+        return _split_axis(out, out_spec[0], size), out_spec[0]
+    size = get_aval_of(rhs).shape[rhs_dim]
+    if feature_group_count == 1 and batch_group_count == 1:
+        out = conv(lhs, _merge_axis(rhs, rhs_dim, rhs_spec[0]), 1, 1)
+        return _split_axis(out, out_spec[1], size), out_spec[1]
+    # examples inside each group of output features: (groups, examples, rest), and back out of the result
+    groups = max(feature_group_count, batch_group_count)
+    features = rhs_spec[0] + (rhs_dim <= rhs_spec[0])
+    new_rhs = _split_axis(rhs, features, groups)
+    new_rhs = _merge_axis(new_rhs, rhs_dim + (features < rhs_dim), rhs_spec[0] + 1)
+    new_rhs = _merge_axis(new_rhs, rhs_spec[0], rhs_spec[0])
+    out = conv(lhs, new_rhs, feature_group_count, batch_group_count)
+    out = _split_axis(_split_axis(out, out_spec[1], groups), out_spec[1] + 1, size)
+    return _merge_axis(out, out_spec[1], out_spec[1] + 1), out_spec[1]
+
+
+batching_rules[conv_general_dilated_p] = _conv_batching

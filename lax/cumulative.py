@@ -167,3 +167,20 @@ def _define_scan_jvps():
 
 ad.deflinear(cumsum_p, _cumsum_transpose)
 _define_scan_jvps()
+
+
+# --- batching rules -----------------------------------------------------------------------------------------------
+# The scan runs along the same axis of each example: only its number shifts past the batch dimension.
+from ..core.primitives import batching_rules  # noqa: E402
+
+
+def _batch_cumulative(primitive):
+    def rule(values, dims, axis, reverse):
+        (x,), (dim,) = values, dims
+        return primitive.bind(x, axis=axis + (axis >= dim), reverse=reverse), dim
+
+    batching_rules[primitive] = rule
+
+
+for _primitive in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
+    _batch_cumulative(_primitive)

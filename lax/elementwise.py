@@ -12,7 +12,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
-from ..core.primitives import Primitive, jvp_rules, transpose_rules
+from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.trace import Tracer, get_aval_of
 from ..lowering.array import put
 from ..lowering.lower import broadcast_operands, elementwise_lowering, register_lowering
@@ -797,3 +797,78 @@ ad.defjvp(clamp_p,
           _clamp_derivative(lambda low, x, high: bitwise_and(gt(low, x), lt(low, high))),
           _clamp_derivative(lambda low, x, high: bitwise_and(gt(x, low), lt(x, high))),
           _clamp_derivative(lambda low, x, high: lt(high, x)))
+
+
+# --- batching rules ------------------------------------------------------------------------------------
+# Elementwise primitives carry a batch dimension wherever it sits: unary ones apply to the batched operand
+# as it is, n-ary ones align their operands once (`batching.broadcast_batched`). select_n and clamp need
+# equal shapes (only rank-0 selectors and bounds broadcast), so their operands are brought to full shape.
+from . import batching  # noqa: E402
+from .shapes import broadcast_in_dim  # noqa: E402
+
+for _primitive in (neg_p, sign_p, floor_p, ceil_p, is_finite_p, exp_p, expm1_p, log_p, log1p_p, sqrt_p, rsqrt_p,
+                   cbrt_p, tanh_p, logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p, asinh_p,
+                   acosh_p, atanh_p, erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p, real_p, imag_p, abs_p, not_p,
+                   population_count_p, clz_p, exp2_p, conj_p, round_p, integer_pow_p, convert_element_type_p,
+                   reduce_precision_p):
+    batching.defvectorized(_primitive)
+for _primitive in (polygamma_p, add_p, sub_p, mul_p, div_p, rem_p, max_p, min_p, atan2_p, nextafter_p, and_p, or_p,
+                   xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, complex_p, eq_p, ne_p, lt_p,
+                   le_p, gt_p, ge_p, pow_p):
+    batching.defbroadcasting(_primitive)
+del _primitive
+
+
+def _bitcast_convert_type_batching(values, dims, new_dtype):
+    (x,), (dim,) = values, dims
+    aval = get_aval_of(x)
+    if np.dtype(new_dtype).itemsize > aval.dtype.itemsize and dim == aval.ndim - 1:
+        # A wider dtype consumes the examples' last dimension, so the batch must not sit there.
+        x, dim = batching.move_axis(x, dim, 0), 0
+    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), dim
+
+
+batching_rules[bitcast_convert_type_p] = _bitcast_convert_type_batching
+
+
+def _batch_to_full_shape(values, dims, shape, may_stay):
+    """Operands of per-example `shape` (or rank 0) as arrays of that shape batched at one common place; an
+    unbatched rank-0 operand whose `may_stay` is set stays as it is. Returns (operands, out_dim)."""
+    size = batching.axis_size_of(values, dims)
+    full = {d for v, d in zip(values, dims) if d is not None and get_aval_of(v).ndim == len(shape) + 1}
+    out_dim = full.pop() if len(full) == 1 else 0
+    out_shape = shape[:out_dim] + (size,) + shape[out_dim:]
+    example_dims = tuple(d for d in range(len(out_shape)) if d != out_dim)
+    out = []
+    for value, dim, stay in zip(values, dims, may_stay):
+        rank = get_aval_of(value).ndim
+        if dim is None:
+            if not (stay and rank == 0):
+                value = broadcast_in_dim(value, out_shape, example_dims if rank else ())
+        elif rank == 1 and shape:  # a batched scalar meets full-shape operands
+            value = broadcast_in_dim(value, out_shape, (out_dim,))
+        else:
+            value = batching.move_axis(value, dim, out_dim)
+        out.append(value)
+    return out, out_dim
+
+
+def _example_shape(value, dim):
+    shape = get_aval_of(value).shape
+    return shape if dim is None else shape[:dim] + shape[dim + 1:]
+
+
+def _select_n_batching(values, dims):
+    # A selector that is one scalar per example is broadcast to the cases' shape (as in JAX).
+    shape = _example_shape(values[1], dims[1])
+    operands, out_dim = _batch_to_full_shape(values, dims, shape, [True] + [False] * (len(values) - 1))
+    return select_n_p.bind(*operands), out_dim
+
+
+def _clamp_batching(values, dims):
+    operands, out_dim = _batch_to_full_shape(values, dims, _example_shape(values[1], dims[1]), [True, False, True])
+    return clamp_p.bind(*operands), out_dim
+
+
+batching_rules[select_n_p] = _select_n_batching
+batching_rules[clamp_p] = _clamp_batching

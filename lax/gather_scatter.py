@@ -509,3 +509,78 @@ jvp_rules[scatter_min_p] = lambda primals, tangents, **params: _scatter_extremal
                                                                                     **params)
 jvp_rules[scatter_max_p] = lambda primals, tangents, **params: _scatter_extremal_jvp(scatter_max_p, primals, tangents,
                                                                                     **params)
+
+
+# --- batching rules ------------------------------------------------------------------------------------------
+# JAX's rules, each one gather or one scatter: the operand's batch dimension becomes a window dimension
+# taken whole; the indices' batch dimension becomes one more batch dimension of the indices; when both are
+# batched they are paired as operand / indices batching dimensions, so example b reads only operand b.
+from ..core.primitives import batching_rules  # noqa: E402
+from .batching import axis_size_of, batch_at_front  # noqa: E402
+
+
+def _plus_one(dims):
+    return tuple(d + 1 for d in dims)
+
+
+def _gather_batch(values, dims, *, dimension_numbers, slice_sizes, **params):
+    (operand, indices), (operand_dim, indices_dim) = values, dims
+    dn = dimension_numbers
+    size = axis_size_of(values, dims)
+    if indices_dim is None:
+        operand = batch_at_front(operand, operand_dim, size)
+        numbers = GatherDimensionNumbers(
+            offset_dims=(0,) + _plus_one(dn.offset_dims), collapsed_slice_dims=_plus_one(dn.collapsed_slice_dims),
+            start_index_map=_plus_one(dn.start_index_map), operand_batching_dims=_plus_one(dn.operand_batching_dims),
+            start_indices_batching_dims=dn.start_indices_batching_dims)
+        return gather_p.bind(operand, indices, dimension_numbers=numbers, slice_sizes=(size,) + slice_sizes,
+                             **params), 0
+    indices = batch_at_front(indices, indices_dim, size)
+    if operand_dim is None:
+        numbers = dn._replace(offset_dims=_plus_one(dn.offset_dims),
+                              start_indices_batching_dims=_plus_one(dn.start_indices_batching_dims))
+        return gather_p.bind(operand, indices, dimension_numbers=numbers, slice_sizes=slice_sizes, **params), 0
+    operand = batch_at_front(operand, operand_dim, size)
+    numbers = GatherDimensionNumbers(
+        offset_dims=_plus_one(dn.offset_dims), collapsed_slice_dims=_plus_one(dn.collapsed_slice_dims),
+        start_index_map=_plus_one(dn.start_index_map), operand_batching_dims=(0,) + _plus_one(dn.operand_batching_dims),
+        start_indices_batching_dims=(0,) + _plus_one(dn.start_indices_batching_dims))
+    # (A window of 0 along the batching dimension when there are no examples.)
+    return gather_p.bind(operand, indices, dimension_numbers=numbers, slice_sizes=(min(size, 1),) + slice_sizes,
+                         **params), 0
+
+
+def _scatter_batch_rule(primitive):
+    def rule(values, dims, *, dimension_numbers, **params):
+        (operand, indices, updates), (operand_dim, indices_dim, updates_dim) = values, dims
+        dn = dimension_numbers
+        size = axis_size_of(values, dims)
+        # The result differs per example whatever is batched, so the operand always gets the batch dimension.
+        operand = batch_at_front(operand, operand_dim, size)
+        if size == 0:  # no examples: nothing to write (and no window fits an empty batching dimension)
+            return operand, 0
+        updates = batch_at_front(updates, updates_dim, size)
+        if indices_dim is None:
+            numbers = ScatterDimensionNumbers(
+                update_window_dims=(0,) + _plus_one(dn.update_window_dims),
+                inserted_window_dims=_plus_one(dn.inserted_window_dims),
+                scatter_dims_to_operand_dims=_plus_one(dn.scatter_dims_to_operand_dims),
+                operand_batching_dims=_plus_one(dn.operand_batching_dims),
+                scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
+        else:
+            indices = batch_at_front(indices, indices_dim, size)
+            numbers = ScatterDimensionNumbers(
+                update_window_dims=_plus_one(dn.update_window_dims),
+                inserted_window_dims=_plus_one(dn.inserted_window_dims),
+                scatter_dims_to_operand_dims=_plus_one(dn.scatter_dims_to_operand_dims),
+                operand_batching_dims=(0,) + _plus_one(dn.operand_batching_dims),
+                scatter_indices_batching_dims=(0,) + _plus_one(dn.scatter_indices_batching_dims))
+        return primitive.bind(operand, indices, updates, dimension_numbers=numbers, **params), 0
+
+    return rule
+
+
+batching_rules[gather_p] = _gather_batch
+for _primitive in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+    batching_rules[_primitive] = _scatter_batch_rule(_primitive)
+del _primitive

@@ -1053,3 +1053,46 @@ def _svd_jvp(primals, tangents, full_matrices, compute_uv):
 
 
 jvp_rules[svd_p] = _svd_jvp
+
+
+# --- batching rules ------------------------------------------------------------------------------------------
+# Every primitive here already maps over leading batch dimensions: the vmapped dimension moves to the front
+# (unbatched operands are broadcast) and the primitive runs once on the whole batch.
+from ..core.primitives import batching_rules  # noqa: E402
+from .batching import axis_size_of, batch_at_front, move_axis  # noqa: E402
+from .shapes import reshape  # noqa: E402
+
+
+def _batch_leading(primitive):
+    def rule(values, dims, **params):
+        size = axis_size_of(values, dims)
+        out = primitive.bind(*(batch_at_front(v, d, size) for v, d in zip(values, dims)), **params)
+        return out, ([0] * len(out) if primitive.multiple_results else 0)
+
+    rule.__name__ = f"_{primitive.name}_batching"
+    return rule
+
+
+def _triangular_solve_batching(values, dims, **params):
+    """With one matrix `a` for all examples, the examples of b become extra right-hand sides (columns when
+    solving on the left, rows on the right): one solve, no copies of `a` (as JAX does)."""
+    (a, b), (a_dim, b_dim) = values, dims
+    if a_dim is not None:
+        return _batch_leading(triangular_solve_p)(values, dims, **params)
+    shape = get_aval_of(b).shape
+    rank = len(shape)  # b's rank with the batch dimension
+    fold_at = rank - 2 if params["left_side"] else rank - 3  # the batch goes beside the free dimension
+    b = move_axis(b, b_dim, fold_at)
+    moved = get_aval_of(b).shape
+    if params["left_side"]:
+        folded = moved[:-3] + (moved[-3], moved[-2] * moved[-1])
+    else:
+        folded = moved[:-3] + (moved[-3] * moved[-2], moved[-1])
+    out = triangular_solve_p.bind(a, reshape(b, folded), **params)
+    return reshape(out, moved), fold_at
+
+
+for _primitive in (cholesky_p, triangular_solve_p, lu_pivots_to_permutation_p, permute_rows_p, lu_p, geqrf_p,
+                   householder_product_p, qr_p, eigh_p, eig_p, svd_p):
+    batching_rules[_primitive] = _batch_leading(_primitive)
+batching_rules[triangular_solve_p] = _triangular_solve_batching

@@ -172,3 +172,43 @@ def _dot_general_transpose_rhs(ct, lhs, rhs_aval, dimension_numbers, precision, 
 
 
 ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
+
+
+# --- batching rules -----------------------------------------------------------------------------------------------
+# JAX's rule, one dot_general whatever is batched and never a broadcast: when both operands are batched, their
+# batch dimensions pair up as one more dot_general batch dimension (the result's first); when one is, its batch
+# dimension is one more free dimension of that operand, and the result has it among that operand's free
+# dimensions.
+from ..core.primitives import batching_rules  # noqa: E402
+
+
+def _bump(dims, batch_dim):
+    return tuple(d + (d >= batch_dim) for d in dims)
+
+
+def _free_position(batch_dim, contract, batch):
+    """How many free dimensions of an operand come before its free dimension `batch_dim`."""
+    return sum(1 for d in range(batch_dim) if d not in contract and d not in batch)
+
+
+def _dot_general_batching(values, dims, dimension_numbers, precision, preferred_element_type):
+    (lhs, rhs), (lhs_dim, rhs_dim) = values, dims
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+    if lhs_dim is not None:
+        lhs_contract, lhs_batch = _bump(lhs_contract, lhs_dim), _bump(lhs_batch, lhs_dim)
+    if rhs_dim is not None:
+        rhs_contract, rhs_batch = _bump(rhs_contract, rhs_dim), _bump(rhs_batch, rhs_dim)
+    if lhs_dim is not None and rhs_dim is not None:
+        lhs_batch, rhs_batch = (lhs_dim,) + lhs_batch, (rhs_dim,) + rhs_batch
+        out_dim = 0
+    elif lhs_dim is not None:
+        out_dim = len(lhs_batch) + _free_position(lhs_dim, lhs_contract, lhs_batch)
+    else:
+        lhs_free = get_aval_of(lhs).ndim - len(lhs_contract) - len(lhs_batch)
+        out_dim = len(lhs_batch) + lhs_free + _free_position(rhs_dim, rhs_contract, rhs_batch)
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)),
+                             precision=precision, preferred_element_type=preferred_element_type)
+    return out, out_dim
+
+
+batching_rules[dot_general_p] = _dot_general_batching

@@ -242,3 +242,29 @@ ad.defjvp2(reduce_max_p, _reduce_chooser_jvp)
 ad.defjvp2(reduce_min_p, _reduce_chooser_jvp)
 for _primitive in (reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p):
     ad.defjvp_zero(_primitive)
+
+
+# --- batching rules -----------------------------------------------------------------------------------------------
+# A reduction carries the batch dimension where it is: the reduced axes are renumbered around it, and the
+# result's batch dimension is where it lands once the reduced axes are gone.
+from ..core.primitives import batching_rules  # noqa: E402
+
+
+def shift_axes_past(axes, batch_dim):
+    """Axes of an unbatched operand, numbered in the batched operand whose batch dimension is `batch_dim`."""
+    return tuple(a + (a >= batch_dim) for a in axes)
+
+
+def _batch_reduction(primitive):
+    def rule(values, dims, axes, **params):
+        (x,), (dim,) = values, dims
+        axes = shift_axes_past(axes, dim)
+        out_dim = dim - sum(a < dim for a in axes)
+        return primitive.bind(x, axes=axes, **params), out_dim
+
+    batching_rules[primitive] = rule
+
+
+for _primitive in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
+                   reduce_xor_p, argmax_p, argmin_p):
+    _batch_reduction(_primitive)

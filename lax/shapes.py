@@ -375,3 +375,84 @@ ad.deflinear(squeeze_p, lambda ct, operand, dimensions: [reshape(ct, operand.ava
 ad.deflinear(rev_p, lambda ct, operand, dimensions: [rev(ct, dimensions)])
 ad.deflinear(concatenate_p, _concatenate_transpose)
 ad.deflinear(pad_p, _pad_transpose)
+
+
+# --- batching rules ------------------------------------------------------------------------------------------
+# Every rule here keeps the batch dimension where it is when the op can carry it there (broadcast_in_dim,
+# transpose, squeeze, rev, pad); reshape moves it to the front, where merging dimensions cannot disturb it.
+from ..core.primitives import batching_rules  # noqa: E402
+from .batching import axis_size_of, batch_at, batch_at_front  # noqa: E402
+
+
+def _shift_dims(dims, batch_dim):
+    """Operand dimensions `dims` renumbered for an operand with a batch dimension at `batch_dim`."""
+    return tuple(d + (d >= batch_dim) for d in dims)
+
+
+def _broadcast_in_dim_batch(values, dims, shape, broadcast_dimensions):
+    (x,), (dim,) = values, dims
+    # The batch dimension lands right after the output dimension of the operand dimension before it.
+    out_dim = broadcast_dimensions[dim - 1] + 1 if dim else 0
+    new_dims = tuple(d + (d >= out_dim) for d in broadcast_dimensions)
+    new_dims = new_dims[:dim] + (out_dim,) + new_dims[dim:]
+    new_shape = shape[:out_dim] + (get_aval_of(x).shape[dim],) + shape[out_dim:]
+    return broadcast_in_dim_p.bind(x, shape=new_shape, broadcast_dimensions=new_dims), out_dim
+
+
+def _reshape_batch(values, dims, new_sizes, dimensions):
+    (x,), (dim,) = values, dims
+    x = batch_at_front(x, dim, None)
+    new_dims = None if dimensions is None else (0,) + tuple(d + 1 for d in dimensions)
+    return reshape_p.bind(x, new_sizes=(get_aval_of(x).shape[0],) + new_sizes, dimensions=new_dims), 0
+
+
+def _transpose_batch(values, dims, permutation):
+    (x,), (dim,) = values, dims
+    # The batch dimension stays at its position; the other dimensions are permuted around it.
+    shifted = list(_shift_dims(permutation, dim))
+    shifted.insert(dim, dim)
+    return transpose_p.bind(x, permutation=tuple(shifted)), dim
+
+
+def _squeeze_batch(values, dims, dimensions):
+    (x,), (dim,) = values, dims
+    out_dim = dim - sum(d < dim for d in dimensions)
+    return squeeze_p.bind(x, dimensions=_shift_dims(dimensions, dim)), out_dim
+
+
+def _concatenate_batch(values, dims, dimension):
+    size = axis_size_of(values, dims)
+    # Batched operands agree on the first batched operand's position; unbatched ones are broadcast there.
+    out_dim = next(d for d in dims if d is not None)
+    operands = [batch_at(v, d, size, out_dim) for v, d in zip(values, dims)]
+    return concatenate_p.bind(*operands, dimension=dimension + (dimension >= out_dim)), out_dim
+
+
+def _pad_batch(values, dims, padding_config):
+    from .elementwise import select
+
+    (x, value), (dim, value_dim) = values, dims
+    if value_dim is None:
+        config = padding_config[:dim] + ((0, 0, 0),) + padding_config[dim:]
+        return pad_p.bind(x, value, padding_config=config), dim
+    # A padding value per example (as in JAX): pad with any value, then select the padded positions, which a
+    # padded mask of the same layout marks.
+    size = axis_size_of(values, dims)
+    x = batch_at_front(x, dim, size)
+    aval = get_aval_of(x)
+    config = ((0, 0, 0),) + padding_config
+    padded = pad_p.bind(x, np.zeros((), aval.dtype), padding_config=config)
+    mask = pad_p.bind(full(aval.shape, np.True_), np.False_, padding_config=config)
+    out_shape = get_aval_of(padded).shape
+    fill = broadcast_in_dim_p.bind(value, shape=out_shape, broadcast_dimensions=(0,))
+    return select(mask, padded, fill), 0
+
+
+batching_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
+batching_rules[reshape_p] = _reshape_batch
+batching_rules[transpose_p] = _transpose_batch
+batching_rules[squeeze_p] = _squeeze_batch
+batching_rules[rev_p] = lambda values, dims, dimensions: (
+    rev_p.bind(values[0], dimensions=_shift_dims(dimensions, dims[0])), dims[0])
+batching_rules[concatenate_p] = _concatenate_batch
+batching_rules[pad_p] = _pad_batch

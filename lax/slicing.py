@@ -254,3 +254,76 @@ def _dynamic_update_slice_transpose(ct, operand, update, *start_indices):
 ad.deflinear(slice_p, _slice_transpose)
 ad.deflinear_in(dynamic_slice_p, (0,), _dynamic_slice_transpose)
 ad.deflinear_in(dynamic_update_slice_p, (0, 1), _dynamic_update_slice_transpose)
+
+
+# --- batching rules ------------------------------------------------------------------------------------------
+# The batch dimension is one more dimension to slice whole. With start indices that differ per example,
+# dynamic_slice becomes one gather and dynamic_update_slice one scatter (clamping like XLA does), as in JAX.
+from ..core.primitives import batching_rules  # noqa: E402
+from .batching import axis_size_of, batch_at, batch_at_front  # noqa: E402
+
+
+def _slice_batch(values, dims, start_indices, limit_indices, strides):
+    (x,), (dim,) = values, dims
+    size = get_aval_of(x).shape[dim]
+    return slice_p.bind(x, start_indices=start_indices[:dim] + (0,) + start_indices[dim:],
+                        limit_indices=limit_indices[:dim] + (size,) + limit_indices[dim:],
+                        strides=strides[:dim] + (1,) + strides[dim:]), dim
+
+
+def _zero_start(start_indices):
+    dtype = get_aval_of(start_indices[0]).dtype if start_indices else dtypes.int32
+    return np.zeros((), dtype)[()]
+
+
+def _stacked_starts(start_indices, index_dims, size):
+    """The start indices as one (size, rank) array of index vectors, one per example."""
+    from .shapes import concatenate, reshape
+
+    columns = [reshape(batch_at_front(i, d, size), (size, 1)) for i, d in zip(start_indices, index_dims)]
+    return concatenate(columns, 1)
+
+
+def _dynamic_slice_batch(values, dims, slice_sizes):
+    from .gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather_p
+
+    (operand, *start_indices), (operand_dim, *index_dims) = values, dims
+    if all(d is None for d in index_dims):
+        starts = list(start_indices)
+        starts.insert(operand_dim, _zero_start(start_indices))
+        sizes = slice_sizes[:operand_dim] + (get_aval_of(operand).shape[operand_dim],) + slice_sizes[operand_dim:]
+        return dynamic_slice_p.bind(operand, *starts, slice_sizes=sizes), operand_dim
+    size = axis_size_of(values, dims)
+    rank = len(slice_sizes)
+    numbers = GatherDimensionNumbers(offset_dims=tuple(range(rank)), collapsed_slice_dims=(),
+                                     start_index_map=tuple(range(rank)))
+    params = dict(dimension_numbers=numbers, slice_sizes=slice_sizes, indices_are_sorted=False,
+                  unique_indices=True, mode=GatherScatterMode.CLIP, fill_value=None)
+    return batching_rules[gather_p]([operand, _stacked_starts(start_indices, index_dims, size)],
+                                    [operand_dim, 0], **params)
+
+
+def _dynamic_update_slice_batch(values, dims):
+    from .gather_scatter import GatherScatterMode, ScatterDimensionNumbers, scatter_p
+
+    (operand, update, *start_indices), (operand_dim, update_dim, *index_dims) = values, dims
+    size = axis_size_of(values, dims)
+    if all(d is None for d in index_dims):
+        out_dim = operand_dim if operand_dim is not None else update_dim
+        operand, update = batch_at(operand, operand_dim, size, out_dim), batch_at(update, update_dim, size, out_dim)
+        starts = list(start_indices)
+        starts.insert(out_dim, _zero_start(start_indices))
+        return dynamic_update_slice_p.bind(operand, update, *starts), out_dim
+    # Per example: a scatter of the whole update as one window at one index vector.
+    rank = len(start_indices)
+    numbers = ScatterDimensionNumbers(update_window_dims=tuple(range(rank)), inserted_window_dims=(),
+                                      scatter_dims_to_operand_dims=tuple(range(rank)))
+    indices = _stacked_starts(start_indices, index_dims, size)
+    return batching_rules[scatter_p]([operand, indices, update], [operand_dim, 0, update_dim],
+                                     dimension_numbers=numbers, indices_are_sorted=False, unique_indices=True,
+                                     mode=GatherScatterMode.CLIP)
+
+
+batching_rules[slice_p] = _slice_batch
+batching_rules[dynamic_slice_p] = _dynamic_slice_batch
+batching_rules[dynamic_update_slice_p] = _dynamic_update_slice_batch

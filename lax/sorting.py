@@ -259,3 +259,32 @@ def _top_k_jvp(primals, tangents, k):
 
 jvp_rules[sort_p] = _sort_jvp
 jvp_rules[top_k_p] = _top_k_jvp
+
+
+# --- batching rules -----------------------------------------------------------------------------------------------
+from ..core.primitives import batching_rules  # noqa: E402
+from .batching import axis_size_of, batch_at, move_axis  # noqa: E402
+
+
+def _sort_batching(values, dims, dimension, is_stable, num_keys):
+    """One sort of all operands with the batch dimension where the batched operands have it (first when they
+    disagree); unbatched operands are broadcast there, since sort needs operands of one shape."""
+    batched = {d for d in dims if d is not None}
+    out_dim = batched.pop() if len(batched) == 1 else 0
+    size = axis_size_of(values, dims)
+    operands = [batch_at(v, d, size, out_dim) if d is None else move_axis(v, d, out_dim) for v, d in zip(values, dims)]
+    dimension = dimension + (dimension >= out_dim)
+    outs = sort_p.bind(*operands, dimension=dimension, is_stable=is_stable, num_keys=num_keys)
+    return outs, [out_dim] * len(outs)
+
+
+def _top_k_batching(values, dims, k):
+    """top_k works on the last dimension: a batch dimension there moves to the front."""
+    (operand,), (dim,) = values, dims
+    if dim == get_aval_of(operand).ndim - 1:
+        operand, dim = move_axis(operand, dim, 0), 0
+    return top_k_p.bind(operand, k=k), [dim, dim]
+
+
+batching_rules[sort_p] = _sort_batching
+batching_rules[top_k_p] = _top_k_batching

@@ -376,3 +376,42 @@ def _reduce_window_jvp(primals, tangents, computation, **params):
 
 
 jvp_rules[reduce_window_p] = _reduce_window_jvp
+
+
+# --- batching rules -----------------------------------------------------------------------------------------------
+# As in JAX, the batch dimension gets a window of size 1 (stride 1, no padding, no dilation): each example's
+# windows stay within the example.
+from ..core.primitives import batching_rules  # noqa: E402
+
+
+def _window_params_with_batch(dim, window_dimensions, window_strides, padding, base_dilation, window_dilation):
+    def insert(values, value):
+        return tuple(values[:dim]) + (value,) + tuple(values[dim:])
+
+    return dict(window_dimensions=insert(window_dimensions, 1), window_strides=insert(window_strides, 1),
+                padding=insert(padding, (0, 0)), base_dilation=insert(base_dilation, 1),
+                window_dilation=insert(window_dilation, 1))
+
+
+def _batch_monoid_window(primitive):
+    def rule(values, dims, **params):
+        (operand,), (dim,) = values, dims
+        return primitive.bind(operand, **_window_params_with_batch(dim, **params)), dim
+
+    batching_rules[primitive] = rule
+
+
+for _primitive in (reduce_window_sum_p, reduce_window_max_p, reduce_window_min_p):
+    _batch_monoid_window(_primitive)
+
+
+def _reduce_window_batching(values, dims, computation, **params):
+    (operand, init_value), (dim, init_dim) = values, dims
+    if init_dim is not None:
+        raise NotImplementedError("reduce_window: vmap over init_value is not supported (as in JAX); pass an "
+                                  "init_value that is the same for every example")
+    return reduce_window_p.bind(operand, init_value, computation=computation,
+                                **_window_params_with_batch(dim, **params)), dim
+
+
+batching_rules[reduce_window_p] = _reduce_window_batching

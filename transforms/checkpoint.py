@@ -23,7 +23,7 @@ from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.config import config
 from ..core.dce import dce_program, has_effects
 from ..core.ir import ClosedProgram, Program, Var
-from ..core.primitives import Primitive, jvp_rules, transpose_rules
+from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
@@ -169,6 +169,20 @@ jvp_rules[checkpoint_p] = _checkpoint_jvp
 transpose_rules[checkpoint_p] = _checkpoint_transpose
 
 
+def _checkpoint_batch(values, dims, axis, program, prevent_cse, differentiated, policy):
+    """A checkpoint under vmap: one checkpoint of the batched program, with the same policy."""
+    from .vmap import batch_program
+
+    batched, out_dims = batch_program(program, dims, axis)
+    outs = checkpoint_p.bind(*values, program=batched, prevent_cse=prevent_cse, differentiated=differentiated,
+                             policy=policy)
+    return outs, out_dims
+
+
+_checkpoint_batch.needs_axis = True
+batching_rules[checkpoint_p] = _checkpoint_batch
+
+
 # --- checkpoint_name ------------------------------------------------------------------------------
 name_p = Primitive("name")
 name_p.def_abstract_eval(lambda x, name: x)
@@ -177,6 +191,7 @@ register_lowering(name_p, lambda ctx, x, name: x)
 # The tangent is not named: only primal values are candidates for saving.
 jvp_rules[name_p] = lambda primals, tangents, name: (name_p.bind(primals[0], name=name), tangents[0])
 transpose_rules[name_p] = lambda ct, x, name: [ct]
+batching_rules[name_p] = lambda values, dims, name: (name_p.bind(values[0], name=name), dims[0])
 
 
 def checkpoint_name(x, name):

@@ -31,9 +31,9 @@ from ..core.ad_util import Zero, is_differentiable, tangent_aval
 from ..core.errors import UnexpectedTracerError
 from ..core.evaluation import eval_closed_program, eval_program
 from ..core.ir import ClosedProgram, Program
-from ..core.primitives import Primitive, jvp_rules, transpose_rules
+from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import hoist_tracer_consts, trace_to_program
-from ..core.trace import Tracer, current_dynamic_main, find_top_trace, full_lower, get_aval_of
+from ..core.trace import Tracer, current_dynamic_main, find_top_trace, full_lower, get_aval_of, new_main
 from ..lax.ad import add_tangents, instantiate, stop_gradient
 from ..lax.elementwise import convert_element_type
 from ..lowering.lower import register_lowering
@@ -751,3 +751,164 @@ def closure_convert(fun, *example_args):
 
     converted_fun.__name__ = f"closure_convert({_name(fun)})"
     return converted_fun, hoisted
+
+
+# --- batching rules ------------------------------------------------------------------------------------------
+# Under vmap a custom function stays custom: its program is batched, and the batched primitive carries rules
+# that run the user's rules under the same vmap, so that differentiating the batched function (grad of vmap)
+# still uses them. Outputs and residuals come out batched at 0 (an output that the program leaves unbatched
+# may get a batched tangent from the rule, and the tangent must have the output's shape).
+from ..lax.batching import batch_at  # noqa: E402
+from ..lax.reductions import reduce_sum  # noqa: E402
+
+
+def _unbatched_aval(aval, dim):
+    return aval if dim is None else aval.update(shape=aval.shape[:dim] + aval.shape[dim + 1:])
+
+
+def _batched_aval(aval, size):
+    return aval.update(shape=(size,) + aval.shape)
+
+
+def _vmapped(axis, fun, values, dims):
+    """`fun(*values)` on one example's view of `values` (batched at `dims`), under a vmap of `axis`: its flat
+    outputs batched at 0. Symbolic `Zero`s pass through both ways (a batched Zero stands for zeros of the
+    batched shape)."""
+    from .vmap import BatchTrace, BatchTracer
+
+    with new_main(BatchTrace, axis) as main:
+        trace = BatchTrace(main)
+        inputs = [Zero(_unbatched_aval(v.aval, d)) if type(v) is Zero else v if d is None else BatchTracer(trace, v, d)
+                  for v, d in zip(values, dims)]
+        outs = []
+        for out in fun(*inputs):
+            if type(out) is Zero:
+                outs.append(Zero(_batched_aval(out.aval, axis.size)))
+                continue
+            out = trace.full_raise(out)
+            outs.append(batch_at(out.value, out.batch_dim, axis.size, 0))
+        return outs
+
+
+def _move_cotangent(ct, dim):
+    """A cotangent batched at 0 as the cotangent of an input batched at `dim` (summed when unbatched)."""
+    if type(ct) is Zero:
+        size, shape = ct.aval.shape[0], ct.aval.shape[1:]
+        return Zero(ct.aval.update(shape=shape if dim is None else shape[:dim] + (size,) + shape[dim:]))
+    if dim is None:
+        return reduce_sum(ct, (0,))
+    return batch_at(ct, 0, None, dim)
+
+
+class _BatchedJVPRule:
+    """A custom_jvp rule under vmap: the user's rule (`rule`) run under the same vmap. Hashed by identity."""
+
+    def __init__(self, rule, axis, dynamic_dims, diff_dims):
+        self.rule = rule
+        self.arguments = rule.arguments
+        self.axis = axis
+        self.dynamic_dims = list(dynamic_dims)
+        self.diff_dims = list(diff_dims)
+
+    def __repr__(self):
+        return f"vmap({self.rule!r})"
+
+    def __call__(self, dynamic_nondiff, primals, tangents):
+        num_dynamic, num_primals = len(dynamic_nondiff), len(primals)
+        store = {}
+
+        def per_example(*values):
+            primal_out, store["tree"], tangent_out = self.rule(
+                list(values[:num_dynamic]), list(values[num_dynamic:num_dynamic + num_primals]),
+                list(values[num_dynamic + num_primals:]))
+            store["count"] = len(primal_out)
+            return list(primal_out) + list(tangent_out)
+
+        outs = _vmapped(self.axis, per_example, list(dynamic_nondiff) + list(primals) + list(tangents),
+                        self.dynamic_dims + self.diff_dims + self.diff_dims)
+        count = store["count"]
+        return outs[:count], store["tree"], outs[count:]
+
+
+def _custom_jvp_call_batch(values, dims, axis, program, jvp, num_consts, symbolic_zeros, name):
+    from .vmap import batch_program
+
+    batched, out_dims = batch_program(program, dims, axis, force_batched=True)
+    split = num_consts + jvp.arguments.num_dynamic
+    rule = _BatchedJVPRule(jvp, axis, dims[num_consts:split], dims[split:])
+    outs = custom_jvp_call_p.bind(*values, program=batched, jvp=rule, num_consts=num_consts,
+                                  symbolic_zeros=symbolic_zeros, name=name)
+    return outs, out_dims
+
+
+class _BatchedVJPRule:
+    """A custom_vjp's fwd and bwd under vmap: the user's (`rule`'s) run under the same vmap. Residuals and
+    outputs are batched at 0; `in_dims` says where the cotangents of the differentiable inputs go (summed
+    over the batch for unbatched inputs). Hashed by identity; has `_VJPRule`'s interface."""
+
+    def __init__(self, rule, axis, in_dims, in_avals, out_avals):
+        self.rule = rule
+        self.axis = axis
+        self.in_dims = list(in_dims)
+        self.in_avals = list(in_avals)
+        self.out_avals = list(out_avals)
+        self.out_tree = rule.out_tree
+        self.backward_rule = _BackwardRule(self)
+        self.bwd = rule.bwd
+
+    def __repr__(self):
+        return f"vmap({self.rule!r})"
+
+    def forward(self, primals, perturbed):
+        store = {}
+
+        def per_example(*values):
+            primal_out, residuals, store["res_tree"] = self.rule.forward(list(values), perturbed)
+            store["count"] = len(primal_out)
+            return list(primal_out) + list(residuals)
+
+        outs = _vmapped(self.axis, per_example, list(primals), self.in_dims)
+        count = store["count"]
+        return outs[:count], outs[count:], store["res_tree"]
+
+    def backward(self, residuals, res_tree, cts):
+        num_res = len(residuals)
+
+        def per_example(*values):
+            return self.rule.backward(list(values[:num_res]), res_tree, list(values[num_res:]))
+
+        cts_in = _vmapped(self.axis, per_example, list(residuals) + list(cts), [0] * (num_res + len(cts)))
+        return [_move_cotangent(ct, dim) for ct, dim in zip(cts_in, self.in_dims)]
+
+
+def _custom_vjp_call_batch(values, dims, axis, program, fwd, bwd, num_consts, symbolic_zeros, name):
+    from .vmap import batch_program
+
+    batched, out_dims = batch_program(program, dims, axis, force_batched=True)
+    in_avals = [get_aval_of(v) for v in values[num_consts:]]
+    rule = _BatchedVJPRule(fwd, axis, dims[num_consts:], in_avals, batched.out_avals)
+    outs = custom_vjp_call_p.bind(*values, program=batched, fwd=rule, bwd=rule.backward_rule, num_consts=num_consts,
+                                  symbolic_zeros=symbolic_zeros, name=name)
+    return outs, out_dims
+
+
+def _custom_lin_batch(values, dims, axis, num_res, bwd, res_tree, nonzeros, out_avals):
+    """custom_lin with batched residuals or tangents: one custom_lin whose bwd is the batched bwd."""
+    size = axis.size
+    values = [batch_at(v, d, size, 0) for v, d in zip(values, dims)]
+    inner = bwd.rule
+    tangent_avals = iter(get_aval_of(v) for v in values[num_res:])
+    in_avals = [next(tangent_avals) if nonzero else _batched_aval(aval, size)
+                for nonzero, aval in zip(nonzeros, inner.in_avals)]
+    rule = _BatchedVJPRule(inner, axis, [0] * len(nonzeros), in_avals,
+                           [_batched_aval(aval, size) for aval in inner.out_avals])
+    batched_out_avals = tuple(_batched_aval(aval, size) for aval in out_avals)
+    outs = custom_lin_p.bind(*values, num_res=num_res, bwd=rule.backward_rule, res_tree=res_tree, nonzeros=nonzeros,
+                             out_avals=batched_out_avals)
+    return outs, [0] * len(outs)
+
+
+for _primitive, _rule in ((custom_jvp_call_p, _custom_jvp_call_batch), (custom_vjp_call_p, _custom_vjp_call_batch),
+                          (custom_lin_p, _custom_lin_batch)):
+    _rule.needs_axis = True
+    batching_rules[_primitive] = _rule

@@ -8,6 +8,7 @@ axis find the right one.
 """
 
 import functools
+import inspect
 
 from ..core import pytree as tree
 from ..core.primitives import batching_rules
@@ -124,9 +125,10 @@ def _axes_of_leaves(axes, args, what):
     return result
 
 
-def _mapped_size(leaves, axes, arg_paths):
+def _mapped_size(leaves, axes, argument_names):
+    """The size of the mapped axes; `argument_names()` names the leaves when the sizes disagree."""
     sizes = {}
-    for leaf, axis, path in zip(leaves, axes, arg_paths):
+    for index, (leaf, axis) in enumerate(zip(leaves, axes)):
         if axis is None:
             continue
         aval = get_aval_of(leaf)
@@ -134,12 +136,39 @@ def _mapped_size(leaves, axes, arg_paths):
             raise ValueError(f"vmap was requested to map its argument along axis {axis}, which implies that its "
                              f"rank should be at least {axis + 1 if axis >= 0 else -axis}, but is only "
                              f"{aval.ndim} (its shape is {aval.shape})")
-        sizes.setdefault(aval.shape[axis % aval.ndim], []).append((path, axis, aval))
+        sizes.setdefault(aval.shape[axis % aval.ndim], []).append((index, axis, aval))
     if len(sizes) > 1:
-        lines = [f"  * one axis had size {size}: axis {axis} of {path} of type {aval.str_short()}"
-                 for size, entries in sizes.items() for path, axis, aval in entries[:1]]
-        raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n" + "\n".join(lines))
+        names = argument_names()
+        most = max(len(entries) for entries in sizes.values())
+        lines = []
+        for size, entries in sizes.items():
+            index, axis, aval = entries[0]
+            where = f"axis {axis} of {names[index]} of type {aval.str_short()}"
+            if len(entries) == 1:
+                lines.append(f"  * one axis had size {size}: {where}")
+            else:
+                which = "most" if len(entries) == most else "some"
+                lines.append(f"  * {which} axes ({len(entries)} of them) had size {size}, e.g. {where}")
+        raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n" + ";\n".join(lines))
     return next(iter(sizes)) if sizes else None
+
+
+def _argument_names(fun, args, kwargs):
+    """Names of the argument leaves for error messages, as JAX writes them: `argument x['w']`."""
+    try:
+        parameters = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = []
+    for path, _ in tree.tree_flatten_with_path((args, kwargs))[0]:
+        if path[0].idx == 0:  # a positional argument
+            index = path[1].idx
+            head = positional[index] if index < len(positional) else f"args[{index}]"
+        else:
+            head = str(path[1].key)
+        names.append(f"argument {head}{tree.keystr(path[2:])}")
+    return names
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
@@ -158,11 +187,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                              f"len(args)={len(args)}")
         leaves, in_tree = tree.tree_flatten((args, kwargs))
         axes = _axes_of_leaves((in_axes, 0), (args, kwargs), "in_axes")
-        paths = [f"argument {tree.keystr(p)}" for p, _ in tree.tree_flatten_with_path((args, kwargs))[0]]
-        size = _mapped_size(leaves, axes, paths)
+        size = _mapped_size(leaves, axes, lambda: _argument_names(fun, args, kwargs))
         if size is None:
             if axis_size is None:
-                raise ValueError("vmap must have at least one non-None value in in_axes")
+                raise ValueError("vmap must have at least one non-None value in in_axes or axis_size must be specified")
             size = axis_size
         elif axis_size is not None and axis_size != size:
             raise ValueError(f"vmap got axis_size={axis_size} but the mapped arguments have axis size {size}")
@@ -180,6 +208,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             return out_leaves
 
         def out_dims():
+            for axis, rank in zip(out_info["axes"], out_info["ranks"]):
+                if axis is not None and not -(rank + 1) <= axis <= rank:
+                    raise ValueError(f"vmap out_axes: axis {axis} is out of bounds for an output of dimension "
+                                     f"{rank + 1} (the batch included)")
             return [a if a is None else a % (rank + 1) for a, rank in zip(out_info["axes"], out_info["ranks"])]
 
         outs = batch_flat(flat_fun, leaves, axes, AxisData(size, axis_name, spmd_axis_name), out_dims)

@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from numax import lax
-from numax.core.trace import concrete_or_error
+from numax.core.trace import Tracer, concrete_or_error
 
 from ._util import (
     aval,
@@ -348,24 +348,34 @@ def rot90(m, k=1, axes=(0, 1)):
 
 
 def roll(a, shift, axis=None):
+    """numpy's roll. A traced shift (under jit or vmap) rolls with one dynamic slice of the axis doubled."""
     a = to_array(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), shape(a))
-    shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    shifts, axes = np.broadcast_arrays(np.asarray([concrete_or_error(s, "roll shift must be concrete")
-                                                   for s in shifts]), np.asarray(axes))
-    for s, ax in zip(shifts.tolist(), axes.tolist()):
-        ax = canonicalize_axis(ax, len(shape(a)))
-        size = shape(a)[ax]
-        if size == 0:
-            continue
-        s = s % size
-        if s:
-            from ._indexing import slice_along
+    if isinstance(shift, (tuple, list)) or np.ndim(shift) or isinstance(axis, (tuple, list)):
+        shifts, axes = np.broadcast_arrays(np.asarray(shift if not hasattr(shift, "aval") else
+                                                      concrete_or_error(shift, "roll: shifts for several axes "
+                                                                                "must be concrete")),
+                                           np.asarray(axis))
+        for s, ax in zip(shifts.ravel().tolist(), axes.ravel().tolist()):
+            a = roll(a, s, ax)
+        return _as_array(a)
+    ax = canonicalize_axis(axis, len(shape(a)))
+    size = shape(a)[ax]
+    if size == 0:
+        return _as_array(a)
+    from ._indexing import slice_along
 
+    if not isinstance(shift, Tracer):
+        s = int(np.asarray(concrete_or_error(shift, "roll shift"))) % size
+        if s:
             a = lax.concatenate([slice_along(a, ax, size - s, size), slice_along(a, ax, 0, size - s)], ax)
-    return _as_array(a)
+        return _as_array(a)
+    start = lax.rem(lax.sub(size, lax.rem(lax.convert_element_type(shift, np.int32), np.int32(size))),
+                    np.int32(size))
+    start = lax.select(lax.lt(start, np.int32(0)), lax.add(start, np.int32(size)), start)
+    doubled = lax.concatenate([a, a], ax)
+    return _as_array(lax.dynamic_slice_in_dim(doubled, start, size, axis=ax))
 
 
 def resize(a, new_shape):

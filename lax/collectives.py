@@ -1,0 +1,460 @@
+"""Collectives over named axes: psum, pmean, pmax, pmin, all_gather, psum_scatter and axis_index.
+
+An axis name is bound by `numax.vmap(..., axis_name=...)` (and, later, by pmap). Under vmap a collective
+over the vmap's axis is a reduction (or a gather) over that vmap's batch dimension. A collective must
+reach the vmap that names its axis even when its operand is not batched by it (`psum(1.0, 'i')` is the
+axis size; a closed-over value is the same for every example), so these primitives bind through
+`bind_collective`, which lifts the operands into that vmap's trace and runs its batching rule directly.
+
+Params name the axes as a tuple (`axes`) so that a pmap lowering can later turn the same primitives
+into `stablehlo.all_reduce` / `all_gather` / `reduce_scatter` over replica groups.
+"""
+
+import numpy as np
+
+from ..core import dtypes
+from ..core import pytree as tree
+from ..core.ad_util import Zero, is_undefined, tangent_aval
+from ..core.avals import ShapedArray
+from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
+from ..core.trace import find_top_trace, full_lower, get_aval_of, trace_stack
+from ..lowering.lower import register_lowering
+from .batching import batch_at_front, move_axis
+
+__all__ = ["all_gather", "axis_index", "pmax", "pmean", "pmin", "psum", "psum_scatter"]
+
+
+# --- binding: find the vmap that names the axis ---------------------------------------------------------
+def _batch_trace_types():
+    from ..transforms.vmap import BatchTrace, BatchTracer, find_axis
+
+    return BatchTrace, BatchTracer, find_axis
+
+
+def _bound_axis_names():
+    BatchTrace, _, _ = _batch_trace_types()
+    return [main.global_data.name for main in trace_stack
+            if main.trace_type is BatchTrace and main.global_data.name is not None]
+
+
+def _unbound_axis_error(name):
+    return NameError(f"unbound axis name: {name}. The following axis names (e.g. defined by pmap) are available "
+                     f"to collective operations: {_bound_axis_names()}")
+
+
+def axis_main(name):
+    """The main trace of the innermost vmap naming its axis `name`; NameError when none does."""
+    _, _, find_axis = _batch_trace_types()
+    main = find_axis(name)
+    if main is None:
+        raise _unbound_axis_error(name)
+    return main
+
+
+def _axis_names(axis_name):
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    for name in names:
+        try:
+            hash(name)
+        except TypeError:
+            raise TypeError(f"axis names must be hashable (strings or other hashables), got {name!r}") from None
+    return names
+
+
+def axis_size(axis_name):
+    """The number of examples along the named axes (the product over a tuple of names)."""
+    size = 1
+    for name in _axis_names(axis_name):
+        size *= axis_main(name).global_data.size
+    return size
+
+
+class CollectivePrimitive(Primitive):
+    """A primitive over named axes: binding goes to the vmap naming an axis even when no operand is
+    batched by it (the ordinary bind would skip that vmap, since none of its tracers is involved)."""
+
+    def bind(self, *args, **params):
+        return bind_collective(self, args, params)
+
+
+def bind_collective(primitive, args, params):
+    BatchTrace, BatchTracer, _ = _batch_trace_types()
+    names = params["axes"]
+    if not names:  # nothing left to reduce over
+        return list(args) if primitive.multiple_results else args[0]
+    mains = [axis_main(name) for name in names]
+    main = max(mains, key=lambda m: m.level)
+    top = find_top_trace(args)
+    if top.main.level > main.level:
+        # A transformation inside the vmap (jvp, a jit being traced, an inner vmap) sees the operands
+        # first; its rule binds this primitive again on what it wraps.
+        return Primitive.bind(primitive, *args, **params)
+    trace = BatchTrace(main)
+    tracers = [trace.full_raise(a) for a in args]
+    rule = batching_rules[primitive]
+    out, out_dims = rule([t.value for t in tracers], [t.batch_dim for t in tracers], axis=trace.axis, **params)
+    if primitive.multiple_results:
+        return [full_lower(BatchTracer(trace, o, d)) for o, d in zip(out, out_dims)]
+    return full_lower(BatchTracer(trace, out, out_dims))
+
+
+def _unbound_lowering(name):
+    def rule(ctx, *args, axes, **params):
+        raise NameError(f"{name} over axes {axes} reached compilation outside any vmap binding them (unbound axis "
+                        "name); collectives run only under vmap(..., axis_name=...) for now (pmap comes later)")
+
+    return rule
+
+
+def _others(axes, axis):
+    return tuple(name for name in axes if name != axis.name)
+
+
+# --- psum, pmax, pmin -----------------------------------------------------------------------------------
+def _same_avals(*avals, axes, axis_index_groups=None):
+    return list(avals)
+
+
+def _define_reduction(name, reduce_batched, reduce_unbatched):
+    primitive = CollectivePrimitive(name, multiple_results=True)
+    primitive.def_abstract_eval(_same_avals)
+
+    def rule(values, dims, axis, axes, axis_index_groups=None):
+        if axis.name not in axes:  # a collective over an outer axis: this batch dimension rides along
+            return primitive.bind(*values, axes=axes, axis_index_groups=axis_index_groups), list(dims)
+        reduced = [reduce_unbatched(v, axis.size) if d is None else reduce_batched(v, d) for v, d in zip(values, dims)]
+        out = primitive.bind(*reduced, axes=_others(axes, axis), axis_index_groups=axis_index_groups)
+        return out, [None] * len(out)
+
+    rule.needs_axis = True
+    batching_rules[primitive] = rule
+    register_lowering(primitive, _unbound_lowering(name))
+    return primitive
+
+
+def _sum_batched(x, dim):
+    from .reductions import reduce_sum
+
+    return reduce_sum(x, (dim,))
+
+
+def _sum_unbatched(x, size):
+    from .elementwise import mul
+
+    return mul(x, np.array(size, get_aval_of(x).dtype))
+
+
+def _max_batched(x, dim):
+    from .reductions import reduce_max
+
+    return reduce_max(x, (dim,))
+
+
+def _min_batched(x, dim):
+    from .reductions import reduce_min
+
+    return reduce_min(x, (dim,))
+
+
+psum_p = _define_reduction("psum", _sum_batched, _sum_unbatched)
+pmax_p = _define_reduction("pmax", _max_batched, lambda x, size: x)
+pmin_p = _define_reduction("pmin", _min_batched, lambda x, size: x)
+
+
+def _bind_over_leaves(primitive, x, axis_name, axis_index_groups, prepare=None):
+    if axis_index_groups is not None:
+        raise NotImplementedError(f"{primitive.name}: axis_index_groups is not supported under vmap")
+    names = _axis_names(axis_name)
+    for name in names:
+        axis_main(name)  # a clear error for unbound names, before anything is traced
+    leaves, treedef = tree.tree_flatten(x)
+    leaves = [prepare(leaf) if prepare else leaf for leaf in leaves]
+    out = primitive.bind(*leaves, axes=names, axis_index_groups=None)
+    return treedef.unflatten(out)
+
+
+def _bools_as_int32(x):
+    # JAX sums booleans as int32 (psum(True, 'i') is the axis size).
+    from .elementwise import convert_element_type
+    from .shapes import as_array
+
+    x = as_array(x)
+    if get_aval_of(x).dtype == dtypes.bool_:
+        return convert_element_type(x, np.int32)
+    return x
+
+
+def _map_leaves(fun, x):
+    # (not tree_map: it unflattens a generator, which turns a ValueError raised by `fun` into a tree error)
+    leaves, treedef = tree.tree_flatten(x)
+    return treedef.unflatten([fun(leaf) for leaf in leaves])
+
+
+def _as_array(x):
+    from .shapes import as_array
+
+    return as_array(x)
+
+
+def psum(x, axis_name, *, axis_index_groups=None):
+    """The sum of `x` (a pytree of arrays) over the named axis (or tuple of axes)."""
+    return _bind_over_leaves(psum_p, x, axis_name, axis_index_groups, _bools_as_int32)
+
+
+def pmax(x, axis_name, *, axis_index_groups=None):
+    """The maximum of `x` (a pytree of arrays) over the named axis (or tuple of axes)."""
+    return _bind_over_leaves(pmax_p, x, axis_name, axis_index_groups, _as_array)
+
+
+def pmin(x, axis_name, *, axis_index_groups=None):
+    """The minimum of `x` (a pytree of arrays) over the named axis (or tuple of axes)."""
+    return _bind_over_leaves(pmin_p, x, axis_name, axis_index_groups, _as_array)
+
+
+def pmean(x, axis_name, *, axis_index_groups=None):
+    """The mean of `x` (a pytree of arrays) over the named axis (or tuple of axes); integers give floats."""
+    from .elementwise import convert_element_type, div
+
+    size = axis_size(axis_name)
+    total = psum(x, axis_name, axis_index_groups=axis_index_groups)
+
+    def mean(leaf):
+        aval = get_aval_of(leaf)
+        if not dtypes.is_inexact(aval.dtype):
+            leaf = convert_element_type(leaf, dtypes.canonicalize_dtype(np.float64))
+            aval = get_aval_of(leaf)
+        return div(leaf, np.array(size, aval.dtype))
+
+    return _map_leaves(mean, total)
+
+
+# psum is linear; its transpose under vmap sums the cotangents over the axis again (as JAX does).
+def _psum_jvp(primals, tangents, axes, axis_index_groups=None):
+    out = psum_p.bind(*primals, axes=axes, axis_index_groups=axis_index_groups)
+    nonzero = [i for i, t in enumerate(tangents) if type(t) is not Zero]
+    tangent_out = [Zero(tangent_aval(get_aval_of(o))) for o in out]
+    if nonzero:
+        summed = psum_p.bind(*(tangents[i] for i in nonzero), axes=axes, axis_index_groups=axis_index_groups)
+        for i, t in zip(nonzero, summed):
+            tangent_out[i] = t
+    return out, tangent_out
+
+
+def _psum_transpose(cts, *inputs, axes, axis_index_groups=None):
+    live = [i for i, (ct, x) in enumerate(zip(cts, inputs)) if is_undefined(x) and type(ct) is not Zero]
+    result = [None] * len(inputs)
+    if live:
+        summed = psum_p.bind(*(cts[i] for i in live), axes=axes, axis_index_groups=axis_index_groups)
+        for i, ct in zip(live, summed):
+            result[i] = ct
+    return result
+
+
+jvp_rules[psum_p] = _psum_jvp
+transpose_rules[psum_p] = _psum_transpose
+# pmax and pmin have no differentiation rule, as in JAX.
+
+
+# --- all_gather and psum_scatter ------------------------------------------------------------------------
+def _gathered_shape(shape, all_gather_dimension, axis_size, tiled):
+    if tiled:
+        return shape[:all_gather_dimension] + (shape[all_gather_dimension] * axis_size,) + \
+            shape[all_gather_dimension + 1:]
+    return shape[:all_gather_dimension] + (axis_size,) + shape[all_gather_dimension:]
+
+
+def _all_gather_abstract_eval(x, axes, all_gather_dimension, axis_size, tiled):
+    if not 0 <= all_gather_dimension < (x.ndim if tiled else x.ndim + 1):
+        raise TypeError(f"all_gather: axis {all_gather_dimension} is out of bounds for an operand of shape {x.shape}"
+                        f"{' (tiled)' if tiled else ''}")
+    return ShapedArray(_gathered_shape(x.shape, all_gather_dimension, axis_size, tiled), x.dtype, x.weak_type)
+
+
+all_gather_p = CollectivePrimitive("all_gather")
+all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
+register_lowering(all_gather_p, _unbound_lowering("all_gather"))
+
+
+def _all_gather_batching(values, dims, axis, axes, all_gather_dimension, axis_size, tiled):
+    from .shapes import reshape
+
+    (x,), (dim,) = values, dims
+    if axis.name not in axes:  # gathering over an outer axis: this batch dimension rides along
+        inner = all_gather_dimension + (dim <= all_gather_dimension)
+        out_dim = dim if dim < inner or tiled else dim + 1
+        return all_gather_p.bind(x, axes=axes, all_gather_dimension=inner, axis_size=axis_size, tiled=tiled), out_dim
+    # The examples of this vmap become the gathered dimension; every example sees the same result.
+    gathered = move_axis(batch_at_front(x, dim, axis.size), 0, all_gather_dimension)
+    if tiled:
+        shape = get_aval_of(gathered).shape
+        gathered = reshape(gathered, _gathered_shape(shape[:all_gather_dimension] + shape[all_gather_dimension + 1:],
+                                                     all_gather_dimension, axis.size, True))
+    return gathered, None
+
+
+_all_gather_batching.needs_axis = True
+batching_rules[all_gather_p] = _all_gather_batching
+
+
+def _all_gather_jvp(primals, tangents, **params):
+    (x,), (t,) = primals, tangents
+    out = all_gather_p.bind(x, **params)
+    if type(t) is Zero:
+        return out, Zero(tangent_aval(get_aval_of(out)))
+    return out, all_gather_p.bind(t, **params)
+
+
+def _all_gather_transpose(ct, x, axes, all_gather_dimension, axis_size, tiled):
+    if type(ct) is Zero:
+        return [None]
+    scattered = psum_scatter_p.bind(ct, axes=axes, scatter_dimension=all_gather_dimension, axis_size=axis_size,
+                                    tiled=tiled)
+    return [scattered]
+
+
+jvp_rules[all_gather_p] = _all_gather_jvp
+transpose_rules[all_gather_p] = _all_gather_transpose
+
+
+def _scattered_shape(shape, scatter_dimension, axis_size, tiled):
+    if tiled:
+        return shape[:scatter_dimension] + (shape[scatter_dimension] // axis_size,) + shape[scatter_dimension + 1:]
+    return shape[:scatter_dimension] + shape[scatter_dimension + 1:]
+
+
+def _psum_scatter_abstract_eval(x, axes, scatter_dimension, axis_size, tiled):
+    if not 0 <= scatter_dimension < x.ndim:
+        raise TypeError(f"psum_scatter: scatter_dimension {scatter_dimension} is out of bounds for an operand of "
+                        f"shape {x.shape}")
+    size = x.shape[scatter_dimension]
+    if (tiled and size % axis_size) or (not tiled and size != axis_size):
+        raise TypeError(f"psum_scatter: dimension {scatter_dimension} of the operand (shape {x.shape}) must be "
+                        f"{'a multiple of' if tiled else 'equal to'} the axis size {axis_size}")
+    return ShapedArray(_scattered_shape(x.shape, scatter_dimension, axis_size, tiled), x.dtype, x.weak_type)
+
+
+psum_scatter_p = CollectivePrimitive("psum_scatter")
+psum_scatter_p.def_abstract_eval(_psum_scatter_abstract_eval)
+register_lowering(psum_scatter_p, _unbound_lowering("psum_scatter"))
+
+
+def _psum_scatter_batching(values, dims, axis, axes, scatter_dimension, axis_size, tiled):
+    from .reductions import reduce_sum
+    from .shapes import reshape
+
+    (x,), (dim,) = values, dims
+    if axis.name not in axes:
+        inner_dim = scatter_dimension + (dim <= scatter_dimension)
+        out_dim = dim if dim < inner_dim or tiled else dim - 1
+        return psum_scatter_p.bind(x, axes=axes, scatter_dimension=inner_dim, axis_size=axis_size,
+                                   tiled=tiled), out_dim
+    # Example e keeps block e of the sum over examples: sum over the batch, then split the scattered
+    # dimension into (examples, block) and put the examples dimension in front as the new batch dim.
+    x = batch_at_front(x, dim, axis.size)
+    total = reduce_sum(x, (0,))
+    shape = get_aval_of(total).shape
+    blocks = reshape(total, shape[:scatter_dimension] + (axis.size, shape[scatter_dimension] // axis.size)
+                     + shape[scatter_dimension + 1:])
+    out = move_axis(blocks, scatter_dimension, 0)
+    if not tiled:
+        out = reshape(out, (axis.size,) + shape[:scatter_dimension] + shape[scatter_dimension + 1:])
+    return out, 0
+
+
+_psum_scatter_batching.needs_axis = True
+batching_rules[psum_scatter_p] = _psum_scatter_batching
+
+
+def _psum_scatter_jvp(primals, tangents, **params):
+    (x,), (t,) = primals, tangents
+    out = psum_scatter_p.bind(x, **params)
+    if type(t) is Zero:
+        return out, Zero(tangent_aval(get_aval_of(out)))
+    return out, psum_scatter_p.bind(t, **params)
+
+
+def _psum_scatter_transpose(ct, x, axes, scatter_dimension, axis_size, tiled):
+    if type(ct) is Zero:
+        return [None]
+    return [all_gather_p.bind(ct, axes=axes, all_gather_dimension=scatter_dimension, axis_size=axis_size,
+                              tiled=tiled)]
+
+
+jvp_rules[psum_scatter_p] = _psum_scatter_jvp
+transpose_rules[psum_scatter_p] = _psum_scatter_transpose
+
+
+def _single_axis(name, axis_name):
+    names = _axis_names(axis_name)
+    if len(names) != 1:
+        raise NotImplementedError(f"{name} over several axes {names} is not supported yet; use one axis name")
+    return names
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+    """Every example's `x` (a pytree), stacked along a new dimension `axis` (concatenated along `axis` when
+    `tiled`), the same for every example along the named axis."""
+    if axis_index_groups is not None:
+        raise NotImplementedError("all_gather: axis_index_groups is not supported under vmap")
+    names = _single_axis("all_gather", axis_name)
+    size = axis_size(names)
+
+    def gather_leaf(leaf):
+        leaf = _as_array(leaf)
+        ndim = get_aval_of(leaf).ndim
+        limit = ndim if tiled else ndim + 1
+        if tiled and ndim == 0:
+            raise ValueError("all_gather with tiled=True needs operands of rank at least 1")
+        if not -limit <= axis < limit:
+            raise ValueError(f"all_gather: axis {axis} is out of bounds for an operand of rank {ndim}")
+        return all_gather_p.bind(leaf, axes=names, all_gather_dimension=axis % limit, axis_size=size, tiled=tiled)
+
+    return _map_leaves(gather_leaf, x)
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
+    """The sum of `x` (a pytree) over the named axis, of which each example keeps its own slice along
+    `scatter_dimension` (a block of it when `tiled`)."""
+    if axis_index_groups is not None:
+        raise NotImplementedError("psum_scatter: axis_index_groups is not supported under vmap")
+    names = _single_axis("psum_scatter", axis_name)
+    size = axis_size(names)
+
+    def scatter_leaf(leaf):
+        leaf = _as_array(leaf)
+        ndim = get_aval_of(leaf).ndim
+        if not -ndim <= scatter_dimension < ndim:
+            raise ValueError(f"psum_scatter: scatter_dimension {scatter_dimension} is out of bounds for an operand "
+                             f"of rank {ndim}")
+        dim = scatter_dimension % ndim
+        length = get_aval_of(leaf).shape[dim]
+        if (tiled and length % size) or (not tiled and length != size):
+            raise ValueError(f"psum_scatter: dimension {dim} of the operand (shape {get_aval_of(leaf).shape}) must "
+                             f"be {'a multiple of' if tiled else 'equal to'} the size {size} of axis {names[0]!r}")
+        return psum_scatter_p.bind(leaf, axes=names, scatter_dimension=dim, axis_size=size, tiled=tiled)
+
+    return _map_leaves(scatter_leaf, x)
+
+
+# --- axis_index -----------------------------------------------------------------------------------------
+axis_index_p = CollectivePrimitive("axis_index")
+axis_index_p.def_abstract_eval(lambda axes: ShapedArray((), np.dtype(np.int32)))
+register_lowering(axis_index_p, _unbound_lowering("axis_index"))
+
+
+def _axis_index_batching(values, dims, axis, axes):
+    from .shapes import iota
+
+    # Only one name reaches here (axis_index takes one axis name).
+    return iota(np.int32, axis.size), 0
+
+
+_axis_index_batching.needs_axis = True
+batching_rules[axis_index_p] = _axis_index_batching
+
+
+def axis_index(axis_name):
+    """The position of the current example along the named axis (int32)."""
+    names = _single_axis("axis_index", axis_name)
+    axis_main(names[0])
+    return axis_index_p.bind(axes=names)
