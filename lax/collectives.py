@@ -141,7 +141,7 @@ def _sum_batched(x, dim):
 def _sum_unbatched(x, size):
     from .elementwise import mul
 
-    return mul(x, np.array(size, get_aval_of(x).dtype))
+    return mul(x, size)  # a Python int: weakly typed, so x keeps its dtype and weak type
 
 
 def _max_batched(x, dim):
@@ -221,9 +221,8 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     def mean(leaf):
         aval = get_aval_of(leaf)
         if not dtypes.is_inexact(aval.dtype):
-            leaf = convert_element_type(leaf, dtypes.canonicalize_dtype(np.float64))
-            aval = get_aval_of(leaf)
-        return div(leaf, np.array(size, aval.dtype))
+            leaf = convert_element_type(leaf, dtypes.canonicalize_dtype(np.float64), weak_type=aval.weak_type)
+        return div(leaf, size)
 
     return _map_leaves(mean, total)
 

@@ -3,9 +3,9 @@ errors, closures over tracers of outer transformations, weak types and Python sc
 
 import numpy as np
 import pytest
+from harness import assert_close, jax, jnp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from harness import assert_close, jax, jnp
 
 import numax
 import numax.numpy as mnp

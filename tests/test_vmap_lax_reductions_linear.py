@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import numax
@@ -103,6 +103,19 @@ def test_reduction_keeps_batch_dim_in_place():
     assert primitive_names(closed)[0] == "reduce_sum" and count_primitives(closed, "reduce_sum") == 1
     assert closed.equations[0].outvars[0].aval.shape == (2, 3)
     assert closed.equations[0].params["axes"] == (2,)
+
+
+@settings(max_examples=10)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=3), st.data())
+def test_reduce_sum_hypothesis(shape, data):
+    rank = len(shape)
+    in_axis = data.draw(st.integers(-rank - 1, rank))
+    axes = tuple(sorted(data.draw(st.sets(st.integers(0, rank - 1), min_size=1))))
+    out_axis = data.draw(st.integers(0, rank - len(axes)))
+    x = batched_input(np.random.default_rng(rank), shape, in_axis)
+    actual = numax.vmap(lambda a: lax.reduce_sum(a, axes), in_axes=in_axis, out_axes=out_axis)(x)
+    expected = np.moveaxis(np.sum(np.moveaxis(x, in_axis, 0), tuple(a + 1 for a in axes)), 0, out_axis)
+    assert_all_close(actual, expected.astype(np.float32), atol=1e-5)
 
 
 def test_reductions_nested_and_out_axes(rng):
@@ -250,10 +263,11 @@ def test_dot_general_is_one_op_without_broadcasts(in_axes):
     assert "broadcast_in_dim" not in names
 
 
+@settings(max_examples=10)
 @given(st.integers(0, 2), st.sampled_from([None, 0, 1, 2]), st.integers(1, 3), st.integers(1, 3))
 def test_dot_general_hypothesis(lhs_axis, rhs_axis, m, n):
     rng = np.random.default_rng(m * 10 + n)
-    numbers = (((1,), (1,)), ((0,), (0,)))  # (2, m, 4) x (2, n, 4)... contracting the middle
+    numbers = (((1,), (1,)), ((0,), (0,)))  # (2, 4, m) x (2, 4, n), batch 0, contracting 1
     lhs = batched_input(rng, (2, 4, m), lhs_axis)
     rhs = batched_input(rng, (2, 4, n), rhs_axis)
     actual = numax.vmap(lambda a, b: lax.dot_general(a, b, numbers), in_axes=(lhs_axis, rhs_axis))(lhs, rhs)

@@ -20,6 +20,7 @@ leading inputs of the primitive (`num_consts`), so that staging stays correct. D
 respect to such a closed-over value is an error, as in JAX: the custom rule only covers the arguments.
 """
 
+import contextlib
 import functools
 import inspect
 
@@ -33,7 +34,8 @@ from ..core.evaluation import eval_closed_program, eval_program
 from ..core.ir import ClosedProgram, Program
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import hoist_tracer_consts, trace_to_program
-from ..core.trace import Tracer, current_dynamic_main, find_top_trace, full_lower, get_aval_of, new_main
+from ..core.trace import (Tracer, current_dynamic_main, find_top_trace, full_lower, get_aval_of, new_main,
+                          trace_stack)
 from ..lax.ad import add_tangents, instantiate, stop_gradient
 from ..lax.elementwise import convert_element_type
 from ..lowering.lower import register_lowering
@@ -771,12 +773,18 @@ def _batched_aval(aval, size):
 
 
 def _vmapped(axis, fun, values, dims):
-    """`fun(*values)` on one example's view of `values` (batched at `dims`), under a vmap of `axis`: its flat
+    """`fun(*values)` on one example's view of `values` (batched at `dims`), under the vmap of `axis`: its flat
     outputs batched at 0. Symbolic `Zero`s pass through both ways (a batched Zero stands for zeros of the
-    batched shape)."""
+    batched shape).
+
+    While that vmap is still running (differentiation of the batched call inside it, as in grad of vmap),
+    `fun` runs in the vmap's own interpreter, so that values the user's rules close over, batched by that
+    vmap, meet the arguments on one batch axis (as JAX's subtraces do). Later, a new vmap of the axis."""
     from .vmap import BatchTrace, BatchTracer
 
-    with new_main(BatchTrace, axis) as main:
+    running = next((main for main in trace_stack if main.trace_type is BatchTrace and main.global_data is axis), None)
+    context = contextlib.nullcontext(running) if running is not None else new_main(BatchTrace, axis)
+    with context as main:
         trace = BatchTrace(main)
         inputs = [Zero(_unbatched_aval(v.aval, d)) if type(v) is Zero else v if d is None else BatchTracer(trace, v, d)
                   for v, d in zip(values, dims)]
