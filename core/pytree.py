@@ -437,7 +437,7 @@ def tree_map(f, tree, *rest, is_leaf=None):
     """Applies `f` leafwise; `rest` trees must have `tree`'s structure (or it as a prefix)."""
     leaves, treedef = tree_flatten(tree, is_leaf)
     others = [treedef.flatten_up_to(r) for r in rest]
-    return treedef.unflatten(f(*xs) for xs in zip(leaves, *others))
+    return treedef.unflatten([f(*xs) for xs in zip(leaves, *others)])
 
 
 def tree_map_with_path(f, tree, *rest, is_leaf=None):

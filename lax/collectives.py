@@ -21,7 +21,7 @@ from ..core.trace import find_top_trace, full_lower, get_aval_of, trace_stack
 from ..lowering.lower import register_lowering
 from .batching import batch_at_front, move_axis
 
-__all__ = ["all_gather", "axis_index", "pmax", "pmean", "pmin", "psum", "psum_scatter"]
+__all__ = ["all_gather", "axis_index", "axis_size", "pmax", "pmean", "pmin", "psum", "psum_scatter"]
 
 
 # --- binding: find the vmap that names the axis ---------------------------------------------------------
@@ -45,7 +45,7 @@ def _unbound_axis_error(name):
 def axis_main(name):
     """The main trace of the innermost vmap naming its axis `name`; NameError when none does."""
     _, _, find_axis = _batch_trace_types()
-    main = find_axis(name)
+    main = None if name is None else find_axis(name)  # an unnamed vmap binds no name, not even None
     if main is None:
         raise _unbound_axis_error(name)
     return main

@@ -4,6 +4,7 @@ against jax.vmap of the same jax.lax code."""
 import numpy as np
 import pytest
 from harness import assert_close, jax
+from numax.core import dtypes
 
 import numax
 from numax import lax
@@ -21,6 +22,7 @@ def both(f_numax, f_jax, *args, **vmap_kwargs):
                                 jax.tree_util.tree_structure(expected).num_leaves)
         for a, b in zip(jax.tree_util.tree_leaves(result), jax.tree_util.tree_leaves(expected)):
             assert_close(a, b)
+            assert a.weak_type == b.weak_type
     return expected
 
 
@@ -52,6 +54,16 @@ def test_psum_of_constants_is_the_axis_size():
     both(lambda x: lax.psum(1, "i"), lambda x: jlax.psum(1, "i"), xs, axis_name="i")
     both(lambda x: lax.psum(True, "i"), lambda x: jlax.psum(True, "i"), xs, axis_name="i")
     both(lambda x: lax.pmean(2, "i"), lambda x: jlax.pmean(2, "i"), xs, axis_name="i")
+
+
+@pytest.mark.parametrize("value", [2.0, 2, np.float32(2.5), np.int8(3), np.ones((2,), dtypes.bfloat16), True],
+                         ids=repr)
+@pytest.mark.parametrize("ours,theirs", REDUCTIONS + [(lax.all_gather, jlax.all_gather)],
+                         ids=lambda f: getattr(f, "__name__", ""))
+def test_unbatched_operands_keep_dtype_and_weak_type(value, ours, theirs):
+    if value is True and ours in (lax.pmax, lax.pmin):
+        return  # jax rejects booleans in pmax/pmin
+    both(lambda v: ours(value, "i"), lambda v: theirs(value, "i"), np.zeros(3, np.float32), axis_name="i")
 
 
 def test_integer_operands(rng):
@@ -204,6 +216,8 @@ def test_unbound_axis_name(collective):
 def test_unnamed_vmap_binds_no_name():
     with pytest.raises(NameError, match="unbound axis name: i"):
         numax.vmap(lambda x: lax.psum(x, "i"))(np.ones(3, np.float32))
+    with pytest.raises(NameError, match="unbound axis name: None"):
+        numax.vmap(lambda x: lax.psum(x, None))(np.ones(3, np.float32))
 
 
 def test_collectives_inside_control_flow_under_vmap():
@@ -235,3 +249,35 @@ def test_collectives_on_a_different_level_than_the_value_jvp_outside_vmap(rng):
 
     for a, b in zip(make(numax.vmap, lax, numax.jvp)(x, t), make(jax.vmap, jlax, jax.jvp)(x, t)):
         assert_close(a, b)
+
+
+def test_axis_size():
+    x = np.ones((3, 2), np.float32)
+
+    def make(vmap, L):
+        return vmap(vmap(lambda v: (L.axis_size("i"), L.axis_size(("i", "j"))), axis_name="j"), axis_name="i")
+
+    for a, b in zip(make(numax.vmap, lax)(x), make(jax.vmap, jlax)(x)):
+        assert_close(a, b)
+    with pytest.raises(NameError, match="unbound axis name: k"):
+        numax.vmap(lambda v: lax.axis_size("k"), axis_name="i")(x)
+
+
+def test_gradients_through_jit_and_second_order():
+    x = np.arange(1, 4, dtype=np.float32)
+
+    def f(L, jit):
+        return lambda v: jit(lambda y: L.psum(y * y, "i") * y)(v)
+
+    assert_close(numax.vmap(numax.grad(f(lax, numax.jit)), axis_name="i")(x),
+                 jax.vmap(jax.grad(f(jlax, jax.jit)), axis_name="i")(x))
+
+    def outside(vmap, L, jit, grad):
+        return grad(lambda xs: vmap(f(L, jit), axis_name="i")(xs).sum())
+
+    assert_close(outside(numax.vmap, lax, numax.jit, numax.grad)(x), outside(jax.vmap, jlax, jax.jit, jax.grad)(x))
+
+    def second(vmap, L, grad):
+        return vmap(grad(grad(lambda v: L.psum(v ** 3, "i"))), axis_name="i")
+
+    assert_close(second(numax.vmap, lax, numax.grad)(x), second(jax.vmap, jlax, jax.grad)(x))

@@ -115,9 +115,7 @@ BINARY = [
 UNARY_CONFIGS = [((0,), [SHAPE], 0), ((1,), [SHAPE], 0), ((-1,), [SHAPE], 1), ((0,), [()], 0)]
 BINARY_CONFIGS = [
     ((0, 0), [SHAPE, SHAPE], 0), ((1, 1), [SHAPE, SHAPE], 0), ((-1, 0), [SHAPE, SHAPE], 1),
-    ((0, None), [SHAPE, SHAPE], 0), ((None, 1), [SHAPE, SHAPE], -1),
-    ((0, None), [SHAPE, ()], 0), ((None, -1), [(), SHAPE], 0), ((0, 1), [(), SHAPE], 0), ((2, None), [SHAPE, ()], 2),
-    ((0, 0), [(), ()], 0),
+    ((None, 1), [SHAPE, SHAPE], -1), ((2, None), [SHAPE, ()], 2), ((0, 1), [(), SHAPE], 0), ((None, 0), [(), ()], 0),
 ]
 
 
@@ -127,7 +125,7 @@ def _dtypes_of(dtype, count):
 
 def _check_configs(rng, numax_fn, jax_fn, kinds, dtype, configs, scale=10.0, per_example=True):
     """All `configs` of one primitive in one jitted program per side, against jax.vmap and (when
-    `per_example`) against numax applied to each example in turn (an unrolled loop, stacked)."""
+    `per_example`) against numax applied to each example in turn, stacked."""
     dtypes = _dtypes_of(dtype, len(kinds))
     inputs = [[_batched(rng, shape, d, kind, axis) for shape, d, kind, axis in zip(shapes, dtypes, kinds, in_axes)]
               for in_axes, shapes, _ in configs]
@@ -141,30 +139,16 @@ def _check_configs(rng, numax_fn, jax_fn, kinds, dtype, configs, scale=10.0, per
             return outs
         return all_configs
 
-    def loop_over_examples(*flat):
-        outs, start = [], 0
-        for (in_axes, shapes, _) in configs:
-            args = flat[start:start + len(shapes)]
-            start += len(shapes)
-            outs.append([numax_fn(*[_example_slice(a, ax, i) for a, ax in zip(args, in_axes)]) for i in range(BATCH)])
-        return outs
-
     flat = [a for args in inputs for a in args]
     actual = numax.jit(run_all(numax.vmap, numax_fn))(*flat)
     expected = jax.jit(run_all(jax.vmap, jax_fn))(*flat)
     for got, want in zip(actual, expected):
         assert_close(got, want, scale=scale)
     if per_example:
-        for (_, _, out_axes), got, examples in zip(configs, actual, numax.jit(loop_over_examples)(*flat)):
+        one_example = numax.jit(numax_fn)
+        for (in_axes, _, out_axes), args, got in zip(configs, inputs, actual):
+            examples = [one_example(*[_example(a, ax, i) for a, ax in zip(args, in_axes)]) for i in range(BATCH)]
             assert_close(got, np.stack([np.asarray(e) for e in examples], axis=out_axes), scale=scale)
-
-
-def _example_slice(value, axis, index):
-    """Example `index` of a traced operand batched along `axis`."""
-    if axis is None:
-        return value
-    axis %= value.ndim
-    return lax.squeeze(lax.slice_in_dim(value, index, index + 1, axis=axis), (axis,))
 
 
 def _cases(table):
@@ -176,7 +160,7 @@ def _cases(table):
 def test_unary(rng, row, dtype):
     name, numax_fn, jax_fn, kinds, dtypes = row
     main = dtype == dtypes[0]
-    _check_configs(rng, numax_fn, jax_fn, kinds, dtype, UNARY_CONFIGS if main else UNARY_CONFIGS[1:3], per_example=main)
+    _check_configs(rng, numax_fn, jax_fn, kinds, dtype, UNARY_CONFIGS if main else UNARY_CONFIGS[2:3], per_example=main)
 
 
 @pytest.mark.parametrize("row,dtype", _cases(BINARY))
@@ -184,7 +168,7 @@ def test_binary(rng, row, dtype):
     name, numax_fn, jax_fn, kinds, dtypes = row
     # The main dtype gets every layout; other dtypes (and polygamma, slow to compile) a few mixed ones.
     main = dtype == dtypes[0]
-    configs = BINARY_CONFIGS if main and name != "polygamma" else BINARY_CONFIGS[2:8:2]
+    configs = BINARY_CONFIGS if main and name != "polygamma" else BINARY_CONFIGS[2::3]
     _check_configs(rng, numax_fn, jax_fn, kinds, dtype, configs, per_example=main)
 
 
@@ -305,6 +289,15 @@ def test_python_scalars_and_rank0_arrays(rng):
 
     for got, want in zip(numax.vmap(fn, in_axes=1)(x), jax.vmap(jfn, in_axes=1)(x)):
         assert_close(got, want)
+    # Only the selector or a bound is batched: the scalar operands become one per example.
+    pred = np.array([True, False, True])
+    want = jax.vmap(lambda q: jlax.select(q, 1.0, 2.0))(pred)
+    assert_close(numax.vmap(lambda q: lax.select(q, 1.0, 2.0))(pred), want)
+    bounds = np.float32([0.5, 1.5, 3.0])
+    assert_close(numax.vmap(lambda b: lax.clamp(b, 1.0, 2.0))(bounds), np.float32([1.0, 1.5, 2.0]))
+    # jax.vmap fails here (its clamp rule does not broadcast an unbatched scalar operand); numax follows the
+    # per-example definition.
+    assert_close(numax.vmap(lambda b: lax.clamp(0.0, 1.0, b))(bounds), np.float32([0.5, 1.0, 1.0]))
 
 
 NESTED = [
@@ -375,11 +368,11 @@ GRADS = [
 def test_per_example_grads(rng, name, fn, kind):
     x = _batched(rng, (5,), F32, kind, 0)
     numax_f, jax_f = functools.partial(fn, mnp), functools.partial(fn, jnp)
-    want = jax.vmap(jax.grad(jax_f))(x)
-    assert_close(numax.vmap(numax.grad(numax_f))(x), want, scale=10)
+    want = jax.jit(jax.vmap(jax.grad(jax_f)))(x)
+    assert_close(numax.jit(numax.vmap(numax.grad(numax_f)))(x), want, scale=10)
     assert_close(numax.jit(numax.vmap(numax.grad(numax_f), in_axes=1, out_axes=1))(x.T), want.T, scale=10)
     # The gradient of the summed per-example losses is the same, through the batched program.
-    assert_close(numax.grad(lambda v: numax.vmap(numax_f)(v).sum())(x), want, scale=10)
+    assert_close(numax.jit(numax.grad(lambda v: numax.vmap(numax_f)(v).sum()))(x), want, scale=10)
 
 
 def test_per_example_grads_two_arguments(rng):
@@ -389,13 +382,13 @@ def test_per_example_grads_two_arguments(rng):
         return m.sum((m.tanh(v * weights) - 0.5) ** 2 + m.log1p(v))
 
     want = jax.vmap(jax.grad(functools.partial(loss, jnp), argnums=(0, 1)), in_axes=(0, None))(x, w)
-    got = numax.vmap(numax.grad(functools.partial(loss, mnp), argnums=(0, 1)), in_axes=(0, None))(x, w)
+    got = numax.jit(numax.vmap(numax.grad(functools.partial(loss, mnp), argnums=(0, 1)), in_axes=(0, None)))(x, w)
     for g, e in zip(got, want):
         assert_close(g, e, scale=10)
 
 
 # --- hypothesis over shapes and batch positions ---------------------------------------------------------------
-@settings(max_examples=10)
+@settings(max_examples=8)
 @given(st.data())
 def test_add_and_select_any_layout(data):
     rank = data.draw(st.integers(0, 3))
@@ -416,5 +409,5 @@ def test_add_and_select_any_layout(data):
     def jfn(p, a, b):
         return jlax.select(p, a + b, a - b)
 
-    got = numax.vmap(fn, in_axes=tuple(axes), out_axes=out_axis)(pred, x, y)
-    assert_close(got, jax.vmap(jfn, in_axes=tuple(axes), out_axes=out_axis)(pred, x, y))
+    got = numax.jit(numax.vmap(fn, in_axes=tuple(axes), out_axes=out_axis))(pred, x, y)
+    assert_close(got, jax.jit(jax.vmap(jfn, in_axes=tuple(axes), out_axes=out_axis))(pred, x, y))

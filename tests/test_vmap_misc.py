@@ -15,6 +15,7 @@ from jax._src.lax import linalg as jax_linalg  # geqrf is not re-exported by jax
 from numax.core.ad_util import UndefinedPrimal
 from numax.core.staging import trace_to_program
 from numax.core.trace import get_aval_of
+from numax.transforms.custom_derivatives import CustomJVPException
 from numax.transforms.transpose import backward_pass
 
 import numax
@@ -236,8 +237,9 @@ def test_custom_vmap_values_and_grads(kind, in_axes):
     for a, e in zip(per_example, expected):
         assert_close(a, np.asarray(e))
     total = lambda api, fn: lambda x, y: api.vmap(fn, in_axes)(x, y).sum()
-    for wrap in (lambda h: h, numax.jit):
-        grads = wrap(numax.grad(total(numax, f), argnums))(x, y)
+    for grad_fn in (numax.grad(total(numax, f), argnums), numax.jit(numax.grad(total(numax, f), argnums)),
+                    numax.grad(numax.jit(total(numax, f)), argnums)):
+        grads = grad_fn(x, y)
         expected = jax.grad(total(jax, jf), argnums)(x, y)
         for a, e in zip(grads, expected):
             assert_close(a, np.asarray(e))
@@ -527,3 +529,60 @@ def test_random_keys_along_axis_1_and_batched_data():
     actual = numax.vmap(lambda m: numax.random.normal(key, (2,)) + m)(mean)
     expected = jax.vmap(lambda m: jax.random.normal(key, (2,)) + m)(mean)
     np.testing.assert_array_equal(np.asarray(actual), np.asarray(expected))
+
+
+# --- custom rules closing over batched values -------------------------------------------------------------
+def _closing_over(api, kind):
+    """A custom function defined inside the vmapped function, closing over its batched argument `c`."""
+    def outer(c, x):
+        if kind == "custom_jvp":
+            @api.custom_jvp
+            def f(x):
+                return api.numpy.sin(x) * c
+
+            @f.defjvp
+            def f_jvp(primals, tangents):
+                return f(primals[0]), 10.0 * tangents[0] * c
+        else:
+            @api.custom_vjp
+            def f(x):
+                return api.numpy.sin(x) * c
+
+            f.defvjp(lambda x: (f(x), c), lambda c_residual, ct: (10.0 * ct * c_residual,))  # bwd may not close over c
+        return f(x)
+
+    return outer
+
+
+@pytest.mark.parametrize("kind", sorted(CUSTOM))
+@pytest.mark.parametrize("x_axis", [0, None])
+def test_custom_rule_closing_over_batched_value(kind, x_axis):
+    f, jf = _closing_over(numax, kind), _closing_over(jax, kind)
+    c = np.array([0.0, 1.0, 2.0], np.float32)
+    x = X3 if x_axis == 0 else np.float32(1.0)
+    check(f, jf, (c, x), (0, x_axis), jit=False)
+    loss = lambda api, fn: lambda x: api.vmap(fn, (0, x_axis))(c, x).sum()
+    assert_close(numax.grad(loss(numax, f))(x), np.asarray(jax.grad(loss(jax, jf))(x)))
+    assert_close(numax.jit(numax.grad(loss(numax, f)))(x), np.asarray(jax.grad(loss(jax, jf))(x)))
+    per_example = numax.vmap(numax.grad(f, 1), (0, x_axis))(c, x)
+    assert_close(per_example, np.asarray(jax.vmap(jax.grad(jf, 1), (0, x_axis))(c, x)))
+    assert_close(per_example, 10.0 * c)
+
+
+def test_custom_jvp_closing_over_perturbed_value_raises():
+    f = _closing_over(numax, "custom_jvp")
+    c = np.array([0.0, 1.0, 2.0], np.float32)
+    with pytest.raises(CustomJVPException, match="closed-over value"):
+        numax.grad(lambda x: numax.vmap(f, (None, 0))(x, c).sum())(np.float32(1.0))
+
+
+@pytest.mark.parametrize("kind", sorted(CUSTOM))
+def test_custom_grad_of_vmap_of_jit(kind):
+    """The batched call staged inside a jit under vmap, differentiated while that vmap runs."""
+    f, jf = CUSTOM[kind](numax), CUSTOM[kind](jax)
+    y = np.float32(2.0)
+    actual = numax.grad(lambda x: numax.vmap(numax.jit(f), (0, None))(x, y).sum())(X3)
+    assert_close(actual, np.asarray(jax.grad(lambda x: jax.vmap(jax.jit(jf), (0, None))(x, y).sum())(X3)))
+    stacked = np.stack([X3, 2 * X3])
+    actual = numax.vmap(numax.grad(lambda x: numax.vmap(numax.jit(f), (0, None))(x, y).sum()))(stacked)
+    assert_close(actual, np.full((2, 3), 20.0, np.float32))

@@ -34,8 +34,7 @@ from ..core.evaluation import eval_closed_program, eval_program
 from ..core.ir import ClosedProgram, Program
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import hoist_tracer_consts, trace_to_program
-from ..core.trace import (Tracer, current_dynamic_main, find_top_trace, full_lower, get_aval_of, new_main,
-                          trace_stack)
+from ..core.trace import Tracer, current_dynamic_main, find_top_trace, full_lower, get_aval_of, new_main, trace_stack
 from ..lax.ad import add_tangents, instantiate, stop_gradient
 from ..lax.elementwise import convert_element_type
 from ..lowering.lower import register_lowering
@@ -290,7 +289,10 @@ class custom_jvp:
             return self.fun(*args)
         arguments, dynamic_leaves, diff_leaves = _Arguments.split(args, self.nondiff_argnums, dynamic_nondiff=True)
         if type(trace) is JVPTrace:
-            return self._jvp_unstaged(trace, arguments, dynamic_leaves, diff_leaves)
+            try:
+                return self._jvp_unstaged(trace, arguments, dynamic_leaves, diff_leaves)
+            except _Restage:
+                pass
         closed, consts, out_tree = _trace_call(self.fun, arguments, dynamic_leaves, diff_leaves)
         rule = _JVPRule(self.jvp, _name(self.fun), arguments, out_tree, closed.out_avals, self.symbolic_zeros)
         outs = custom_jvp_call_p.bind(*consts, *dynamic_leaves, *diff_leaves, program=closed,
@@ -324,13 +326,21 @@ def _unstaged_trace(leaves):
     return find_top_trace(leaves)
 
 
+class _Restage(Exception):
+    """An unstaged call's rule met tracers of an interpreter above the one processing it (values the function
+    closes over, say batched by a vmap inside the differentiation): the call is staged as a primitive instead,
+    which that interpreter processes first (its closed-over tracers becoming inputs)."""
+
+
 def _check_not_perturbed_by(trace, values, exception):
     """A rule's results must not carry the perturbation of the trace processing the call: they would if it
     used a closed-over value that this differentiation perturbs."""
     level = trace.main.level
-    for value in values:
-        if isinstance(value, Tracer) and value._trace.main.level >= level:
-            raise exception()
+    levels = [value._trace.main.level for value in values if isinstance(value, Tracer)]
+    if any(other > level for other in levels):
+        raise _Restage()
+    if any(other == level for other in levels):
+        raise exception()
 
 
 class _JVPRule:
@@ -504,7 +514,10 @@ class custom_vjp:
             return self.fun(*args)
         arguments, _, diff_leaves = _Arguments.split(args, self.nondiff_argnums, dynamic_nondiff=False)
         if type(trace) is JVPTrace:
-            return self._jvp_unstaged(trace, arguments, diff_leaves)
+            try:
+                return self._jvp_unstaged(trace, arguments, diff_leaves)
+            except _Restage:
+                pass
         closed, consts, out_tree = _trace_call(self.fun, arguments, [], diff_leaves)
         fwd = _VJPRule(self.fwd, self.bwd, _name(self.fun), arguments, out_tree, closed.program.in_avals[len(consts):],
                        closed.out_avals, self.symbolic_zeros)
@@ -777,12 +790,15 @@ def _vmapped(axis, fun, values, dims):
     outputs batched at 0. Symbolic `Zero`s pass through both ways (a batched Zero stands for zeros of the
     batched shape).
 
-    While that vmap is still running (differentiation of the batched call inside it, as in grad of vmap),
-    `fun` runs in the vmap's own interpreter, so that values the user's rules close over, batched by that
-    vmap, meet the arguments on one batch axis (as JAX's subtraces do). Later, a new vmap of the axis."""
+    While that vmap is still running (differentiation of the batched call inside it, as in grad of vmap) and
+    the values come from interpreters below it, `fun` runs in the vmap's own interpreter, so that values the
+    user's rules close over, batched by that vmap, meet the arguments on one batch axis (as JAX's subtraces
+    do). Otherwise in a new vmap of the axis."""
     from .vmap import BatchTrace, BatchTracer
 
     running = next((main for main in trace_stack if main.trace_type is BatchTrace and main.global_data is axis), None)
+    if running is not None and any(isinstance(v, Tracer) and v._trace.main.level >= running.level for v in values):
+        running = None  # the values come from interpreters above it (a program staged under that vmap)
     context = contextlib.nullcontext(running) if running is not None else new_main(BatchTrace, axis)
     with context as main:
         trace = BatchTrace(main)
