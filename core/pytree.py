@@ -443,7 +443,7 @@ def tree_map(f, tree, *rest, is_leaf=None):
 def tree_map_with_path(f, tree, *rest, is_leaf=None):
     keyed, treedef = tree_flatten_with_path(tree, is_leaf)
     others = [treedef.flatten_up_to(r) for r in rest]
-    return treedef.unflatten(f(path, leaf, *xs) for (path, leaf), *xs in zip(keyed, *others))
+    return treedef.unflatten([f(path, leaf, *xs) for (path, leaf), *xs in zip(keyed, *others)])
 
 
 def tree_reduce(function, tree, initializer=None, is_leaf=None):
