@@ -411,3 +411,14 @@ def test_add_and_select_any_layout(data):
 
     got = numax.jit(numax.vmap(fn, in_axes=tuple(axes), out_axes=out_axis))(pred, x, y)
     assert_close(got, jax.jit(jax.vmap(jfn, in_axes=tuple(axes), out_axes=out_axis))(pred, x, y))
+
+
+def test_every_elementwise_primitive_has_a_batching_rule_and_a_test():
+    from numax.core.primitives import Primitive, batching_rules
+    from numax.lax import elementwise
+
+    primitives = {v.name for v in vars(elementwise).values() if isinstance(v, Primitive)}
+    assert sorted(p for p in primitives if all(r.name != p for r in batching_rules)) == []
+    tested = {"select_n", "clamp", "not", "and", "or", "xor", "round", "integer_pow", "convert_element_type",
+              "bitcast_convert_type"} | {row[0] for row in UNARY + BINARY}
+    assert sorted(primitives - tested) == []

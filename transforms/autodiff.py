@@ -276,22 +276,43 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
 
 
 # --- Jacobians ------------------------------------------------------------------------------------------
-# Until vmap exists, a Jacobian is built one basis vector at a time from a single linearization.
-def _basis(aval):
-    """The standard basis of the space of `aval`, one tangent per element, in row-major order."""
-    size = int(np.prod(aval.shape, dtype=np.int64))
-    eye = np.eye(size, dtype=aval.dtype)
-    return [eye[k].reshape(aval.shape) for k in range(size)]
+# A Jacobian is one linearization pushed forward (or pulled back) along every basis vector at once: the
+# linear map is vmapped over the standard basis, so no Python loop runs per element.
+def _standard_basis(avals):
+    """The N basis vectors of the flattened space of `avals`, as one (N, *shape) array per leaf."""
+    sizes = [int(np.prod(a.shape, dtype=np.int64)) for a in avals]
+    total, offset, basis = sum(sizes), 0, []
+    for aval, size in zip(avals, sizes):
+        block = np.zeros((total, size), tangent_dtype(aval.dtype))
+        block[offset:offset + size] = np.eye(size, dtype=block.dtype)
+        basis.append(block.reshape((total,) + tuple(aval.shape)))
+        offset += size
+    return basis, sizes
 
 
-def _stack(rows, leading_shape, trailing_shape, dtype, axis):
-    """Per-element tangents (or cotangents) stacked into a leading_shape + trailing_shape block."""
-    from ..numpy import stack
+def _along_basis(linear_map, avals):
+    """`linear_map` applied to every basis vector of `avals`: one (N, *shape) array per output."""
+    from .vmap import vmap
 
-    shape = tuple(leading_shape) + tuple(trailing_shape)
-    if not rows:
-        return full(shape, 0, dtype)
-    return reshape(stack(rows, axis=axis), shape)
+    basis, sizes = _standard_basis(avals)
+    if sum(sizes) == 0:
+        return None, sizes
+    return vmap(lambda *vectors: linear_map(list(vectors)))(*basis), sizes
+
+
+def _block(rows, offset, size, leading_shape, trailing_shape, rows_lead):
+    """Rows [offset, offset + size) of a stacked map as a leading_shape + trailing_shape Jacobian block;
+    `rows_lead` says whether the stacked axis belongs to the leading (output) side."""
+    from ..lax.shapes import transpose
+    from ..lax.slicing import slice_in_dim
+
+    part = slice_in_dim(rows, offset, offset + size, axis=0)
+    if rows_lead:
+        return reshape(part, tuple(leading_shape) + tuple(trailing_shape))
+    part = reshape(part, (size,) + tuple(leading_shape))
+    rank = len(leading_shape)
+    part = transpose(part, tuple(range(1, rank + 1)) + (0,))
+    return reshape(part, tuple(leading_shape) + tuple(trailing_shape))
 
 
 def _argnums_partial(fun, args, kwargs, argnums, name):
@@ -326,16 +347,17 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         flat = _flat_function(partial, dyn_tree, has_aux)
         primal_out, linear = linearize_flat(flat, dyn_leaves)
         n = len(primal_out) - flat.num_aux
-        out_avals = linear.out_avals
-        in_avals = linear.in_avals
-        blocks = [[None] * len(in_avals) for _ in out_avals]
-        for i, aval in enumerate(in_avals):
-            columns = []
-            for e in _basis(aval):
-                tangents = [e if k == i else Zero(a) for k, a in enumerate(in_avals)]
-                columns.append([_materialize(t) for t in linear.apply(tangents)])
-            for j, out_aval in enumerate(out_avals):
-                blocks[j][i] = _stack([c[j] for c in columns], out_aval.shape, aval.shape, out_aval.dtype, -1)
+        in_avals, out_avals = linear.in_avals, linear.out_avals
+        columns, sizes = _along_basis(lambda ts: [_materialize(t) for t in linear.apply(ts)], in_avals)
+        blocks = []
+        for j, out_aval in enumerate(out_avals):
+            row, offset = [], 0
+            for aval, size in zip(in_avals, sizes):
+                shape = out_aval.shape + aval.shape
+                row.append(full(shape, 0, out_aval.dtype) if columns is None else
+                           _block(columns[j], offset, size, out_aval.shape, aval.shape, rows_lead=False))
+                offset += size
+            blocks.append(row)
         jac = _structured(blocks, flat.out_tree, dyn_tree, multiple)
         if has_aux:
             return jac, tree.tree_unflatten(flat.aux_tree, primal_out[n:])
@@ -356,14 +378,28 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         primal_out, linear = linearize_flat(flat, dyn_leaves)
         n = len(primal_out) - flat.num_aux
         out_avals, in_avals = linear.out_avals, linear.in_avals
+        linear_inputs = [i for i, is_linear in enumerate(linear.in_linear) if is_linear]
+
+        def pull_back(cts):
+            cts_in = linear.transpose(cts)
+            return [_input_cotangent(cts_in[i], in_avals[i]) for i in linear_inputs]
+
+        rows, sizes = _along_basis(pull_back, out_avals)
         blocks = []
-        for j, out_aval in enumerate(out_avals):
-            rows = []
-            for e in _basis(out_aval):
-                cts = [e if k == j else Zero(a) for k, a in enumerate(out_avals)]
-                rows.append([_input_cotangent(ct, a) for ct, a in zip(linear.transpose(cts), in_avals)])
-            blocks.append([_stack([r[i] for r in rows], out_aval.shape, a.shape, out_aval.dtype, 0)
-                           for i, a in enumerate(in_avals)])
+        offset = 0
+        for out_aval, size in zip(out_avals, sizes):
+            row = []
+            for i, aval in enumerate(in_avals):
+                shape = out_aval.shape + aval.shape
+                if i not in linear_inputs:
+                    row.append(np.zeros(shape, dtypes.float0))
+                elif rows is None:
+                    row.append(full(shape, 0, out_aval.dtype))
+                else:
+                    row.append(_block(rows[linear_inputs.index(i)], offset, size, out_aval.shape, aval.shape,
+                                      rows_lead=True))
+            blocks.append(row)
+            offset += size
         jac = _structured(blocks, flat.out_tree, dyn_tree, multiple)
         if has_aux:
             return jac, tree.tree_unflatten(flat.aux_tree, primal_out[n:])
