@@ -19,26 +19,19 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     if not a_shape or not b_shape:
         raise ValueError(f"matmul: operands must have at least one dimension, got shapes {a_shape} and {b_shape}")
     a_vector, b_vector = len(a_shape) == 1, len(b_shape) == 1
-    if a_vector:
-        a = lax.reshape(a, (1,) + a_shape)
-    if b_vector:
-        b = lax.reshape(b, b_shape + (1,))
-    a_shape, b_shape = shape(a), shape(b)
-    if a_shape[-1] != b_shape[-2]:
-        raise ValueError(f"matmul: input operand 1 has a mismatch in its core dimension 0 (size {b_shape[-2]} "
-                         f"is different from {a_shape[-1]}); shapes {a_shape} and {b_shape}")
+    a_core = a_shape[-1]
+    b_core = b_shape[0] if b_vector else b_shape[-2]
+    if a_core != b_core:
+        raise ValueError(f"matmul: input operand 1 has a mismatch in its core dimension 0 (size {b_core} "
+                         f"is different from {a_core}); shapes {a_shape} and {b_shape}")
+    if a_vector or b_vector:
+        # A vector operand is contracted directly: its partner's other dimensions come out in order.
+        contract = ((len(a_shape) - 1,), (0 if b_vector else len(b_shape) - 2,))
+        return lax.dot_general(a, b, (contract, ((), ())), precision, preferred_element_type)
     from ._util import broadcast_shapes
 
     batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
-    out = _batched_matmul(a, b, batch, precision, preferred_element_type)
-    out_shape = shape(out)
-    if a_vector and b_vector:
-        return lax.reshape(out, out_shape[:-2])
-    if a_vector:
-        return lax.reshape(out, out_shape[:-2] + out_shape[-1:])
-    if b_vector:
-        return lax.reshape(out, out_shape[:-1])
-    return out
+    return _batched_matmul(a, b, batch, precision, preferred_element_type)
 
 
 def _batched_matmul(a, b, batch, precision, preferred_element_type):
