@@ -1,0 +1,21 @@
+"""Every primitive numax can lower has its JVP and batching rules, except the few listed here with the
+reason (the same exceptions JAX makes)."""
+
+import numax  # noqa: F401  (registers every primitive)
+from numax.core.primitives import batching_rules, jvp_rules
+from numax.lowering.lower import lowering_rules
+
+# Primitives without operands never meet a JVP or batch tracer; JAX defines no derivative for the others.
+NO_JVP = {"iota": "no operands", "axis_index": "no operands", "nextafter": "JAX has no derivative",
+          "pmax": "JAX has no derivative", "pmin": "JAX has no derivative"}
+NO_BATCHING = {"iota": "no operands"}
+
+
+def test_every_primitive_has_a_jvp_rule():
+    missing = sorted(p.name for p in lowering_rules if p not in jvp_rules)
+    assert missing == sorted(NO_JVP)
+
+
+def test_every_primitive_has_a_batching_rule():
+    missing = sorted(p.name for p in lowering_rules if p not in batching_rules)
+    assert missing == sorted(NO_BATCHING)
