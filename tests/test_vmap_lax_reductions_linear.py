@@ -241,7 +241,7 @@ def test_dot_general(rng, shapes, in_axes):
     lhs_shape, rhs_shape, numbers = shapes
     lhs = batched_input(rng, lhs_shape, in_axes[0])
     rhs = batched_input(rng, rhs_shape, in_axes[1])
-    f = lambda lib: (lambda a, b: lib.dot_general(a, b, numbers))
+    f = lambda lib: (lambda a, b: lib.dot_general(a, b, numbers, precision=lib.Precision.HIGHEST))
     check_vmap(f(lax), f(jlax), [lhs, rhs], in_axes, atol=1e-4, rtol=1e-4)
 
 
@@ -278,7 +278,7 @@ def test_dot_general_hypothesis(lhs_axis, rhs_axis, m, n):
 def test_dot_general_nested_vmap(rng):
     x = rng.normal(size=(4, 3, 5, 2)).astype(np.float32)  # outer batch 2 at -1, inner batch 3 at 1 of the rest
     w = rng.normal(size=(2, 5, 6)).astype(np.float32)     # outer batch at 0, no inner batch
-    f = lambda lib: (lambda a, b: lib.dot_general(a, b, (((1,), (0,)), ((), ()))))
+    f = lambda lib: (lambda a, b: lib.dot_general(a, b, (((1,), (0,)), ((), ())), precision=lib.Precision.HIGHEST))
     actual = numax.vmap(numax.vmap(f(lax), in_axes=(1, None)), in_axes=(-1, 0), out_axes=1)(x, w)
     expected = jax.vmap(jax.vmap(f(jlax), in_axes=(1, None)), in_axes=(-1, 0), out_axes=1)(x, w)
     assert_all_close(actual, expected, atol=1e-4, rtol=1e-4)
