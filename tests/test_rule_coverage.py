@@ -1,9 +1,10 @@
 """Every primitive numax can lower has its JVP and batching rules, except the few listed here with the
 reason (the same exceptions JAX makes)."""
 
-import numax  # noqa: F401  (registers every primitive)
 from numax.core.primitives import batching_rules, jvp_rules
 from numax.lowering.lower import lowering_rules
+
+import numax  # noqa: F401  (registers every primitive)
 
 # Primitives without operands never meet a JVP or batch tracer; JAX defines no derivative for the others.
 NO_JVP = {"iota": "no operands", "axis_index": "no operands", "nextafter": "JAX has no derivative",
