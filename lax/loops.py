@@ -26,6 +26,7 @@ from ..core.trace import concrete_or_error, get_aval_of
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
 from .ad import add_tangents, instantiate, zeros_like_aval
+from .while_loop import check_carry
 
 __all__ = ["scan", "map", "associative_scan", "scan_p"]
 
@@ -418,42 +419,6 @@ def _scan_length(xs_flat, length):
     return lengths[0]
 
 
-def _carry_name(f):
-    import inspect
-
-    try:
-        return next(iter(inspect.signature(f).parameters), None)
-    except (TypeError, ValueError):
-        return None
-
-
-def _check_carry(f, init, init_tree, init_avals, carry_tree, carry_avals):
-    name = _carry_name(f)
-
-    def component(path):
-        if name:
-            return f"the input carry component {name}{tree.keystr(path)}" if path else f"the input carry {name}"
-        return f"the input carry at path {tree.keystr(path)}" if path else "the input carry"
-
-    if init_tree != carry_tree:
-        raise TypeError("scan body function carry input and carry output must have the same pytree structure, but "
-                        f"they differ:\n\nthe input tree structure is:\n{init_tree}\nthe output tree structure "
-                        f"is:\n{carry_tree}\n\nRevise the function so that the carry output has the same pytree "
-                        "structure as the carry input.")
-    paths = [p for p, _ in tree.tree_flatten_with_path(init)[0]]
-    diffs = [f"{component(path)} has type {a.str_short()} but the corresponding output carry component has type "
-             f"{b.str_short()}" for path, a, b in zip(paths, init_avals, carry_avals) if not _typematch(a, b)]
-    if not diffs:
-        return
-    if len(diffs) == 1:
-        differences = diffs[0][0].upper() + diffs[0][1:] + ".\n"
-    else:
-        differences = "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
-    raise TypeError("scan body function carry input and carry output must have equal types, but they differ:\n\n"
-                    f"{differences}\nRevise the function so that all output types match the corresponding input "
-                    "types.")
-
-
 def _trace_body(f, init_tree, xs_tree, carry_avals, x_avals):
     """Traces `f(carry, x) -> (carry, y)`; every constant becomes a leading operand.
 
@@ -554,7 +519,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         if changed:
             init_avals = [get_aval_of(v) for v in init_flat]
             program, consts, carry_tree, carry_avals, y_tree = _trace_body(f, init_tree, xs_tree, init_avals, x_avals)
-    _check_carry(f, init, init_tree, init_avals, carry_tree, carry_avals)
+    check_carry("scan body", f, init_tree, carry_tree, init_avals, carry_avals)
     body = _body_cache.canonical(program)
     operands = [*consts, *init_flat, *xs_flat]
     outs = scan_p.bind(*operands, reverse=bool(reverse), length=length, jaxpr=body, num_consts=len(consts),

@@ -90,7 +90,9 @@ def _carry_name(body_fun):
         return None
 
 
-def _check_carry(name, body_fun, in_tree, out_tree, in_avals, out_avals):
+def check_carry(name, body_fun, in_tree, out_tree, in_avals, out_avals):
+    """JAX's check that a loop body returns its carry's tree and types (weak types aside); `name` is the
+    loop body's name in the message ("while_loop body", "scan body")."""
     carry_name = _carry_name(body_fun)
 
     def component(path):
@@ -110,7 +112,7 @@ def _check_carry(name, body_fun, in_tree, out_tree, in_avals, out_avals):
                  f"type {b.str_short()}{mismatch_text(a, b)}" for path, a, b in zip(paths, in_avals, out_avals)
                  if a.strip_weak_type() != b.strip_weak_type()]
         differences = (diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1
-                       else "".join(f"  * {d};\n" for d in diffs))
+                       else "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n")
         raise TypeError(f"{name} function carry input and carry output must have equal types, but they differ:"
                         f"\n\n{differences}\nRevise the function so that all output types match the "
                         "corresponding input types.")
@@ -149,7 +151,7 @@ def while_loop(cond_fun, body_fun, init_val):
             leaves = promoted
             in_avals = [get_aval_of(leaf) for leaf in leaves]
             cond_traced, body_traced, body_tree = _trace_loop(cond_fun, body_fun, in_tree, in_avals)
-    _check_carry("while_loop body", body_fun, in_tree, body_tree, in_avals, body_traced[0].out_avals)
+    check_carry("while_loop body", body_fun, in_tree, body_tree, in_avals, body_traced[0].out_avals)
     (cond_program,), cond_consts = closure_convert([cond_traced])
     (body_program,), body_consts = closure_convert([body_traced])
     outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_program=cond_program, body_program=body_program,
