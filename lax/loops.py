@@ -177,28 +177,15 @@ register_lowering(scan_p, _scan_lowering)
 
 
 # --- forward mode: a primal scan stacking residuals, and a tangent scan reading them --------------------
-@functools.lru_cache(maxsize=256)
 def _jvp_body(body, nonzeros, num_consts, num_carry):
     """The JVP of the body: (primals, nonzero tangents) -> (primal outs, tangents of the carries marked in
-    `nonzeros` (zeros instantiated), nonzero ys tangents). Returns (program, natural out nonzero mask)."""
-    from ..transforms.jvp import jvp_flat
+    `nonzeros` (zeros instantiated), nonzero ys tangents). Returns (program, natural out nonzero mask).
+    At a carry fixpoint no unmarked carry has a nonzero tangent, so the marked ones are exactly those out."""
+    from ..transforms.jvp import jvp_program
 
-    in_avals = body.in_avals
-    carry_nonzero = nonzeros[num_consts:num_consts + num_carry]
-    tangent_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
-    out_nonzeros = []
-
-    def traced(*args):
-        primals, given = args[:len(in_avals)], iter(args[len(in_avals):])
-        tangents = [next(given) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
-        primal_out, tangent_out = jvp_flat(lambda *xs: eval_closed_program(body, *xs), primals, tangents)
-        out_nonzeros[:] = [type(t) is not Zero for t in tangent_out]
-        carry_t = [instantiate(t) for t, nz in zip(tangent_out[:num_carry], carry_nonzero) if nz]
-        ys_t = [t for t in tangent_out[num_carry:] if type(t) is not Zero]
-        return list(primal_out) + carry_t + ys_t
-
-    program = trace_to_closed_program(traced, list(in_avals) + tangent_avals)
-    return program, tuple(out_nonzeros)
+    carry_nonzero = tuple(nonzeros[num_consts:num_consts + num_carry])
+    num_ys = len(body.out_avals) - num_carry
+    return jvp_program(body, nonzeros, carry_nonzero + (False,) * num_ys)
 
 
 def _carry_fixpoint(step_nonzeros, carry_nonzero):

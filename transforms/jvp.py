@@ -15,6 +15,7 @@ from ..core.ir import ClosedProgram
 from ..core.primitives import jvp_rules
 from ..core.staging import trace_to_closed_program
 from ..core.trace import Trace, Tracer, full_lower, get_aval_of, new_main
+from ..lax.ad import instantiate as instantiate_zeros
 
 
 class JVPTracer(Tracer):
@@ -77,17 +78,20 @@ def jvp_flat(flat_fun, primals, tangents):
         return [o.primal for o in outs], [o.tangent for o in outs]
 
 
-def jvp_program(closed: ClosedProgram, nonzeros):
+def jvp_program(closed: ClosedProgram, nonzeros, instantiate=False):
     """The JVP of a closed program as a program: it takes the primals, then the tangents of the inputs
-    marked in `nonzeros`, and returns the primal outputs, then the tangents that are not zero.
+    marked in `nonzeros`, and returns the primal outputs, then the output tangents that are not zero or
+    that `instantiate` (a bool, or one per output) asks for (zeros materialized).
 
-    Returns (program, output-tangent nonzero mask). Cached: a jitted function differentiated in a loop
-    gets the same program each time, so its executable is compiled once."""
-    return _jvp_program(closed, tuple(nonzeros))
+    Returns (program, mask of the output tangents that are not symbolically zero). Cached: a jitted function
+    differentiated in a loop gets the same program each time, so its executable is compiled once."""
+    n_out = len(closed.program.outvars)
+    instantiate = (instantiate,) * n_out if isinstance(instantiate, bool) else tuple(instantiate)
+    return _jvp_program(closed, tuple(nonzeros), instantiate)
 
 
 @functools.lru_cache(maxsize=512)
-def _jvp_program(closed, nonzeros):
+def _jvp_program(closed, nonzeros, instantiate):
     in_avals = closed.program.in_avals
     tangent_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
     out_nonzeros = []
@@ -97,7 +101,8 @@ def _jvp_program(closed, nonzeros):
         tangents = [next(given) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
         primal_out, tangent_out = jvp_flat(lambda *xs: eval_closed_program(closed, *xs), primals, tangents)
         out_nonzeros[:] = [type(t) is not Zero for t in tangent_out]
-        return list(primal_out) + [t for t in tangent_out if type(t) is not Zero]
+        return list(primal_out) + [instantiate_zeros(t) for t, inst in zip(tangent_out, instantiate)
+                                   if inst or type(t) is not Zero]
 
     program = trace_to_closed_program(traced, list(in_avals) + tangent_avals)
     return program, tuple(out_nonzeros)
