@@ -150,6 +150,15 @@ def _adjoint(x):
     return conj(x) if dtypes.is_complex(get_aval_of(x).dtype) else x
 
 
+def _hermitian_from_lower(x):
+    """The Hermitian matrices whose lower triangles are x's (a diagonal's imaginary part dropped)."""
+    strict = tril(x, -1)
+    diagonal = sub(tril(x), strict)
+    if dtypes.is_complex(get_aval_of(x).dtype):
+        diagonal = div(add(diagonal, conj(diagonal)), np.asarray(2, get_aval_of(x).dtype))
+    return add(add(strict, _adjoint(strict)), diagonal)
+
+
 def symmetrize(x):
     """(x + x^H) / 2: the Hermitian part, which the symmetric solvers assume they are given."""
     dtype = get_aval_of(x).dtype
@@ -744,9 +753,12 @@ def _is_complex(x):
 
 # cholesky: L' = L phi(L^-1 A' L^-H), phi taking the lower triangle with the diagonal halved
 # (Murray, arXiv:1602.07527).
+# The primitive reads only the lower triangle, so its tangent is first made the Hermitian matrix that
+# triangle stands for: the other triangle gets no gradient (as from jax 0.11.2 on; earlier jax gave it one).
 def _cholesky_jvp(primals, tangents):
     (x,), (x_dot,) = primals, tangents
     factor = cholesky_p.bind(x)
+    x_dot = _hermitian_from_lower(x_dot)
     n = get_aval_of(x).shape[-1]
     right = triangular_solve(factor, x_dot, left_side=False, lower=True, transpose_a=True, conjugate_a=True)
     middle = triangular_solve(factor, right, left_side=True, lower=True)

@@ -46,6 +46,10 @@ ROWS = np.array([[1], [3], [1], [4]], np.int32)  # repeated row 1
 UNIQUE_ROWS = np.array([[1], [3], [0], [4]], np.int32)
 OUT_OF_BOUNDS_ROWS = np.array([[1], [7], [-2], [4]], np.int32)
 POINTS = np.array([[0, 1], [2, 4], [0, 1]], np.int32)
+ON_CPU = numax.default_backend() == "cpu"
+PLAIN_SCATTER_ROWS = ROWS if ON_CPU else UNIQUE_ROWS
+PLAIN_SCATTER_CLIPPED_ROWS = OUT_OF_BOUNDS_ROWS if ON_CPU else np.array([[1], [7], [-2], [3]], np.int32)
+PLAIN_SCATTER_POINTS = POINTS if ON_CPU else np.array([[0, 1], [2, 4], [1, 1]], np.int32)
 BATCHED_ROWS = np.array([[[2], [0]], [[4], [4]], [[1], [3]]], np.int32)  # (batch 3, 2 indices, 1)
 
 
@@ -121,11 +125,13 @@ CASES = [
          [(4, 5), (3,)]),
     Case("scatter_add_batching", lambda lax, x, u: lax.scatter_add(
         x, BATCHED_ROWS, u, _scatter_numbers(lax, (), (1,), (1,), (0,), (0,))), [(3, 5), (3, 2)]),
-    Case("scatter", _scatter_rows("scatter", ROWS), [(5, 3), (4, 3)]),
+    # Which of several updates to one place a plain scatter keeps is XLA's choice, and not a fixed one on GPUs
+    # (finite differences then see other winners than the JVP): there the repeats are taken out.
+    Case("scatter", _scatter_rows("scatter", PLAIN_SCATTER_ROWS), [(5, 3), (4, 3)]),
     Case("scatter_unique", _scatter_rows("scatter", UNIQUE_ROWS, unique_indices=True), [(5, 3), (4, 3)]),
-    Case("scatter_clip", _scatter_rows("scatter", OUT_OF_BOUNDS_ROWS, mode="clip"), [(5, 3), (4, 3)]),
+    Case("scatter_clip", _scatter_rows("scatter", PLAIN_SCATTER_CLIPPED_ROWS, mode="clip"), [(5, 3), (4, 3)]),
     Case("scatter_drop", _scatter_rows("scatter", OUT_OF_BOUNDS_ROWS, mode="drop"), [(5, 3), (4, 3)]),
-    Case("scatter_points", lambda lax, x, u: lax.scatter(x, POINTS, u, _point_numbers(lax)),
+    Case("scatter_points", lambda lax, x, u: lax.scatter(x, PLAIN_SCATTER_POINTS, u, _point_numbers(lax)),
          [(4, 5), (3,)]),
     Case("scatter_mul_operand", _scatter_rows_fixed_updates("scatter_mul", ROWS), [(5, 3)]),
     Case("scatter_mul_unique", _scatter_rows("scatter_mul", UNIQUE_ROWS, unique_indices=True), [(5, 3), (4, 3)]),

@@ -89,9 +89,28 @@ LINALG = {
 }
 
 
+ON_GPU = numax.default_backend() != "cpu"
+
+
+def gauge_free_svd(fn):
+    """An svd's outputs as quantities free of the singular vectors' signs (batched and per-matrix cuSOLVER
+    kernels pick different signs): s, the thin reconstruction, and the projectors onto u's and vh's spaces."""
+    def invariants(*args):
+        u, s, vh = fn(*args)
+        k = s.shape[-1]
+        return s, (u[..., :k] * s[..., None, :]) @ vh, u @ u.conj().swapaxes(-1, -2), vh.conj().swapaxes(-1, -2) @ vh
+    return invariants
+
+
+def svd_table_fn(name, fn):
+    """`fn`, or its gauge-free form for an svd on a GPU (the CPU's LAPACK is compared sign for sign)."""
+    return (lambda m: gauge_free_svd(fn(m))) if ON_GPU and name.startswith("svd") and name != "svdvals" else fn
+
+
 @pytest.mark.parametrize("name", sorted(LINALG))
 def test_numpy_linalg(name):
     fn, args, in_axes = LINALG[name]
+    fn = svd_table_fn(name, fn)
     check(fn(xnp), fn(jnp), args, in_axes, scale=20)
 
 
@@ -170,10 +189,15 @@ LAX_LINALG = {
 @pytest.mark.parametrize("name", sorted(LAX_LINALG))
 def test_lax_linalg_primitive_is_one_batched_op(name):
     fn, args = LAX_LINALG[name]
-    check(fn(nl), fn(jl_linalg), args, 0, scale=20)
     primitive = name if name in ("cholesky", "lu", "eigh", "svd", "geqrf", "householder_product",
                                  "lu_pivots_to_permutation") else {"qr": "qr", "eig_values": "eig"}[name]
     assert count_ops(numax.vmap(fn(nl)), args, primitive) == 1
+    if ON_GPU and primitive == "eig":  # as in jax, the nonsymmetric eigensolver has only a CPU kernel
+        with pytest.raises(NotImplementedError, match="only implemented on the CPU"):
+            numax.jit(numax.vmap(fn(nl)))(*args)
+        return
+    fn = svd_table_fn(name, fn)
+    check(fn(nl), fn(jl_linalg), args, 0, scale=20)
 
 
 @settings(max_examples=8)
@@ -483,8 +507,8 @@ def test_debug_callback_runs_per_example(jit):
     f(x, np.float32(5.0))
     jf(x, np.float32(5.0))
     jax.effects_barrier()
-    assert seen == jax_seen
-    assert len(seen) == 2
+    assert seen == [(x[:, b].tolist(), 5.0) for b in range(2)]  # numax calls back in example order
+    assert sorted(seen) == sorted(jax_seen)  # jax's unordered callbacks may run in any order on a GPU
     text = str(numax.make_jaxpr(numax.vmap(lambda v: numax.debug.callback(print, v)))(x))
     assert text.count("debug_callback[") == 1
 
