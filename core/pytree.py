@@ -360,7 +360,14 @@ def flatten_with_signature(tree, leaves, leaf_signature):
     builds a PyTreeDef."""
     node_type = type(tree)
     if node_type is tuple or node_type is list:
-        return (node_type, *[flatten_with_signature(child, leaves, leaf_signature) for child in tree])
+        key = [node_type]
+        for child in tree:
+            if type(child) in _leaf_types:  # leaves inline: no call per leaf
+                leaves.append(child)
+                key.append(leaf_signature(child))
+            else:
+                key.append(flatten_with_signature(child, leaves, leaf_signature))
+        return tuple(key)
     if node_type is dict:
         keys = sorted(tree)
         return (dict, tuple(keys), *[flatten_with_signature(tree[k], leaves, leaf_signature) for k in keys])

@@ -16,13 +16,14 @@ from . import xla
 class Array:
     """An array on a device. Operations on it run at once (eagerly) or are traced under transforms."""
 
-    __slots__ = ("_buffer", "aval", "_backend", "_host_value", "__weakref__")
+    __slots__ = ("_buffer", "aval", "_backend", "_device", "_host_value", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, aval: ShapedArray, buffer, backend):
+    def __init__(self, aval: ShapedArray, buffer, backend, device=None):
         self.aval = aval
         self._buffer = buffer
         self._backend = backend
+        self._device = xla.buffer_device(buffer) if device is None else device  # what dispatch checks per call
         self._host_value = None
 
     # --- attributes ---
@@ -55,11 +56,11 @@ class Array:
         return self.aval.dtype.itemsize
 
     def devices(self):
-        return {xla.buffer_device(self._buffer)}
+        return {self._device}
 
     @property
     def device(self):
-        return xla.buffer_device(self._buffer)
+        return self._device
 
     @property
     def platform(self):

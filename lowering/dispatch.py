@@ -40,16 +40,26 @@ class Executable:
         self.handlers = [xla.result_handler(a.shape, a.dtype, backend, device) for a in out_avals]
 
     def buffers_of(self, values):
-        """Device buffers of the call's arguments, whose avals are known to match (checked by the caller)."""
+        """Device buffers of the call's arguments, whose avals are known to match (checked by the caller).
+        Deleted buffers are not looked for here: executing one fails, and `run_on` says which."""
         backend, device = self.backend, self.device
         buffers = []
         for value, aval in zip(values, self.in_avals):
-            if type(value) is Array and value._backend is backend and xla.buffer_device(value._buffer) is device \
-                    and not xla.is_deleted(value._buffer):
+            if type(value) is Array and value._device is device and value._backend is backend:
                 buffers.append(value._buffer)
             else:
                 buffers.append(to_buffer(value, aval, backend, device))
         return buffers
+
+    def run_on(self, values):
+        """Runs on the call's arguments (avals known to match); returns the raw output buffers."""
+        buffers = self.buffers_of(values)
+        try:
+            return self.run_buffers(buffers)
+        except Exception:
+            if any(type(value) is Array and value.is_deleted() for value in values):
+                raise RuntimeError("an argument array was deleted (donated to an earlier call?)") from None
+            raise
 
     def run_buffers(self, buffers):
         if self.const_buffers:
@@ -57,8 +67,8 @@ class Executable:
         return xla.execute(self.compiled, buffers, self.handlers)
 
     def wrap_outputs(self, raw_outputs):
-        backend = self.backend
-        return [Array(aval, buffer, backend) for aval, buffer in zip(self.out_avals, raw_outputs)]
+        backend, device = self.backend, self.device
+        return [Array(aval, buffer, backend, device) for aval, buffer in zip(self.out_avals, raw_outputs)]
 
     def __call__(self, *args):
         """Runs on numax Arrays, numpy arrays or scalars; returns numax Arrays."""
@@ -77,7 +87,7 @@ def to_buffer(value, aval, backend, device):
     if type(value) is Array:
         if value.aval.dtype != aval.dtype or value.aval.shape != aval.shape:
             raise TypeError(f"argument of type {value.aval.str_short()} passed where {aval.str_short()} is expected")
-        if value._backend is not backend or xla.buffer_device(value._buffer) is not device:
+        if value._backend is not backend or value._device is not device:
             return xla.copy_to_device(value._buffer, aval.shape, aval.dtype, backend, device)
         if xla.is_deleted(value._buffer):
             raise RuntimeError("an argument array was deleted (donated to an earlier call?)")
@@ -211,7 +221,7 @@ def _single_equation_program(primitive, params, in_avals):
 def _placement_of_args(args):
     for arg in args:
         if type(arg) is Array:
-            return arg._backend, xla.buffer_device(arg._buffer)
+            return arg._backend, arg._device
     backend = xla.default_backend()
     return backend, backend.default_device
 
@@ -222,7 +232,7 @@ def apply_primitive(primitive, args, params):
     backend, device = _placement_of_args(args)
     executable = primitive_cache.get(primitive, params, in_avals, backend, device)
     # The avals were read off the arguments themselves, so their buffers can be passed as they are.
-    outs = executable.wrap_outputs(executable.run_buffers(executable.buffers_of(args)))
+    outs = executable.wrap_outputs(executable.run_on(args))
     return outs if primitive.multiple_results else outs[0]
 
 
@@ -239,15 +249,15 @@ def eager_same_aval(primitive, x, y):
     if y.aval != aval:
         return None
     buffers = [x._buffer, y._buffer]
-    device = xla.buffer_device(buffers[0])
-    if xla.buffer_device(buffers[1]) is not device or xla.is_deleted(buffers[0]) or xla.is_deleted(buffers[1]):
+    device = x._device
+    if y._device is not device or xla.is_deleted(buffers[0]) or xla.is_deleted(buffers[1]):
         return None
     key = (primitive, aval, device)
     executable = _same_aval_executables.get(key)
     if executable is None:
         executable = _same_aval_executables[key] = primitive_cache.get(primitive, {}, [aval, aval], x._backend,
                                                                        device)
-    return Array(executable.out_avals[0], executable.run_buffers(buffers)[0], x._backend)
+    return Array(executable.out_avals[0], executable.run_buffers(buffers)[0], x._backend, device)
 
 
 trace.set_eager_executor(apply_primitive)

@@ -262,7 +262,7 @@ class JitFunction:
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves)
         executable = entry.executable
-        outs = executable.wrap_outputs(executable.run_buffers(executable.buffers_of(leaves)))
+        outs = executable.wrap_outputs(executable.run_on(leaves))
         if entry.donated:
             for leaf, donated in zip(leaves, entry.donated):
                 if donated and type(leaf) is Array and not leaf.is_deleted():
