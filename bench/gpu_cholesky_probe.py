@@ -3,9 +3,11 @@ GPU (does jax read only one triangle on both?). Run on the device machine: pytho
 import inspect
 
 import jax
+import jax._src.scipy.linalg as jsl_src
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
+from jax._src.lax import linalg as jl
 
 import numax
 import numax.numpy as xnp
@@ -26,10 +28,8 @@ for platform in ("cpu", "gpu"):
         print(platform, "jax grad\n", np.asarray(jax.grad(jfn)(jnp.asarray(a))))
 print("numax", numax.default_backend(), "forward\n", np.asarray(xsl.cholesky(xnp.asarray(a) + 3 * xnp.eye(3))))
 print("numax grad\n", np.asarray(numax.grad(xfn)(a)))
-from jax._src.lax import linalg as jl
 for name in ("_cholesky_jvp_rule", "cholesky"):
     if hasattr(jl, name):
         print(inspect.getsource(getattr(jl, name)))
 print(inspect.getsource(jsl.cholesky))
-import jax._src.scipy.linalg as jsl_src
 print(inspect.getsource(jsl_src._cholesky))
