@@ -1,6 +1,7 @@
 """Dispatch benchmark: numax against jax, side by side in one process.
 
-Measures (medians of many calls): the per-call cost of a tiny jitted function, an eager `x + y`,
+Measures (medians of many calls): the per-call cost of a tiny jitted function and of one taking a
+pytree of 17 arrays, an eager `x + y`,
 and the first call (trace + compile) and steady state of a jitted MLP forward pass. Prints ratios
 numax / jax (below 1 means numax is faster).
 
@@ -55,6 +56,21 @@ def tiny_jit(repeats, inner):
     add_numax(xa, xb).block_until_ready()
     add_jax(ja, jb).block_until_ready()
     return interleaved([("numax", lambda: add_numax(xa, xb)), ("jax", lambda: add_jax(ja, jb))], repeats, inner)
+
+
+def many_argument_jit(repeats, inner, pairs=8):
+    """A jitted call taking a list of `pairs` (w, b) tuples and x: 17 small arrays, the per-argument cost."""
+    def chain(params, x):
+        for w, b in params:
+            x = x * w + b
+        return x
+
+    numax_chain, jax_chain = numax.jit(chain), jax.jit(chain)
+    xs = [(xnp.ones(3), xnp.ones(3)) for _ in range(pairs)], xnp.ones(3)
+    js = [(jnp.ones(3), jnp.ones(3)) for _ in range(pairs)], jnp.ones(3)
+    numax_chain(*xs).block_until_ready()
+    jax_chain(*js).block_until_ready()
+    return interleaved([("numax", lambda: numax_chain(*xs)), ("jax", lambda: jax_chain(*js))], repeats, inner)
 
 
 def eager_add(repeats, inner):
@@ -124,6 +140,8 @@ def main():
     print("| --- | --- | --- | --- | --- |")
     tiny = tiny_jit(repeats, inner)
     report("tiny jit call, 3-element add", tiny["numax"], tiny["jax"], "us", "<= 2x")
+    many = many_argument_jit(repeats, inner)
+    report("jit call with 17 array arguments (a pytree)", many["numax"], many["jax"], "us", "<= 2x")
     eager = eager_add(repeats, inner)
     report("eager `x + y`, 3 elements", eager["numax"], eager["jax"], "us", "<= 1x")
     first, steady = mlp(repeats, first_repeats)
