@@ -5,6 +5,8 @@ trace time, `invars` for arguments and `outvars` for results. A `ClosedProgram` 
 values of its constvars.
 """
 
+import weakref
+
 import numpy as np
 
 from .avals import ShapedArray
@@ -63,7 +65,7 @@ class Equation:
 class Program:
     """A first-order program: `{ lambda constvars ; invars . let equations in outvars }`."""
 
-    __slots__ = ("constvars", "invars", "outvars", "equations")
+    __slots__ = ("constvars", "invars", "outvars", "equations", "__weakref__")
 
     def __init__(self, constvars, invars, outvars, equations):
         self.constvars = list(constvars)
@@ -131,6 +133,30 @@ def _var_names():
                 name = letters[r] + name
             yield name
         size += 1
+
+
+_named_axes = weakref.WeakKeyDictionary()
+
+
+def named_axes(program) -> frozenset:
+    """The axis names that the collectives of a (closed) program, or of programs its equations hold,
+    work over (cached per program: programs are immutable)."""
+    if isinstance(program, ClosedProgram):
+        program = program.program
+    names = _named_axes.get(program)
+    if names is None:
+        names = frozenset().union(*[eq.primitive.named_axes(eq.params) for eq in program.equations])
+        _named_axes[program] = names
+    return names
+
+
+def programs_in(value):
+    """The programs in a parameter value: itself, or those in a tuple or list of them."""
+    if isinstance(value, (Program, ClosedProgram)):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [p for item in value for p in programs_in(item)]
+    return []
 
 
 class ProgramPrinter:

@@ -4,6 +4,7 @@ Also owns the rule tables that the interpreters read (jvp, transpose, batching),
 module in `lax/` can register every rule beside its definition without importing the interpreters.
 """
 
+from . import ir
 from . import trace as trace_module
 
 # primitive -> rule. Filled by `lax/` modules beside each primitive; read by `transforms/`.
@@ -43,6 +44,19 @@ class Primitive:
 
     def bind(self, *args, **params):
         return trace_module.bind(self, args, params)
+
+    _holds_programs = None  # found on the first call of named_axes: whether params hold programs
+
+    def named_axes(self, params) -> frozenset:
+        """The axis names this application works over: those of the collectives in the programs it holds
+        (collectives themselves say theirs). An interpreter binding one of them (a vmap's axis_name) must
+        process the application even when none of the operands is its own."""
+        if self._holds_programs is False:
+            return frozenset()
+        programs = [p for value in params.values() for p in ir.programs_in(value)]
+        if self._holds_programs is None:
+            self._holds_programs = bool(programs)
+        return frozenset().union(*[ir.named_axes(p) for p in programs])
 
     def impl(self, *args, **params):
         if self.impl_rule is not None:

@@ -40,6 +40,11 @@ class Trace:
         """A tracer of this trace that stands for a value from outside every trace."""
         raise NotImplementedError
 
+    @staticmethod
+    def axis_name_of(main):
+        """The axis name an interpreter binds (vmap's axis_name), or None."""
+        return None
+
     def lift(self, tracer):
         """A tracer of this trace standing for a tracer of a lower-level trace."""
         return self.pure(tracer)
@@ -227,8 +232,26 @@ def find_top_trace(args):
     return top.trace_type(top)
 
 
+def trace_naming_axes(names, top):
+    """The innermost interpreter above `top` that binds one of the axis `names` (its Trace class says
+    which name it binds), or `top` when none does."""
+    for main in reversed(trace_stack):
+        if main.level <= top.main.level:
+            break
+        name = main.trace_type.axis_name_of(main)
+        if name is not None and name in names:
+            return main.trace_type(main)
+    return top
+
+
 def bind(primitive, args, params):
     top_trace = find_top_trace(args)
+    if top_trace.main.level < len(trace_stack) - 1:
+        # Interpreters above the operands' own see the application only if it uses an axis they name
+        # (a jit holding a psum over a vmap's axis, called on values that vmap does not batch).
+        names = primitive.named_axes(params)
+        if names:
+            top_trace = trace_naming_axes(names, top_trace)
     if type(top_trace) is EvalTrace:
         return primitive.impl(*args, **params)
     tracers = [top_trace.full_raise(a) for a in args]

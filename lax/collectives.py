@@ -76,6 +76,9 @@ class CollectivePrimitive(Primitive):
     def bind(self, *args, **params):
         return bind_collective(self, args, params)
 
+    def named_axes(self, params):
+        return frozenset(params["axes"])
+
 
 def bind_collective(primitive, args, params):
     BatchTrace, BatchTracer, _ = _batch_trace_types()

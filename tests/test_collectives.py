@@ -281,3 +281,36 @@ def test_gradients_through_jit_and_second_order():
         return vmap(grad(grad(lambda v: L.psum(v ** 3, "i"))), axis_name="i")
 
     assert_close(second(numax.vmap, lax, numax.grad)(x), second(jax.vmap, jlax, jax.grad)(x))
+
+
+# Sub-programs whose operands the vmap does not batch, but whose collectives use its axis: the vmap must
+# still process them (they were compiled alone before, reaching a collective outside any vmap).
+UNBATCHED_OPERAND_PROGRAMS = {
+    "jit_psum_of_constant": lambda api, L: lambda v: v + api.jit(lambda: L.psum(1.0, "i"))(),
+    "jit_axis_index": lambda api, L: lambda v: v + api.jit(lambda y: y * L.axis_index("i"))(2.0),
+    "jit_pmean": lambda api, L: lambda v: v + api.jit(lambda: L.pmean(np.float32(3.0), "i"))(),
+    "cond_unbatched_predicate": lambda api, L: lambda v: v + L.cond(True, lambda: L.psum(2.0, "i"), lambda: 0.0),
+    "scan_axis_index": lambda api, L: lambda v: v + L.scan(lambda c, _: (c + L.axis_index("i"), None), 0.0, None,
+                                                           length=3)[0],
+    "while_axis_index": lambda api, L: lambda v: v + L.while_loop(lambda c: c < 3 * L.axis_index("i"),
+                                                                  lambda c: c + 1, 0),
+    "grad_through_jit": lambda api, L: lambda v: v * api.grad(lambda w: api.jit(lambda w: L.psum(w * w, "i"))(w))(3.0),
+    "jit_inside_inner_vmap": lambda api, L: lambda v: v + api.vmap(
+        lambda u: u + api.jit(lambda: L.axis_index("i"))())(np.ones(2, np.int32)).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNBATCHED_OPERAND_PROGRAMS))
+def test_programs_on_unbatched_operands_still_see_the_axis(name):
+    make = UNBATCHED_OPERAND_PROGRAMS[name]
+    x = np.arange(4.0, dtype=np.float32)
+    both(make(numax, lax), make(jax, jlax), x, axis_name="i")
+
+
+def test_programs_on_unbatched_operands_are_batched_once():
+    """The jit holding the collective is batched (its program sees the axis), not compiled alone."""
+    closed = numax.make_jaxpr(numax.vmap(lambda v: v + numax.jit(lambda y: y * lax.axis_index("i"))(2.0),
+                                         axis_name="i"))(np.ones(4, np.float32))
+    text = str(closed)
+    assert "axis_index" not in text and "iota" in text  # axis_index became the axis' iota inside the jit
+    assert text.count("jit[") == 1

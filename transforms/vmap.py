@@ -61,10 +61,15 @@ class BatchTrace(Trace):
 
     lift = pure
 
+    @staticmethod
+    def axis_name_of(main):
+        return main.global_data.name
+
     def process_primitive(self, primitive, tracers, params):
         values = [t.value for t in tracers]
         dims = [t.batch_dim for t in tracers]
-        if all(d is None for d in dims):
+        name = self.axis.name
+        if all(d is None for d in dims) and (name is None or name not in primitive.named_axes(params)):
             out = primitive.bind(*values, **params)
             return [self.pure(o) for o in out] if primitive.multiple_results else self.pure(out)
         rule = batching_rules.get(primitive)
