@@ -16,6 +16,10 @@ class Config:
         "numax_platforms": "platform_name",
         "jax_platforms": "platform_name",
         "numax_debug_nans": "debug_nans",
+        "numax_disable_jit": "disable_jit",
+        "jax_disable_jit": "disable_jit",
+        "numax_default_device": "default_device",
+        "jax_default_device": "default_device",
     }
 
     def __init__(self):
@@ -23,6 +27,9 @@ class Config:
         self.log_compiles = os.environ.get("NUMAX_LOG_COMPILES", "0").lower() in ("1", "true")
         self.platform_name = os.environ.get("NUMAX_PLATFORMS", "")
         self.debug_nans = False
+        self.disable_jit = False  # jit-decorated functions run op by op in Python
+        self.default_device = None  # where new arrays and computations go when no argument says (None: the
+        # default backend's first device)
         self._jax_semantics = (0, 10, 2)
         self._listeners = []
 

@@ -218,10 +218,11 @@ class ProgramPrinter:
     def param(self, value, indent, column):
         if isinstance(value, (Program, ClosedProgram)):
             return self.program(_open(value), indent, column)
-        if isinstance(value, (tuple, list)) and value and all(isinstance(v, (Program, ClosedProgram)) for v in value):
-            texts = []
-            for v in value:
-                texts.append(self.program(_open(v), indent, column + 1))
+        if isinstance(value, (tuple, list)) and any(isinstance(v, (Program, ClosedProgram)) for v in value):
+            texts = [self.param(v, indent, column + 1) for v in value]
+            fields = getattr(value, "_fields", None)  # a NamedTuple of programs: name each one
+            if fields:
+                texts = [f"{name}={text}" for name, text in zip(fields, texts)]
             return "(" + " ".join(texts) + ")"
         return _param_text(value)
 

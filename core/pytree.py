@@ -7,7 +7,7 @@ dataclasses), flattening with key paths, and the tree utilities built on them.
 import collections
 import dataclasses
 import functools
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 
 class NodeKind(NamedTuple):
@@ -24,6 +24,10 @@ _leaf_types: set[type] = set()  # types met as leaves: flattening skips the node
 
 
 # --- key path entries ----------------------------------------------------------------------
+KeyEntry = TypeVar("KeyEntry", bound=Any)  # one step of a key path: SequenceKey, DictKey, GetAttrKey, ...
+KeyPath = tuple[KeyEntry, ...]
+
+
 @dataclasses.dataclass(frozen=True)
 class SequenceKey:
     idx: int
@@ -86,6 +90,26 @@ def register_pytree_with_keys(node_type, flatten_with_keys, unflatten_func, flat
         return [child for _, child in keyed], aux
 
     return register_pytree_node(node_type, flatten_func or plain_flatten, unflatten_func, flatten_with_keys)
+
+
+def register_pytree_with_keys_class(cls):
+    """Class decorator: the class defines `tree_flatten_with_keys(self) -> (((key, child), ...), aux)` and
+    classmethod `tree_unflatten(aux, children)`; a `tree_flatten` method, if any, is the fast path."""
+    flatten = (lambda node: node.tree_flatten()) if hasattr(cls, "tree_flatten") else None
+    register_pytree_with_keys(cls, lambda node: node.tree_flatten_with_keys(), cls.tree_unflatten, flatten)
+    return cls
+
+
+def register_static(cls):
+    """Registers `cls` as a pytree node with no children: instances live in the treedef (so they must be
+    hashable) and are static under `jit` without `static_argnums`."""
+    register_pytree_with_keys(cls, lambda node: ((), node), lambda node, _: node)
+    return cls
+
+
+def is_tree_node(node_type) -> bool:
+    """True for registered node types (built-in or user) and namedtuple types; False for leaf types."""
+    return node_type in _registry or (isinstance(node_type, type) and _is_namedtuple_type(node_type))
 
 
 def register_pytree_node_class(cls):
@@ -472,6 +496,59 @@ def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
     inner_flat = [inner_treedef.flatten_up_to(x) for x in flat]
     columns = zip(*inner_flat) if inner_flat else [[] for _ in range(inner_treedef.num_leaves)]
     return inner_treedef.unflatten(outer_treedef.unflatten(column) for column in columns)
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+    """`full_tree`'s structure with each leaf replaced by the leaf of `prefix_tree` above it."""
+    prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    subtrees = prefix_def.flatten_up_to(full_tree)
+    leaves = [leaf for leaf, subtree in zip(prefix_leaves, subtrees)
+              for _ in range(tree_structure(subtree).num_leaves)]
+    return tree_structure(full_tree).unflatten(leaves)
+
+
+_NO_IDENTITY = object()
+
+
+def tree_reduce_associative(operation, tree, *, identity=_NO_IDENTITY, is_leaf=None):
+    """Reduces the leaves with an associative `operation` as a balanced tree of calls (depth log n);
+    `identity` is returned for a tree without leaves."""
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is _NO_IDENTITY:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    return _balanced_reduce(operation, leaves)
+
+
+def _balanced_reduce(operation, leaves):
+    if len(leaves) == 1:
+        return leaves[0]
+    half = len(leaves) // 2
+    return operation(_balanced_reduce(operation, leaves[:half]), _balanced_reduce(operation, leaves[half:]))
+
+
+def flatten_one_level(tree):
+    """(children, aux data) of the node at the root of `tree`; ValueError for a leaf."""
+    kind = _node_kind(tree)
+    if kind is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    children, aux = kind.flatten(tree)
+    return tuple(children), aux
+
+
+def flatten_one_level_with_keys(tree):
+    """(((key, child), ...), aux data) of the node at the root of `tree`; ValueError for a leaf."""
+    kind = _node_kind(tree)
+    if kind is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    children, keys, aux = _children_and_keys(kind, tree)
+    return tuple(zip(keys, children)), aux
+
+
+def treedef_tuple(treedefs):
+    """The treedef of a tuple whose children have the given treedefs."""
+    return _node(_TUPLE, None, tuple(treedefs))
 
 
 def treedef_children(treedef):

@@ -232,6 +232,17 @@ def find_top_trace(args):
     return top.trace_type(top)
 
 
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """Operations on concrete values run at once inside the block, even while a function is being traced
+    (their results are concrete, usable in Python control flow); operations on tracers are still traced."""
+    _dynamic.append(trace_stack[0])
+    try:
+        yield
+    finally:
+        _dynamic.pop()
+
+
 def trace_naming_axes(names, top):
     """The innermost interpreter above `top` that binds one of the axis `names` (its Trace class says
     which name it binds), or `top` when none does."""

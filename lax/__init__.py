@@ -137,8 +137,14 @@ from .collectives import *  # noqa: E402, F401, F403
 from .conditionals import *  # noqa: E402, F401, F403
 from .convolution import *  # noqa: E402, F401, F403
 from .cumulative import *  # noqa: E402, F401, F403
+from .fft import *  # noqa: E402, F401, F403
+from .generic_reduce import *  # noqa: E402, F401, F403
+from .lax_extras import *  # noqa: E402, F401, F403
 from .linalg import *  # noqa: E402, F401, F403
+from .linear_solve import *  # noqa: E402, F401, F403
 from .loops import *  # noqa: E402, F401, F403
+from .primitive_table import *  # noqa: E402, F401, F403
 from .sorting import *  # noqa: E402, F401, F403
+from .special import *  # noqa: E402, F401, F403
 from .while_loop import *  # noqa: E402, F401, F403
 from .windows import *  # noqa: E402, F401, F403

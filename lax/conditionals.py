@@ -8,11 +8,10 @@ batching (a batched index becomes a `select_n` of all branches) and the helpers 
 functions into sub-programs, shared with `while_loop`.
 """
 
-import functools
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
@@ -360,7 +359,7 @@ def _reading_slots(unknown, slots, mine):
     return trace_to_closed_program(traced, list(slots) + list(tangent_avals))
 
 
-@functools.lru_cache(maxsize=256)
+@caches.lru(maxsize=256)
 def _cond_jvp_programs(branches, nonzeros):
     """(known branches, tangent branches, output tangent nonzero mask) for the JVP of a cond."""
     from ..transforms.jvp import jvp_program

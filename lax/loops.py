@@ -9,11 +9,10 @@ into a scan running the other way. `associative_scan` needs no primitive: it is 
 algorithm written with slices and concatenations.
 """
 
-import functools
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import UndefinedPrimal, Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
@@ -105,7 +104,7 @@ def _run_steps(body, length, reverse, num_carry, first_step, count, consts, xs, 
     return list(carry), list(ys)
 
 
-@functools.lru_cache(maxsize=256)
+@caches.lru(maxsize=256)
 def _trip_program(body, length, reverse, unroll, num_consts, num_carry, state_avals):
     """One trip of the loop as a program over the loop state (trip, consts, xs, carry, ys)."""
     from .elementwise import add, mul
@@ -122,7 +121,7 @@ def _trip_program(body, length, reverse, unroll, num_consts, num_carry, state_av
     return trace_to_closed_program(trip, list(state_avals))
 
 
-@functools.lru_cache(maxsize=256)
+@caches.lru(maxsize=256)
 def _tail_program(body, length, reverse, first_step, num_consts, num_carry, state_avals):
     """The steps after the last full trip, unrolled, as a program over (consts, xs, carry, ys)."""
     num_xs = len(body.in_avals) - num_consts - num_carry
@@ -200,7 +199,7 @@ def _carry_fixpoint(step_nonzeros, carry_nonzero):
         carry_nonzero = grown
 
 
-@functools.lru_cache(maxsize=256)
+@caches.lru(maxsize=256)
 def _split_jvp(body, nonzeros, num_consts, num_carry):
     """The known and tangent scan bodies of the JVP of `body` with tangents `nonzeros` (carries at their
     fixpoint). Returns (known body, tangent body, ys nonzero mask, indices of the operands (consts) that are
@@ -280,7 +279,7 @@ jvp_rules[scan_p] = _scan_jvp
 
 
 # --- transposition: a scan running the other way, carrying cotangents -----------------------------------
-@functools.lru_cache(maxsize=256)
+@caches.lru(maxsize=256)
 def _transpose_body(body, consts_linear, xs_linear, ys_nonzero, num_consts, num_carry):
     """(fixed consts ; consts cotangent sums, carry cotangents ; fixed xs, ys cotangents) ->
     (updated sums, carry cotangents of the step's input ; xs cotangents)."""
@@ -347,7 +346,7 @@ transpose_rules[scan_p] = _scan_transpose
 
 
 # --- batching: the batch rides at axis 0 of consts and carries, at axis 1 of xs and ys ------------------
-@functools.lru_cache(maxsize=256)
+@caches.lru(maxsize=256)
 def _batched_body(body, in_dims, size, name, force):
     from ..transforms.vmap import AxisData, batch_program
 

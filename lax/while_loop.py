@@ -7,11 +7,10 @@ transpose rule raising JAX's reverse-mode error, and batching (a batched predica
 while any example is active, each carry updated only where its example's predicate holds).
 """
 
-import functools
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import Zero, tangent_aval
 from ..core.dce import dce_program
@@ -241,7 +240,7 @@ def _carry_tangent_nonzeros(body_program, const_nonzeros, carry_nonzeros):
         carry_nonzeros = joined
 
 
-@functools.lru_cache(maxsize=256)
+@caches.lru(maxsize=256)
 def _while_jvp_programs(cond_program, body_program, cond_nconsts, const_nonzeros, carry_nonzeros):
     """Programs of the loop over primal and tangent carries: (cond, body). The body takes
     (body consts, their nonzero tangents, carries, carry tangents) and returns (carries, carry tangents)."""
@@ -376,7 +375,7 @@ def _while_batch(values, dims, axis, cond_program, body_program, cond_nconsts, b
     return outs, [0] * len(outs)
 
 
-@functools.lru_cache(maxsize=256)
+@caches.lru(maxsize=256)
 def _any_lane_programs(batched_cond, batched_body, cond_nconsts):
     """A loop over a batch with one predicate per example: it runs while any example's predicate holds, and
     a step changes only the carries of examples whose predicate holds. The body takes the cond consts too."""

@@ -87,7 +87,10 @@ class Array:
             raise RuntimeError("this array was deleted (donated to a jitted function, or deleted explicitly)")
 
     def copy_to_host_async(self):
-        return None
+        """Starts the copy to the host, so that a later read does not wait for it."""
+        self._check_alive()
+        if self._host_value is None:
+            xla.copy_to_host_async(self._buffer)
 
     # --- host values ---
     def _value(self) -> np.ndarray:
@@ -203,9 +206,10 @@ def put(value, device=None, backend=None, weak_type=False) -> Array:
     dtype = dtypes.canonicalize_dtype(value.dtype)
     if value.dtype != dtype:
         value = value.astype(dtype)
-    if backend is None:
-        backend = xla.default_backend() if device is None else _backend_of_device(device)
-    device = device or backend.default_device
+    if device is None:
+        backend, device = xla.default_placement() if backend is None else (backend, backend.default_device)
+    elif backend is None:
+        backend = xla.backend_of_device(device)
     if dtype == dtypes.bfloat16:
         host = np.ascontiguousarray(value)
     else:
@@ -214,6 +218,3 @@ def put(value, device=None, backend=None, weak_type=False) -> Array:
     array = Array(ShapedArray(value.shape, dtype, weak_type), buffer, backend)
     return array
 
-
-def _backend_of_device(device):
-    return xla.get_backend("cpu" if device.platform == "cpu" else "gpu")

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from ..core import dtypes, trace
+from ..core import caches, dtypes, trace
 from ..core.avals import ShapedArray, get_aval
 from ..core.config import config
 from ..core.ir import ClosedProgram, Equation, Program, Var
@@ -116,12 +116,11 @@ _scalar_arrays = {}
 
 def scalar_array(value, dtype, weak_type):
     """A 0-d device Array holding a Python or numpy scalar, cached: eager `x + 1.0` transfers nothing."""
-    key = (_exact(value), dtype, weak_type)
+    backend, device = xla.default_placement()
+    key = (_exact(value), dtype, weak_type, device)
     array = _scalar_arrays.get(key) if value == value else None
     if array is None or xla.is_deleted(array._buffer):
-        backend = xla.default_backend()
-        array = Array(ShapedArray((), dtype, weak_type), _scalar_buffer(value, dtype, backend, backend.default_device),
-                      backend)
+        array = Array(ShapedArray((), dtype, weak_type), _scalar_buffer(value, dtype, backend, device), backend, device)
         if value == value:
             if len(_scalar_arrays) > 4096:
                 _scalar_arrays.clear()
@@ -152,7 +151,8 @@ def _const_is_argument(value):
 def compile_program(closed: ClosedProgram, name="main", backend=None, device=None, arg_attributes=None,
                     reason=None) -> Executable:
     """Lowers and compiles a closed program. Large constants become leading device arguments."""
-    backend = backend or xla.default_backend()
+    if backend is None:
+        backend, device = xla.default_placement()
     device = device or backend.default_device
     program = closed.program
     embedded_vars, embedded, hoisted_vars, hoisted = [], [], [], []
@@ -222,8 +222,7 @@ def _placement_of_args(args):
     for arg in args:
         if type(arg) is Array:
             return arg._backend, arg._device
-    backend = xla.default_backend()
-    return backend, backend.default_device
+    return xla.default_placement()
 
 
 def apply_primitive(primitive, args, params):
@@ -268,7 +267,7 @@ _bitcast_executables = {}
 
 
 def _bitcast_to_uint16(array: Array) -> Array:
-    key = (array.aval.shape, array._backend)
+    key = (array.aval.shape, array._device)
     executable = _bitcast_executables.get(key)
     if executable is None:
         from .stablehlo import tensor_type
@@ -281,12 +280,18 @@ def _bitcast_to_uint16(array: Array) -> Array:
             f'    %0 = "stablehlo.bitcast_convert"(%arg0) : ({source}) -> {target}\n'
             f"    return %0 : {target}\n  }}\n}}"
         )
-        backend = array._backend
-        compiled = xla.compile_module(text, backend, [backend.default_device])
+        backend, device = array._backend, array._device
+        compiled = xla.compile_module(text, backend, [device])
         executable = _bitcast_executables[key] = Executable(
-            "bitcast_readback", compiled, backend, backend.default_device, [array.aval],
+            "bitcast_readback", compiled, backend, device, [array.aval],
             [ShapedArray(array.aval.shape, dtypes.uint16)], [], text, [])
     return executable(array)[0]
 
 
 array_module.bitcast_readback = _bitcast_to_uint16
+
+
+@caches.register
+def _clear_caches():
+    for cache in (primitive_cache, _same_aval_executables, _bitcast_executables, _scalar_arrays, _scalar_buffers):
+        cache.clear()

@@ -195,6 +195,20 @@ def default_backend():
     return get_backend(_default_platform())
 
 
+def backend_of_device(device) -> Backend:
+    return get_backend("cpu" if device.platform == "cpu" else "gpu")
+
+
+def default_placement():
+    """(backend, device) for values and computations that no argument places: `config.default_device`
+    (set by `numax.default_device`), else the default backend's first device."""
+    device = config.default_device
+    if device is None:
+        backend = default_backend()
+        return backend, backend.default_device
+    return backend_of_device(device), device
+
+
 # --- StableHLO parsing and compiling --------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
 def _mlir_context():
@@ -235,12 +249,11 @@ def compile_module(text: str, backend: Backend, devices, host_callbacks=(), num_
     """Verifies and compiles a module for `devices`; returns the loaded executable."""
     module = parse_module(text)
     options = xc.CompileOptions()
-    if num_replicas > 1 or num_partitions > 1:
-        options.num_replicas = num_replicas
-        options.num_partitions = num_partitions
-        assignment = np.arange(len(devices), dtype=np.int32).reshape(num_replicas, num_partitions)
-        ids = np.array([d.id for d in devices], dtype=np.int32)[assignment]
-        options.device_assignment = xc.DeviceAssignment.create(ids)
+    options.num_replicas = num_replicas
+    options.num_partitions = num_partitions
+    # Always assigned: without it XLA runs a one-device program on device 0, whatever `devices` says.
+    ids = np.array([d.id for d in devices], dtype=np.int32).reshape(num_replicas, num_partitions)
+    options.device_assignment = xc.DeviceAssignment.create(ids)
     _ensure_custom_call_targets(text, backend)
     _check_host_callback_indices(text, host_callbacks)
     with _lock:
@@ -336,6 +349,10 @@ def to_numpy_via_host_copy(buffer) -> np.ndarray:
     """Readback for non-CPU buffers: jaxlib's own host copy."""
     array, _ = buffer._single_device_array_to_np_array_did_copy()
     return np.array(array, copy=True)
+
+
+def copy_to_host_async(buffer):
+    buffer.copy_to_host_async()
 
 
 def block_until_ready(buffers):

@@ -4,7 +4,7 @@ Write pure numpy-like functions with `numax.numpy`, and compose `jit`, `grad`, `
 them into its own IR, transforms them, lowers them to StableHLO and runs them with XLA.
 """
 
-from numax import (  # noqa: F401, E402  # noqa: F401, E402
+from numax import (  # noqa: F401, E402
     debug,
     errors,
     nn,
@@ -13,7 +13,34 @@ from numax import (  # noqa: F401, E402  # noqa: F401, E402
     scipy,
     tree_util,
 )
-from numax._runtime import block_until_ready, default_backend, device_get, device_put, devices  # noqa: F401, E402
+from numax._api_extras import (  # noqa: F401, E402
+    clear_caches,
+    copy_to_host_async,
+    custom_gradient,
+    default_device,
+    disable_jit,
+    effects_barrier,
+    ensure_compile_time_eval,
+    float0,
+    jacobian,
+    linear_transpose,
+    live_arrays,
+    named_call,
+    named_scope,
+    process_count,
+    process_index,
+    typeof,
+)
+from numax._runtime import (  # noqa: F401, E402
+    block_until_ready,
+    default_backend,
+    device_count,
+    device_get,
+    device_put,
+    devices,
+    local_device_count,
+    local_devices,
+)
 from numax.core import pytree as _pytree
 from numax.core.config import config  # noqa: F401
 from numax.core.errors import ConcretizationTypeError  # noqa: F401

@@ -13,8 +13,13 @@ def devices(backend=None):
     return list(xla.get_backend(backend).devices)
 
 
-def local_devices(backend=None):
+def local_devices(process_index=None, backend=None, host_id=None):
+    """The devices attached to this process: all of them (numax runs in one process)."""
     return devices(backend)
+
+
+def local_device_count(backend=None):
+    return len(devices(backend))
 
 
 def device_count(backend=None):

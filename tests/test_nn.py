@@ -164,3 +164,154 @@ def test_initializer_under_jit():
     expected = jax.jit(lambda key: jnn.initializers.he_normal()(key, (4, 3)))(jax.random.PRNGKey(5))
     np.testing.assert_array_equal(np.asarray(actual), np.asarray(expected))
     assert np.asarray(actual).dtype == np.float32
+
+
+# --- log1mexp, logmeanexp, tanh -----------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", float_dtypes)
+def test_log1mexp_matches_jax(rng, dtype):
+    x = np.concatenate([rng.uniform(0, 5, 9), [0.0, 1e-7, 0.6931, np.log(2.0), 0.7, 40.0, np.inf, np.nan]])
+    x = x.astype(dtype)
+    assert_close(xnn.log1mexp(x), jnn.log1mexp(x), scale=2)
+    assert_close(numax.jit(xnn.log1mexp)(x), jax.jit(jnn.log1mexp)(x), scale=2)
+
+
+def test_log1mexp_gradient_and_int_input():
+    points = np.array([0.01, 0.5, 0.69, 0.7, 3.0, 20.0], np.float32)
+    ours = numax.vmap(numax.grad(xnn.log1mexp))(points)
+    assert_close(ours, jax.vmap(jax.grad(jnn.log1mexp))(points))
+    assert_close(xnn.log1mexp(np.arange(1, 4)), jnn.log1mexp(np.arange(1, 4)))
+    with pytest.raises(TypeError, match="log1mexp"):
+        xnn.log1mexp([1.0, 2.0])
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"axis": 1}, {"axis": -1, "keepdims": True}, {"axis": (0, 2)},
+                                    {"axis": None, "keepdims": True}, {"where": "mask"},
+                                    {"where": "mask", "axis": 1, "keepdims": True}])
+def test_logmeanexp_matches_jax(rng, kwargs):
+    x = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    if kwargs.get("where") == "mask":
+        kwargs = dict(kwargs, where=rng.random((3, 4)) < 0.6)
+    assert_close(xnn.logmeanexp(x.astype(np.float16), **kwargs), jnn.logmeanexp(x.astype(np.float16), **kwargs),
+                 scale=2)
+    both = lambda nn, d: lambda v: (nn.logmeanexp(v, **kwargs), d(lambda u: nn.logmeanexp(u, **kwargs).sum())(v))  # noqa: E731
+    ours, theirs = numax.jit(both(xnn, numax.grad))(x), jax.jit(both(jnn, jax.grad))(x)
+    assert_close(ours[0], theirs[0])
+    assert_close(ours[1], theirs[1])
+
+
+def test_logmeanexp_edge_cases():
+    for x in (np.array([-np.inf, -np.inf], np.float32), np.array([np.inf, 0.0], np.float32), np.int32([1, 2, 3])):
+        assert_close(xnn.logmeanexp(x), jnn.logmeanexp(x))
+    assert_close(xnn.tanh(np.float32([0.5, -2.0])), jnn.tanh(np.float32([0.5, -2.0])))
+
+
+# --- dot_product_attention ------------------------------------------------------------------------------------
+_B, _T, _S, _N, _K, _H = 2, 5, 6, 4, 2, 8
+
+_attention_cases = {
+    "plain": {},
+    "bias": {"bias": "bias"},
+    "bias_one_head": {"bias": "bias1"},
+    "mask": {"mask": "mask"},
+    "mask_all_heads": {"mask": "mask_heads"},
+    "causal": {"is_causal": True},
+    "causal_mask_bias": {"is_causal": True, "mask": "mask", "bias": "bias"},
+    "seq_lengths": {"query_seq_lengths": "q_lengths", "key_value_seq_lengths": "kv_lengths"},
+    "kv_lengths": {"key_value_seq_lengths": "kv_lengths"},
+    "window": {"local_window_size": (1, 2)},
+    "window_int": {"local_window_size": 1, "is_causal": True},
+    "scale": {"scale": 0.3},
+    "implementation": {"implementation": "xla"},
+}
+
+
+def _attention_operands(rng, dtype, num_heads=_N, kv_heads=_K):
+    q = rng.normal(size=(_B, _T, num_heads, _H)).astype(dtype)
+    k = rng.normal(size=(_B, _S, kv_heads, _H)).astype(dtype)
+    v = rng.normal(size=(_B, _S, kv_heads, _H)).astype(dtype)
+    named = {
+        "bias": rng.normal(size=(_B, num_heads, _T, _S)).astype(dtype),
+        "bias1": rng.normal(size=(1, 1, _T, _S)).astype(dtype),
+        "mask": rng.random((_B, 1, _T, _S)) < 0.7,
+        "mask_heads": rng.random((_B, num_heads, _T, _S)) < 0.7,
+        "q_lengths": np.array([3, _T], np.int32),
+        "kv_lengths": np.array([_S, 2], np.int32),
+    }
+    return q, k, v, named
+
+
+def _resolve(case, named):
+    return {k: named[v] if isinstance(v, str) and v in named else v for k, v in case.items()}
+
+
+# Each case runs with one head layout: grouped-query (4 query heads per 2 kv heads), multi-head, multi-query.
+_head_layouts = {"gqa": (_N, _K), "mha": (_N, _N), "mqa": (_N, 1)}
+
+
+@pytest.mark.parametrize("name", sorted(_attention_cases))
+def test_dot_product_attention_matches_jax(rng, name):
+    layout = sorted(_head_layouts)[sorted(_attention_cases).index(name) % 3]
+    q, k, v, named = _attention_operands(rng, np.float32, *_head_layouts[layout])
+    kwargs = _resolve(_attention_cases[name], named)
+    out, residual = numax.jit(lambda *a: xnn.dot_product_attention(*a, return_residual=True, **kwargs))(q, k, v)
+    jax_out, jax_residual = jax.jit(lambda *a: jnn.dot_product_attention(*a, return_residual=True, **kwargs))(q, k, v)
+    assert_close(out, jax_out, scale=5)
+    assert_close(residual, jax_residual, scale=5)
+
+
+@pytest.mark.parametrize("dtype", [dtypes.bfloat16, np.float16])
+def test_dot_product_attention_low_precision(rng, dtype):
+    q, k, v, named = _attention_operands(rng, dtype)
+    kwargs = {"bias": named["bias"], "is_causal": True}
+    ours = numax.jit(lambda q, k, v: xnn.dot_product_attention(q, k, v, **kwargs))(q, k, v)
+    reference = lambda q, k, v: jnn.dot_product_attention(q, k, v, **kwargs)  # noqa: E731
+    # jax eagerly for float16: under jax.jit it asks the CPU for an F16_F16_F32 dot algorithm it lacks.
+    theirs = reference(q, k, v) if dtype == np.float16 else jax.jit(reference)(q, k, v)
+    assert_close(ours, theirs, scale=2)
+
+
+def test_dot_product_attention_unbatched_and_jit(rng):
+    q, k, v = (rng.normal(size=(_T, _N, _H)).astype(np.float32), rng.normal(size=(_S, _K, _H)).astype(np.float32),
+               rng.normal(size=(_S, _K, _H)).astype(np.float32))
+    expected = jax.jit(lambda *a: jnn.dot_product_attention(*a, is_causal=True, return_residual=True))(q, k, v)
+    out, residual = numax.jit(lambda *a: xnn.dot_product_attention(*a, is_causal=True, return_residual=True))(q, k, v)
+    assert out.shape == (_T, _N, _H) and residual.shape == (_T, _N)
+    assert_close(out, expected[0], scale=5)
+    assert_close(residual, expected[1], scale=5)
+
+
+@pytest.mark.parametrize("name", ["causal_mask_bias", "seq_lengths"])
+def test_dot_product_attention_gradient_matches_jax(rng, name):
+    q, k, v, named = _attention_operands(rng, np.float32)
+    kwargs = _resolve(_attention_cases[name], named)
+    bias = kwargs.pop("bias", named["bias"])
+    weights = rng.normal(size=(_B, _T, _N, _H)).astype(np.float32)
+
+    def loss(module, attention):
+        return lambda q, k, v, b: module.sum(attention(q, k, v, bias=b, **kwargs) * weights)
+
+    ours = numax.jit(numax.grad(loss(numax.numpy, xnn.dot_product_attention), argnums=(0, 1, 2, 3)))(q, k, v, bias)
+    theirs = jax.jit(jax.grad(loss(jax.numpy, jnn.dot_product_attention), argnums=(0, 1, 2, 3)))(q, k, v, bias)
+    for a, b in zip(ours, theirs):
+        assert_close(a, b, scale=20)
+
+
+def test_dot_product_attention_errors_match_jax(rng):
+    q, k, v, named = _attention_operands(rng, np.float32)
+    cases = [
+        ((q, k, v[:, :, :1]), {}, "value shape should be"),
+        ((q, k, v.astype(np.float16)), {}, "value dtype should be"),
+        ((q[..., :4], k, v), {}, "query shape should be"),
+        ((q, k, v), {"mask": named["mask"].astype(np.int32)}, "mask dtype should be"),
+        ((q, k, v), {"bias": named["bias"][None]}, "bias ndim should be 4, but got 5"),
+        ((q, k, v), {"query_seq_lengths": np.array([1, 2, 3], np.int32)}, "query_seq_lengths shape should be"),
+        ((q, k, v), {"key_value_seq_lengths": np.array([1.0, 2.0])}, "key_value_seq_lengths dtype should be"),
+        ((q[:, :, :3], k, v), {}, "number of query heads must be a multiple of key/value heads"),
+        ((q, k, v), {"implementation": "bogus"}, "Unsupported implementation option: bogus"),
+    ]
+    for args, kwargs, message in cases:
+        for attention in (xnn.dot_product_attention, jnn.dot_product_attention):
+            with pytest.raises(ValueError, match=message):
+                attention(*args, **kwargs)
+    with pytest.raises(NotImplementedError, match="cuDNN"):
+        xnn.dot_product_attention(q, k, v, implementation="cudnn")

@@ -59,6 +59,8 @@ CREATION = [
     ("asarray_f64", lambda m: m.asarray(np.array([1.5, 2.25]))),
     ("asarray_int64", lambda m: m.asarray(np.array([1, 2], np.int64))),
     ("diag_indices_from", lambda m: m.diag_indices_from(np.ones((3, 3)))),
+    *[(f"diag_1d_k{k}", lambda m, k=k: m.diag(np.arange(1.0, 4.0), k)) for k in (-2, 0, 1, 3)],
+    ("diag_2d_k1", lambda m: m.diag(X[0], 1)),
     ("vander", lambda m: m.vander(np.array([1.0, 2.0, 3.0]), 4)),
     ("vander_increasing", lambda m: m.vander(np.array([1, 2, 3]), increasing=True)),
 ]

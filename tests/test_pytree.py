@@ -493,3 +493,168 @@ def test_random_trees_match_jax(tree):
 def test_random_structure_equality_matches_jax(first, second):
     assert (ntu.tree_structure(first) == ntu.tree_structure(second)) == (
         jtu.tree_structure(first) == jtu.tree_structure(second))
+
+
+# --- one-level flattening, broadcasting, associative reduction, treedef_tuple, static nodes -------------
+_one_level_nodes = {
+    "dict": {"b": 1, "a": [2, 3]},
+    "tuple": (1, (2,)),
+    "list": [None, 4],
+    "none": None,
+    "namedtuple": Point(1, [2]),
+    "ordered": collections.OrderedDict([("z", 1), ("y", 2)]),
+    "box": Box([1, 2], "lbl"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_one_level_nodes))
+def test_flatten_one_level_matches_jax(name):
+    node = _one_level_nodes[name]
+    children, aux = ntu.flatten_one_level(node)
+    jax_children, jax_aux = jtu.flatten_one_level(node)
+    assert list(children) == list(jax_children)
+    if name != "namedtuple":  # jax keeps the namedtuple type as aux data; numax keeps it in the node kind
+        assert aux == jax_aux
+    keyed, keyed_aux = ntu.flatten_one_level_with_keys(node)
+    # jax 0.10's flatten_one_level_with_keys repeats a namedtuple's first key ('.x', '.x'): the keys of the
+    # children as full key paths are the oracle.
+    jax_keyed, _ = jtu.tree_flatten_with_path(node, is_leaf=lambda child: child is not node)
+    assert [ntu.keystr((k,)) for k, _ in keyed] == [jtu.keystr(path) for path, _ in jax_keyed]
+    assert [c for _, c in keyed] == list(jax_children) and keyed_aux == aux
+
+
+@pytest.mark.parametrize("leaf", [1, "s", np.ones(2), object()])
+def test_flatten_one_level_of_a_leaf_is_an_error(leaf):
+    for flatten in (ntu.flatten_one_level, ntu.flatten_one_level_with_keys, jtu.flatten_one_level):
+        with pytest.raises(ValueError, match="can't tree-flatten type"):
+            flatten(leaf)
+
+
+@pytest.mark.parametrize("node_type", [int, float, str, type(None), tuple, list, dict, Point, Empty,
+                                       collections.OrderedDict, collections.defaultdict, Box, np.ndarray])
+def test_is_tree_node_matches_jax(node_type):
+    assert ntu.is_tree_node(node_type) == jtu.is_tree_node(node_type)
+
+
+@pytest.mark.parametrize("prefix, full", [
+    ([1, {"a": 2}], [(3, 4), {"a": [5, 6]}]),
+    (0, {"x": [1, 2], "y": None}),
+    ({"a": None, "b": 1}, {"a": None, "b": (1, 2)}),
+    ((1, 2), (Point(0, 0), [])),
+])
+def test_tree_broadcast_matches_jax(prefix, full):
+    ours, theirs = ntu.tree_broadcast(prefix, full), jtu.tree_broadcast(prefix, full)
+    assert ours == theirs and numax.tree.broadcast(prefix, full) == jax.tree.broadcast(prefix, full)
+
+
+def test_tree_broadcast_is_leaf_and_errors():
+    prefix, full = [(1, 2), 3], [[4, 5], [6]]
+    is_pair = lambda x: isinstance(x, tuple)  # noqa: E731
+    assert ntu.tree_broadcast(prefix, full, is_leaf=is_pair) == jtu.tree_broadcast(prefix, full, is_leaf=is_pair)
+    for broadcast in (ntu.tree_broadcast, jtu.tree_broadcast):
+        with pytest.raises(ValueError):
+            broadcast([1, 2], [1, 2, 3])
+        with pytest.raises(ValueError):
+            broadcast({"a": 1}, {"b": 1})
+
+
+@pytest.mark.parametrize("tree", [[1, 2, 3, 4, 5], {"a": 1, "b": (2, 3)}, [7], (np.ones(2), [np.ones(2) * 3])])
+def test_tree_reduce_associative_matches_jax(tree):
+    calls = []
+
+    def add(a, b):
+        calls.append(None)
+        return a + b
+
+    ours = ntu.tree_reduce_associative(add, tree)
+    theirs = jtu.tree_reduce_associative(operator.add, tree)
+    np.testing.assert_array_equal(ours, theirs)
+    assert len(calls) == len(jtu.tree_leaves(tree)) - 1
+    # A balanced tree of calls: concatenating strings shows the grouping, the same as jax's.
+    labels = [str(i) for i in range(6)]
+    group = lambda a, b: f"({a}{b})"  # noqa: E731
+    assert ntu.tree_reduce_associative(group, labels) == jtu.tree_reduce_associative(group, labels)
+    assert numax.tree.reduce_associative(group, labels) == jax.tree.reduce_associative(group, labels)
+
+
+def test_tree_reduce_associative_empty():
+    assert ntu.tree_reduce_associative(operator.add, [], identity=0) == 0
+    assert ntu.tree_reduce_associative(operator.add, {"a": None}, identity=5) == 5
+    for reduce in (ntu.tree_reduce_associative, jtu.tree_reduce_associative):
+        with pytest.raises(TypeError, match="Must specify identity for parallel reduction of empty sequence"):
+            reduce(operator.add, [])
+
+
+def test_treedef_tuple_matches_jax():
+    parts = [(1, 2), {"a": 3}, 4, None, [Point(5, 6)]]
+    ours = ntu.treedef_tuple([ntu.tree_structure(p) for p in parts])
+    theirs = jtu.treedef_tuple([jtu.tree_structure(p) for p in parts])
+    assert str(ours) == str(theirs)
+    assert ours == ntu.tree_structure(tuple(parts)) and ours.num_leaves == theirs.num_leaves
+    assert ntu.treedef_children(ours) == [ntu.tree_structure(p) for p in parts]
+    assert str(ntu.treedef_tuple([])) == str(jtu.treedef_tuple([]))
+    assert ntu.tree_unflatten(ours, range(6)) == ((0, 1), {"a": 2}, 3, None, [Point(4, 5)])
+
+
+def test_register_pytree_with_keys_class_matches_jax():
+    def define(register, key_type):
+        @register
+        class Pair:
+            def __init__(self, first, second):
+                self.first, self.second = first, second
+
+            def tree_flatten_with_keys(self):
+                return ((key_type("first"), self.first), (key_type("second"), self.second)), "tag"
+
+            @classmethod
+            def tree_unflatten(cls, aux, children):
+                assert aux == "tag"
+                return cls(*children)
+
+        return Pair
+
+    OurPair, TheirPair = define(ntu.register_pytree_with_keys_class, ntu.GetAttrKey), define(
+        jtu.register_pytree_with_keys_class, jtu.GetAttrKey)
+    ours, theirs = OurPair(1, [2, 3]), TheirPair(1, [2, 3])
+    assert ntu.tree_leaves(ours) == jtu.tree_leaves(theirs) == [1, 2, 3]
+    assert [ntu.keystr(p) for p, _ in ntu.tree_flatten_with_path(ours)[0]] == [
+        jtu.keystr(p) for p, _ in jtu.tree_flatten_with_path(theirs)[0]]
+    rebuilt = ntu.tree_map(lambda x: x * 10, ours)
+    assert type(rebuilt) is OurPair and (rebuilt.first, rebuilt.second) == (10, [20, 30])
+    assert ntu.is_tree_node(OurPair)
+
+
+def test_register_static_makes_values_static_under_jit():
+    @ntu.register_static
+    class Mode(str):
+        pass
+
+    assert ntu.tree_leaves([Mode("add"), 1]) == [1]
+    assert ntu.tree_map(lambda x: x + 1, {"m": Mode("sub"), "v": 1}) == {"m": "sub", "v": 2}
+    assert ntu.flatten_one_level_with_keys(Mode("add")) == ((), "add")
+    traces = []
+
+    @numax.jit
+    def apply(x, y, mode):
+        traces.append(mode)
+        return x + y if mode == "add" else x - y
+
+    assert float(apply(1.0, 2.0, Mode("add"))) == 3.0
+    assert float(apply(1.0, 2.0, Mode("sub"))) == -1.0
+    assert float(apply(5.0, 2.0, Mode("add"))) == 7.0
+    assert traces == ["add", "sub"]  # one trace per static value, reused on the third call
+
+
+def test_key_aliases_and_static_field():
+    assert ntu.KeyPath == tuple[ntu.KeyEntry, ...]
+    assert hasattr(jtu, "KeyEntry") and hasattr(jtu, "KeyPath")
+
+    @ntu.register_dataclass
+    @dataclasses.dataclass
+    class Op:
+        x: float
+        op: str = numax.tree.static(default="add")
+
+    assert ntu.tree_leaves(Op(1.0)) == [1.0]
+    assert str(ntu.tree_structure(Op(1.0, "mul"))) == "PyTreeDef(CustomNode(Op[('mul',)], [*]))"
+    assert dataclasses.fields(Op)[1].metadata["static"] is True

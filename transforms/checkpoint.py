@@ -18,6 +18,7 @@ import inspect
 import types
 import weakref
 
+from ..core import caches
 from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.config import config
@@ -82,7 +83,7 @@ def _saveable(policy, eqn):
     return bool(policy(eqn.primitive, *(a.aval for a in eqn.inputs), **eqn.params))
 
 
-@functools.lru_cache(maxsize=512)
+@caches.lru(maxsize=512)
 def _remat_split(jvp_closed, num_primals, num_primal_outs, policy):
     """Partial evaluation of a JVP program with the tangents unknown, where a known equation's outputs
     may become residuals only if the policy saves them: the others are recomputed on the tangent side."""

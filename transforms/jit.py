@@ -7,10 +7,11 @@ at lowering, run by compiling it), `numax.jit` with its per-signature cache and 
 
 import functools
 import inspect
+import weakref
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray, get_aval
@@ -46,6 +47,14 @@ class _ProgramExecutables:
 
 
 _program_executables = _ProgramExecutables()
+_jit_functions = weakref.WeakSet()  # every numax.jit function, for clear_caches
+
+
+@caches.register
+def _clear_caches():
+    _program_executables.entries.clear()
+    for function in list(_jit_functions):
+        function.clear_cache()
 
 
 def _jit_impl(*args, program, name):
@@ -178,6 +187,7 @@ class JitFunction:
         self.cache = {}
         self.traced_cache = {}
         self.last_key = None
+        _jit_functions.add(self)
 
     def __get__(self, instance, owner):
         return self if instance is None else functools.partial(self, instance)
@@ -244,6 +254,8 @@ class JitFunction:
 
     # -- calling --
     def __call__(self, *args, **kwargs):
+        if config.disable_jit:
+            return self.fun(*args, **kwargs)
         if self.static_argnums or kwargs:
             dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
         else:
@@ -257,7 +269,7 @@ class JitFunction:
             return self._call_traced(args, kwargs)
         if len(trace_stack) > 1:
             return self._call_traced(args, kwargs)
-        key = (signature, kw_signature, static, config.enable_x64)
+        key = (signature, kw_signature, static, config.enable_x64, config.default_device)
         entry = self.cache.get(key)
         if entry is None:
             entry = self._compile(key, args, kwargs, leaves)
@@ -341,10 +353,12 @@ def _donation_attributes(program, donated):
 def _compile_reason(previous, key):
     if previous is None:
         return "first call"
-    old_sig, old_kw, old_static, old_x64 = previous
-    new_sig, new_kw, new_static, new_x64 = key
+    old_sig, old_kw, old_static, old_x64, old_device = previous
+    new_sig, new_kw, new_static, new_x64, new_device = key
     if old_x64 != new_x64:
         return "the x64 flag changed"
+    if old_device != new_device:
+        return f"the default device changed to {new_device}"
     if old_static != new_static:
         return f"new static arguments {new_static} (was {old_static})"
     old_leaves, new_leaves = _signature_leaves(old_sig) + _signature_leaves(old_kw), (

@@ -5,10 +5,10 @@ to one goes through the primitive's JVP rule. Each `jvp` pushes its own main tra
 perturbations of nested differentiation live at different levels and never mix.
 """
 
-import functools
 
 import numpy as np
 
+from ..core import caches
 from ..core.ad_util import Zero, tangent_aval
 from ..core.evaluation import eval_closed_program
 from ..core.ir import ClosedProgram
@@ -90,7 +90,7 @@ def jvp_program(closed: ClosedProgram, nonzeros, instantiate=False):
     return _jvp_program(closed, tuple(nonzeros), instantiate)
 
 
-@functools.lru_cache(maxsize=512)
+@caches.lru(maxsize=512)
 def _jvp_program(closed, nonzeros, instantiate):
     in_avals = closed.program.in_avals
     tangent_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]

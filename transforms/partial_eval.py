@@ -7,8 +7,8 @@ a jitted function differentiated in reverse mode runs its forward pass compiled,
 rule in `partial_eval_rules` to split themselves; any other equation with an unknown input is unknown.
 """
 
-import functools
 
+from ..core import caches
 from ..core.dce import dce_program
 from ..core.ir import ClosedProgram, Program, Var
 
@@ -31,7 +31,7 @@ def partial_eval_program(closed: ClosedProgram, unknowns, instantiate=False):
     return _partial_eval(closed, tuple(unknowns), tuple(instantiate))
 
 
-@functools.lru_cache(maxsize=512)
+@caches.lru(maxsize=512)
 def _partial_eval(closed, unknowns, instantiate):
     program = closed.program
     unknown_vars = {v for v, unknown in zip(program.invars, unknowns) if unknown}

@@ -6,8 +6,8 @@ Each equation that touches a linear value is transposed by its primitive's rule;
 stay symbolic, so unused inputs cost nothing.
 """
 
-import functools
 
+from ..core import caches
 from ..core.ad_util import UndefinedPrimal, Zero, is_undefined, tangent_aval
 from ..core.ir import ClosedProgram, Literal
 from ..core.primitives import transpose_rules
@@ -81,7 +81,7 @@ def transpose_program(closed: ClosedProgram, linear, nonzero_cts):
     return _transpose_program(closed, tuple(linear), tuple(nonzero_cts))
 
 
-@functools.lru_cache(maxsize=512)
+@caches.lru(maxsize=512)
 def _transpose_program(closed, linear, nonzero_cts):
     program = closed.program
     in_avals, out_avals = program.in_avals, program.out_avals

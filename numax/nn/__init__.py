@@ -1,10 +1,12 @@
 """`numax.nn`: neural-network activations, normalizations and initializers, with `jax.nn`'s numerics."""
 
+from numax.numpy import tanh  # noqa: F401
 from numax.scipy.special import logsumexp  # noqa: F401
 
 from . import initializers  # noqa: F401
 from ._functions import (  # noqa: F401
     celu,
+    dot_product_attention,
     elu,
     gelu,
     glu,
@@ -14,8 +16,10 @@ from ._functions import (  # noqa: F401
     hard_tanh,
     identity,
     leaky_relu,
+    log1mexp,
     log_sigmoid,
     log_softmax,
+    logmeanexp,
     mish,
     one_hot,
     relu,

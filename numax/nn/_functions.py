@@ -1,4 +1,5 @@
-"""Activation functions, softmax and friends, standardize and one_hot, written over numax.numpy.
+"""Activation functions, softmax and friends, standardize, one_hot and dot-product attention, written
+over numax.numpy.
 
 Each follows `jax.nn`'s formula (not only its mathematics), so results agree to the last bit where
 the same XLA operations run; where jax.nn fixes a derivative with a custom JVP (relu and relu6 at their
@@ -6,6 +7,7 @@ kinks, softmax) or a stop_gradient (log_softmax's shift), so does numax.
 """
 
 import functools
+import math
 
 import numpy as np
 
@@ -13,6 +15,7 @@ from numax import lax
 from numax import numpy as xnp
 from numax.core import dtypes
 from numax.numpy._util import canonicalize_axis, check_arraylike, promote_args_inexact
+from numax.scipy.special import logsumexp
 from numax.transforms.custom_derivatives import custom_jvp
 
 
@@ -244,3 +247,137 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     classes_shape.insert(out_axis, num_classes)
     classes = lax.broadcasted_iota(x.dtype, classes_shape, out_axis)
     return (expanded == classes).astype(dtype)
+
+
+@custom_jvp
+def log1mexp(x):
+    """log(1 - exp(-x)) for x >= 0, accurate near 0 and for large x (Maechler's two-branch formula)."""
+    x = _array("log1mexp", x)
+    return xnp.where(x < xnp.log(2.0), xnp.log(-xnp.expm1(-x)), xnp.log1p(-xnp.exp(-x)))
+
+
+log1mexp.defjvps(lambda g, ans, x: g / xnp.expm1(x))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """log(mean(exp(x))) along `axis`: logsumexp(x) - log(n), n counting the entries `where` selects."""
+    x = _array("logmeanexp", x)
+    lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
+    if where is None:
+        axes = range(x.ndim) if axis is None else (axis,) if np.ndim(axis) == 0 else axis
+        count = xnp.asarray(math.prod(x.shape[canonicalize_axis(a, x.ndim)] for a in axes), lse.dtype)
+    else:
+        count = xnp.sum(xnp.broadcast_to(where, x.shape), axis, dtype=lse.dtype, keepdims=keepdims)
+    return lse - xnp.log(count)
+
+
+# --- attention -------------------------------------------------------------------------------------------
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None, is_causal=False,
+                          query_seq_lengths=None, key_value_seq_lengths=None, local_window_size=None,
+                          implementation=None, return_residual=False):
+    """softmax(Q K^T * scale + bias, masked) V per head, as `jax.nn.dot_product_attention`'s XLA path.
+
+    Shapes are (batch, seq, heads, head_dim) (leading dims may be left out). Key/value heads may be fewer
+    than query heads (grouped-query attention): each key/value head serves `N // K` query heads. `mask`
+    (boolean), `is_causal`, `local_window_size` and the sequence lengths hide logits with a large negative
+    number; the softmax runs in float32. Only `implementation='xla'` (or None) exists in numax."""
+    if implementation not in (None, "xla"):
+        if implementation == "cudnn":
+            raise NotImplementedError("dot_product_attention: numax has no cuDNN implementation; use "
+                                      "implementation='xla' or None")
+        raise ValueError(f"Unsupported implementation option: {implementation}")
+    output_shape = xnp.shape(query)
+    query, key, value = (_attention_4d(t) for t in (query, key, value))
+    bias = None if bias is None else _attention_4d(bias)
+    mask = None if mask is None else _attention_4d(mask)
+    query_seq_lengths = None if query_seq_lengths is None else xnp.asarray(query_seq_lengths)
+    key_value_seq_lengths = None if key_value_seq_lengths is None else xnp.asarray(key_value_seq_lengths)
+    if isinstance(local_window_size, int):
+        local_window_size = (local_window_size, local_window_size)
+
+    batch, kv_len, kv_heads, head_dim = key.shape
+    _check_attention_operand(value, [batch, kv_len, kv_heads, head_dim], key.dtype, "value")
+    _check_attention_operand(query, [batch, -1, -1, head_dim], key.dtype, "query")
+    _check_attention_operand(mask, [-1] * 4, np.dtype(bool), "mask")
+    _check_attention_operand(bias, [-1] * 4, None, "bias")
+    _check_attention_operand(query_seq_lengths, [batch], np.dtype(np.int32), "query_seq_lengths")
+    _check_attention_operand(key_value_seq_lengths, [batch], np.dtype(np.int32), "key_value_seq_lengths")
+    if query.shape[-2] % kv_heads != 0:
+        raise ValueError("The number of query heads must be a multiple of key/value heads, but got "
+                         f"{query.shape[-2]} vs {kv_heads}")
+    scale = 1.0 / np.sqrt(head_dim) if scale is None else scale
+    out, residual = _attention_xla(query, key, value, bias, mask, is_causal, scale, query_seq_lengths,
+                                   key_value_seq_lengths, local_window_size)
+    out = xnp.reshape(out, output_shape)
+    if return_residual:
+        return out, xnp.reshape(residual, output_shape[:-1])
+    return out
+
+
+def _attention_4d(t):
+    t = xnp.asarray(t)
+    return xnp.expand_dims(t, tuple(range(4 - t.ndim))) if t.ndim < 4 else t
+
+
+def _check_attention_operand(t, shape, dtype, name):
+    if t is None:
+        return
+    if t.ndim != len(shape):
+        raise ValueError(f"{name} ndim should be {len(shape)}, but got {t.ndim}")
+    if dtype is not None and t.dtype != dtype:
+        raise ValueError(f"{name} dtype should be {dtype}, but got {t.dtype}")
+    if any(want != -1 and got != want for got, want in zip(t.shape, shape)):
+        raise ValueError(f"{name} shape should be {shape}: but got {t.shape}")
+
+
+def _attention_xla(query, key, value, bias, mask, is_causal, scale, q_lengths, kv_lengths, window):
+    """Attention with query heads grouped by the key/value head they share: labels B(atch), T (query
+    positions), S (key positions), K (key/value heads), G (query heads per K), H (head dim). Returns the
+    encoded (B, T, N, H) values and the (B, T, N) logsumexp residual."""
+    batch, q_len, num_heads, head_dim = query.shape
+    kv_len, kv_heads = key.shape[1], key.shape[2]
+    group = num_heads // kv_heads
+    query = xnp.reshape(query, (batch, q_len, kv_heads, group, head_dim))
+    logits_dtype = xnp.promote_types(query.dtype, np.float32)
+    logits = xnp.einsum("BTKGH,BSKH->BKGTS", query, key, preferred_element_type=logits_dtype)
+    logits = logits * xnp.asarray(scale, logits.dtype)
+    if bias is not None:
+        logits = (logits + _grouped(bias, num_heads, kv_heads, group, "bias")).astype(logits.dtype)
+    keep = None if mask is None else _grouped(mask, num_heads, kv_heads, group, "mask")
+    positions_q = lax.broadcasted_iota(np.int32, (q_len, kv_len), 0)
+    positions_kv = lax.broadcasted_iota(np.int32, (q_len, kv_len), 1)
+    if is_causal:
+        keep = _and(keep, positions_q >= positions_kv)
+    if window is not None:
+        left, right = window
+        keep = _and(keep, (positions_q <= positions_kv + left) & (positions_q >= positions_kv - right))
+    if q_lengths is not None:
+        keep = _and(keep, (positions_q < q_lengths[:, None, None])[:, None, None])
+    if kv_lengths is not None:
+        keep = _and(keep, (positions_kv < kv_lengths[:, None, None])[:, None, None])
+    if keep is not None:
+        finite_max = min(float(xnp.finfo(logits.dtype).max), float(np.finfo(np.float32).max))
+        logits = xnp.where(keep, logits, xnp.asarray(-0.7 * finite_max, logits.dtype))
+    logits = logits.astype(np.float32)  # the softmax always runs in float32, as in JAX
+    probs = softmax(logits, axis=-1).astype(key.dtype)
+    encoded = xnp.einsum("BKGTS,BSKH->BTKGH", probs, value)
+    if q_lengths is not None:
+        valid = lax.broadcasted_iota(np.int32, (batch, q_len), 1) < q_lengths[:, None]
+        encoded = encoded * valid[:, :, None, None, None].astype(encoded.dtype)
+    residual = xnp.transpose(logsumexp(logits, axis=-1).astype(key.dtype), (0, 3, 1, 2))  # B K G T -> B T K G
+    return (xnp.reshape(encoded, (batch, q_len, num_heads, head_dim)),
+            lax.stop_gradient(xnp.reshape(residual, (batch, q_len, num_heads))))
+
+
+def _grouped(t, num_heads, kv_heads, group, name):
+    """A (b, n, t, s) bias or mask split into (b, K, G, t, s) heads; n is 1 or the query head count."""
+    b, n, t_len, s_len = t.shape
+    if n == 1:
+        return t[:, :, None]
+    if n != num_heads:
+        raise ValueError(f"{name} has {n} heads; it must have 1 or as many as the query ({num_heads})")
+    return xnp.reshape(t, (b, kv_heads, group, t_len, s_len))
+
+
+def _and(mask, other):
+    return other if mask is None else xnp.logical_and(mask, other)

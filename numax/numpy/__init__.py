@@ -1,5 +1,6 @@
 """`numax.numpy`: numpy's API over numax arrays, with JAX's semantics (`import numax.numpy as xnp`)."""
 
+import ml_dtypes as _ml_dtypes
 import numpy as _np
 
 from numax.core import dtypes as _dtypes
@@ -13,6 +14,7 @@ from numax.lowering.array import Array as ndarray  # noqa: F401
 
 from . import (
     _array_methods,  # noqa: F401  (installs operators on arrays and tracers)
+    fft,  # noqa: F401
     linalg,  # noqa: F401
 )
 from ._advanced import *  # noqa: F401, F403
@@ -44,6 +46,16 @@ from ._creation import (  # noqa: F401
 )
 from ._cumulative import *  # noqa: F401, F403
 from ._einsum import *  # noqa: F401, F403
+from ._functional import (  # noqa: F401
+    apply_along_axis,
+    apply_over_axes,
+    block,
+    choose,
+    fromfunction,
+    piecewise,
+    vectorize,
+)
+from ._index_tricks import *  # noqa: F401, F403
 from ._indexing import nonzero, take  # noqa: F401
 from ._linalg_ops import (  # noqa: F401
     cross,
@@ -61,7 +73,9 @@ from ._linalg_ops import (  # noqa: F401
     vecdot,
 )
 from ._logic import allclose, array_equal, array_equiv, clip, nan_to_num, select, where  # noqa: F401
+from ._misc import *  # noqa: F401, F403
 from ._pad import pad  # noqa: F401
+from ._polynomial import *  # noqa: F401, F403
 from ._reductions import (  # noqa: F401
     all,
     amax,
@@ -80,6 +94,7 @@ from ._reductions import (  # noqa: F401
     sum,
     var,
 )
+from ._setops import intersect1d, isin, setdiff1d, setxor1d, union1d  # noqa: F401
 from ._shape import (  # noqa: F401
     append,
     array_split,
@@ -128,6 +143,7 @@ from ._shape import shape_of as shape  # noqa: F401
 from ._shape import size_of as size  # noqa: F401
 from ._signal import *  # noqa: F401, F403
 from ._sorting import *  # noqa: F401, F403
+from ._statistics import *  # noqa: F401, F403
 from ._ufuncs import (  # noqa: F401
     abs,
     absolute,
@@ -240,6 +256,7 @@ from ._ufuncs import (  # noqa: F401
     true_divide,
     trunc,
 )
+from ._windows import *  # noqa: F401, F403
 
 
 class _ScalarType:
@@ -274,6 +291,16 @@ bfloat16, float16, float32, float64 = (_ScalarType(d) for d in (_dtypes.bfloat16
                                                                 _dtypes.float64))
 complex64, complex128 = _ScalarType(_dtypes.complex64), _ScalarType(_dtypes.complex128)
 bool = bool_  # the array API's name (shadows the builtin inside this module only)
+# jax.numpy's aliases: numpy's C-type names for the sized types, numpy's abstract non-numeric types, and the
+# narrow ml_dtypes types (names usable as dtypes; numax may not compute in them).
+double, single, cdouble, csingle, uint = float64, float32, complex128, complex64, uint64
+character, flexible, object_ = _np.character, _np.flexible, _np.object_
+for _name in ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
+              "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2",
+              "int4", "uint1", "uint2", "uint4"):
+    if hasattr(_ml_dtypes, _name):
+        globals()[_name] = _ScalarType(getattr(_ml_dtypes, _name))
+del _name
 
 _isdtype_kinds = {
     "bool": lambda d: d == _dtypes.bool_,

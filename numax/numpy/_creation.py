@@ -9,6 +9,7 @@ from numax import lax
 from numax.core import dtypes
 from numax.core.trace import Tracer
 from numax.lowering.array import Array, put
+from numax.transforms.jit import jit
 
 from ._util import asarray_from_sequence, aval, canonicalize_axis, is_array, promote_dtypes, shape, to_array
 
@@ -22,6 +23,8 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
     dtype = _canonical_dtype(dtype)
     if isinstance(object, (Array, Tracer)):
         out = object if dtype is None else lax.convert_element_type(object, dtype)
+        if copy and out is object and type(object) is Array:
+            out = _fresh_copy(object)  # a new buffer: deleting or donating one leaves the other usable
     elif type(object) in dtypes.python_scalar_types:
         weak = dtype is None and dtypes.is_weak_scalar(object)
         value_dtype = dtype or dtypes.python_scalar_dtype(object)
@@ -42,6 +45,9 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
     return out
 
 
+_fresh_copy = jit(lambda x: x)  # an identity program's output is a new buffer
+
+
 def _host(value, dtype):
     value = np.asarray(value)
     if value.dtype == object:
@@ -50,6 +56,8 @@ def _host(value, dtype):
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+    if copy:
+        return array(a, dtype=dtype, copy=True)
     if isinstance(a, (Array, Tracer)) and (dtype is None or aval(a).dtype == dtypes.canonicalize_dtype(dtype)):
         return a
     return array(a, dtype=dtype)

@@ -204,8 +204,8 @@ def diag(v, k=0):
 
     mask = eye(n, k=k, dtype=dtypes.bool_)
     padded = lax.pad(v, lax.convert_element_type(0, aval(v).dtype),
-                     [(builtins.max(-k, 0), builtins.max(k, 0), 0)])
-    # Row i of the result holds padded[i + max(k, 0)] on its diagonal: broadcast along columns or rows.
+                     [(builtins.abs(k), 0, 0)])
+    # Place (i, i + k) holds v[min(i, i + k)]: padded along columns (k >= 0) or rows (k < 0).
     values = lax.broadcast_in_dim(padded, (n, n), (1,) if k >= 0 else (0,))
     return lax.select(mask, values, lax.full_like(values, 0))
 

@@ -4,6 +4,28 @@ Keys are either raw uint32[2] arrays (`PRNGKey`) or typed keys (`key`, dtype `ke
 function accepts both and returns keys of the kind it was given.
 """
 
+from ._distributions import (  # noqa: F401
+    ball,
+    beta,
+    binomial,
+    chisquare,
+    dirichlet,
+    double_sided_maxwell,
+    f,
+    gamma,
+    generalized_normal,
+    geometric,
+    key_dtype,
+    loggamma,
+    maxwell,
+    multinomial,
+    orthogonal,
+    poisson,
+    random_gamma_p,
+    t,
+    triangular,
+    wald,
+)
 from ._keys import (  # noqa: F401
     KeyDType,
     PRNGKey,

@@ -15,6 +15,7 @@ from numax.core import dtypes
 from numax.core.config import config
 from numax.core.pytree import register_pytree_node
 from numax.core.trace import Tracer, get_aval_of
+from numax.lax.prng import threefry2x32
 from numax.lowering.array import Array
 from numax.transforms.jit import jit
 
@@ -22,32 +23,7 @@ uint32 = np.dtype(np.uint32)
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: uint32, 64: np.dtype(np.uint64)}
 
 
-# --- the threefry2x32 hash --------------------------------------------------------------------------
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-_KEY_PARITY = np.uint32(0x1BD11BDA)
-
-
-def _rotate_left(x, distance):
-    return lax.bitwise_or(lax.shift_left(x, np.uint32(distance)), lax.shift_right_logical(x, np.uint32(32 - distance)))
-
-
-def threefry2x32(key1, key2, x1, x2):
-    """The Threefry-2x32 block cipher (20 rounds) of the counter pair (x1, x2) under key (key1, key2).
-
-    Keys are uint32 scalars; counters are uint32 arrays of one shape. Returns the two output words.
-    """
-    schedule = [key1, key2, lax.bitwise_xor(lax.bitwise_xor(key1, key2), _KEY_PARITY)]
-    x = [lax.add(x1, key1), lax.add(x2, key2)]
-    for block in range(5):
-        for distance in _ROTATIONS[block % 2]:
-            x[0] = lax.add(x[0], x[1])
-            x[1] = lax.bitwise_xor(x[0], _rotate_left(x[1], distance))
-        # Key injection: the schedule rotates by one word per block, plus the block counter.
-        x[0] = lax.add(x[0], schedule[(block + 1) % 3])
-        x[1] = lax.add(lax.add(x[1], schedule[(block + 2) % 3]), np.uint32(block + 1))
-    return x[0], x[1]
-
-
+# --- the threefry2x32 hash (the primitive lives in numax.lax.prng) ----------------------------------
 def _key_words(key_data):
     return (lax.reshape(lax.slice(key_data, (0,), (1,)), ()),
             lax.reshape(lax.slice(key_data, (1,), (2,)), ()))

@@ -4,8 +4,6 @@ Written over `numax.lax.linalg` and `numax.numpy.linalg`. The `overwrite_*` and 
 accepted for compatibility and have no effect (numax arrays are immutable and nothing inspects values).
 """
 
-import functools
-
 import numpy as np
 
 from numax import lax
@@ -16,7 +14,6 @@ from numax.numpy._linalg_ops import matmul
 from numax.numpy._shape import broadcast_to, matrix_transpose, reshape
 from numax.numpy._util import aval, shape
 from numax.numpy.linalg import _adjoint, _inexact
-from numax.transforms.custom_derivatives import custom_jvp
 
 __all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "inv", "lu", "lu_factor", "lu_solve", "qr", "solve",
            "solve_triangular", "svd"]
@@ -209,19 +206,13 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
 
 
 # --- inverse, determinant, solve -----------------------------------------------------------------------------
-@functools.partial(custom_jvp, nondiff_argnums=(2,))
 def _positive_definite_solve(a, b, lower):
-    """Solves a @ x = b from the Cholesky factor of a's `lower` (or upper) triangle. Differentiated as JAX's
-    custom_linear_solve differentiates it: dx = solve(a, db - da @ x), with all of da (not one triangle)."""
-    factor = lax_linalg.cholesky(a if lower else _adjoint(a), symmetrize_input=False)
-    return cho_solve((factor, True), b)
-
-
-@_positive_definite_solve.defjvp
-def _positive_definite_solve_jvp(lower, primals, tangents):
-    (a, b), (a_dot, b_dot) = primals, tangents
-    x = _positive_definite_solve(a, b, lower)
-    return x, _positive_definite_solve(a, b_dot - matmul(a_dot, x), lower)
+    """Solves a @ x = b from the Cholesky factor of a's `lower` (or upper) triangle. As in JAX, through
+    custom_linear_solve: derivatives reuse the factorization (dx = solve(a, db - da @ x), with all of da) and
+    are themselves differentiable, so higher derivatives match JAX's."""
+    factors = cho_factor(lax.stop_gradient(a), lower=lower)
+    return lax.custom_linear_solve(lambda x: matmul(a, x), b, solve=lambda _, x: cho_solve(factors, x),
+                                   symmetric=True)
 
 
 def inv(a, overwrite_a=False, check_finite=True):

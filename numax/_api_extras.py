@@ -1,0 +1,226 @@
+"""Top-level utilities of `jax`'s namespace over numax's engine: process queries, the `default_device`,
+`disable_jit` and `ensure_compile_time_eval` contexts, cache and array housekeeping, naming annotations,
+`typeof`, `linear_transpose` and `custom_gradient`."""
+
+import contextlib
+import functools
+import gc
+
+import numpy as np
+
+from numax import numpy as xnp
+from numax._runtime import devices as _devices
+from numax.core import caches, dtypes
+from numax.core import pytree as tree
+from numax.core.ad_util import UndefinedPrimal, tangent_aval
+from numax.core.avals import ShapedArray, get_aval
+from numax.core.config import config
+from numax.core.evaluation import eval_program
+from numax.core.staging import trace_to_program
+from numax.core.trace import Tracer, ensure_compile_time_eval, get_aval_of  # noqa: F401  (re-exported)
+from numax.lax.ad import instantiate
+from numax.lowering.array import Array
+from numax.transforms.autodiff import jacrev
+from numax.transforms.custom_derivatives import custom_vjp
+from numax.transforms.transpose import backward_pass
+from numax.tree_util import Partial
+
+float0 = dtypes.float0
+jacobian = jacrev
+
+
+# --- processes -------------------------------------------------------------------------------------------
+def process_count(backend=None):
+    """How many processes take part in the computation: 1 (numax has no multi-process runtime)."""
+    return 1
+
+
+def process_index(backend=None):
+    """This process's index among `process_count()`: 0."""
+    return 0
+
+
+# --- contexts --------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _config_set(attribute, value):
+    previous = getattr(config, attribute)
+    setattr(config, attribute, value)
+    try:
+        yield
+    finally:
+        setattr(config, attribute, previous)
+
+
+def disable_jit(disable=True):
+    """Context manager under which `jit`-decorated functions run op by op in Python (each operation
+    eagerly), so Python control flow on values and printing work inside them; `disable_jit(False)`
+    re-enables jit inside an outer block. `lax.cond`/`while_loop`/`scan` still trace their bodies."""
+    return _config_set("disable_jit", bool(disable))
+
+
+def default_device(device):
+    """Context manager placing new arrays, eager operations and jitted calls without array arguments on
+    `device` (a Device, a platform name such as 'cpu', or None for no change). Jitted calls with array
+    arguments run where those arrays live (numax arrays are always committed to their device)."""
+    if isinstance(device, str):
+        device = _devices(device)[0]
+    if device is None:
+        return contextlib.nullcontext()
+    return _config_set("default_device", device)
+
+
+# --- caches and arrays ---------------------------------------------------------------------------------
+def clear_caches():
+    """Drops every compiled executable and traced-program cache: jit functions', eager operations' and the
+    transformations' (the next call traces and compiles again)."""
+    caches.clear_all()
+
+
+def live_arrays(platform=None):
+    """Every numax Array not yet deleted (optionally only those on `platform`, e.g. 'cpu')."""
+    wanted = None if platform is None else ("gpu" if platform == "cuda" else platform)
+    return [value for value in gc.get_objects() if type(value) is Array and not value.is_deleted()
+            and (wanted is None or value.platform == wanted)]
+
+
+def copy_to_host_async(x):
+    """Starts copying every Array leaf of `x` to the host, so that a later read does not wait; returns `x`."""
+    for leaf in tree.tree_leaves(x):
+        if isinstance(leaf, Array):
+            leaf.copy_to_host_async()
+    return x
+
+
+def effects_barrier():
+    """Waits until every computation launched so far, and so the host callbacks they make, has finished."""
+    for array in live_arrays():
+        array.block_until_ready()
+
+
+# --- names and types -----------------------------------------------------------------------------------
+class named_scope(contextlib.ContextDecorator):
+    """Context manager (or decorator) naming the operations inside it. numax records no name stack: the
+    annotation is accepted and checked but does not appear in the IR."""
+
+    def __init__(self, name):
+        if not isinstance(name, str):
+            raise TypeError("named_scope name argument must be a string.")
+        self.name = name
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def named_call(fun, *, name=None):
+    """`fun` wrapped in `named_scope(name)` (its own name by default)."""
+    return named_scope(fun.__name__ if name is None else name)(fun)
+
+
+def typeof(x):
+    """The abstract value (ShapedArray: shape, dtype, weak type) of an array, tracer or scalar."""
+    return get_aval_of(x)
+
+
+# --- linear transposition and custom gradients ----------------------------------------------------------
+def _abstract_primal(x):
+    if isinstance(x, Tracer):
+        return x.aval.strip_weak_type()
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ShapedArray):
+        return aval
+    if isinstance(x, (np.ndarray, np.generic)) or type(x) in dtypes.python_scalar_types:
+        return get_aval(x)
+    return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype))
+
+
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """The transpose of the linear function `fun`, at arguments shaped like `primals` (only their shapes
+    and dtypes are read). The result maps a cotangent shaped like `fun`'s output to a tuple of input
+    cotangents with `primals`' structure and dtypes."""
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to transpose is deprecated")
+    leaves, in_tree = tree.tree_flatten(primals)
+    in_avals = [_abstract_primal(x) for x in leaves]
+
+    def flat_fun(*args):
+        out_leaves, out_tree = tree.tree_flatten(fun(*in_tree.unflatten(args)))
+        flat_fun.out_tree = out_tree
+        return out_leaves
+
+    program, consts = trace_to_program(flat_fun, in_avals)
+    out_tree = flat_fun.out_tree
+    out_avals = program.out_avals
+    in_dtypes, out_dtypes = [a.dtype for a in in_avals], [a.dtype for a in out_avals]
+    if not (all(dtypes.is_inexact(d) for d in in_dtypes + out_dtypes)
+            or all(np.issubdtype(d, np.integer) for d in in_dtypes + out_dtypes)):
+        raise TypeError("linear_transpose only supports [float or complex] -> [float or complex], and integer -> "
+                        f"integer functions, but got {in_dtypes} -> {out_dtypes}.")
+
+    def transposed_fun(consts, out_cotangent):
+        cts, ct_tree = tree.tree_flatten(out_cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"cotangent tree does not match function output, expected {out_tree} but got {ct_tree}")
+        ct_avals = [get_aval_of(ct) for ct in cts]
+        if any((a.shape, a.dtype) != (b.shape, b.dtype) for a, b in zip(ct_avals, out_avals)):
+            raise TypeError("cotangent type does not match function output, expected "
+                            f"{[a.str_short() for a in out_avals]} but got {[a.str_short() for a in ct_avals]}")
+        cts = [xnp.asarray(ct, a.dtype) for ct, a in zip(cts, out_avals)]
+        undefined = [UndefinedPrimal(a.strip_weak_type()) for a in in_avals]
+        cts_in = backward_pass(program, consts, undefined, cts)
+        return in_tree.unflatten([instantiate(ct) for ct in cts_in])
+
+    # A Partial, so that the transposed function can be passed through jit and other transformations.
+    return Partial(transposed_fun, consts)
+
+
+class _VJPResiduals:
+    """What custom_gradient's backward pass needs: the traced VJP program (static) and its constants."""
+
+    def __init__(self, program, consts, ct_tree, in_tree):
+        self.program, self.consts, self.ct_tree, self.in_tree = program, consts, ct_tree, in_tree
+
+
+tree.register_pytree_node(
+    _VJPResiduals,
+    lambda r: (r.consts, (r.program, r.ct_tree, r.in_tree)),
+    lambda aux, consts: _VJPResiduals(aux[0], list(consts), aux[1], aux[2]),
+)
+
+
+def custom_gradient(fun):
+    """A function with the gradient `fun` gives, TensorFlow style: `fun(*args)` returns `(value, vjp)`,
+    `vjp(output_cotangent)` the cotangents of the arguments (a tuple, or one value for one argument).
+    Built on `custom_vjp`: the vjp is traced in the forward pass and run in the backward pass."""
+
+    @custom_vjp
+    def wrapped(*args):
+        value, _ = fun(*args)
+        return value
+
+    def forward(*args):
+        value, vjp_rule = fun(*args)
+        out_leaves, out_tree = tree.tree_flatten(value)
+        ct_avals = [tangent_aval(get_aval_of(x).strip_weak_type()) for x in out_leaves]
+
+        def flat_rule(*cts):
+            ct_leaves, in_tree = tree.tree_flatten(vjp_rule(out_tree.unflatten(cts)))
+            flat_rule.in_tree = in_tree
+            return ct_leaves
+
+        program, consts = trace_to_program(flat_rule, ct_avals)
+        return value, _VJPResiduals(program, consts, out_tree, flat_rule.in_tree)
+
+    def backward(residuals, cotangent):
+        cts, ct_tree = tree.tree_flatten(cotangent)
+        if ct_tree != residuals.ct_tree:
+            raise TypeError(f"custom_gradient: cotangent structure {ct_tree} does not match the output's "
+                            f"{residuals.ct_tree}")
+        cts_in = residuals.in_tree.unflatten(eval_program(residuals.program, residuals.consts, *cts))
+        return (cts_in,) if tree.treedef_is_leaf(residuals.in_tree) else cts_in
+
+    wrapped.defvjp(forward, backward)
+    functools.update_wrapper(wrapped, fun)
+    return wrapped
