@@ -106,7 +106,7 @@ CASES = [
 # than around JAX's rolled loop. Maximum ulps seen, per sampler:
 ULPS_UNDER_VMAP = {"maxwell": 1, "double_sided_maxwell": 1, "f": 2, "ball": 8}
 ULPS_EAGER = {"maxwell": 1, "double_sided_maxwell": 1}
-EAGER = {"gamma", "loggamma", "poisson", "binomial", "maxwell", "wald", "triangular", "geometric"}
+EAGER = {"gamma", "poisson", "maxwell"}  # one rejection sampler of each kind, and a last-bit case
 
 
 def _case_id(case):

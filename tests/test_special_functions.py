@@ -134,10 +134,12 @@ def test_lax_special_gradients(rng, x64):
         for g, w in zip(got, want):
             _close(g, w, 1e-10)
         # The igamma derivative in a is igamma_grad_a; the sample gradient is -(dP/da) / (dP/dx).
-        grad_a = numax.grad(lambda a: numax.numpy.sum(nlax.igamma(a, x)))(a)
-        _close(grad_a, nlax.igamma_grad_a(a, x), 1e-15)
+        grad_a, igamma_grad_a, random_gamma_grad = numax.jit(lambda a, x: (  # one program: each compiles slowly
+            numax.grad(lambda a: numax.numpy.sum(nlax.igamma(a, x)))(a), nlax.igamma_grad_a(a, x),
+            nlax.random_gamma_grad(a, x)))(a, x)
+        _close(grad_a, igamma_grad_a, 1e-15)
         density = np.exp((a - 1) * np.log(x) - x - jax.lax.lgamma(a))
-        _close(nlax.random_gamma_grad(a, x), -np.asarray(jax.lax.igamma_grad_a(a, x)) / density, 1e-9)
+        _close(random_gamma_grad, -np.asarray(jax.lax.igamma_grad_a(a, x)) / density, 1e-9)
         # bessel_i1e's derivative at 0 is its limit 1/2.
         assert float(numax.grad(nlax.bessel_i1e)(0.0)) == 0.5
     finally:
