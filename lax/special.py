@@ -13,6 +13,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
+from ..core.config import config
 from ..core.primitives import Primitive
 from ..core.staging import trace_to_closed_program
 from ..lowering.lower import broadcast_operands, elementwise_lowering, register_lowering
@@ -234,6 +235,15 @@ def _log_ax(a, x):
     return exp(log_ax), underflow
 
 
+def _at_infinite_a(a, x_is_inf, out, limit):
+    """jax from 0.11 on: at a = inf the limit (0 for P, 1 for Q) for finite x, nan at x = inf; earlier jax
+    releases (whose semantics numax follows with their jaxlib) computed nan and the x = inf value there."""
+    if config.jax_semantics < (0, 11, 0):
+        return out
+    at_limit = select(x_is_inf, _full(a, np.nan), _full(a, limit))
+    return select(eq(a, _const(a, np.inf)), at_limit, out)
+
+
 def _igamma(a, x):
     zero = _const(x, 0)
     x_is_zero, x_is_inf, a_is_zero = eq(x, zero), eq(x, _const(x, np.inf)), eq(a, zero)
@@ -246,6 +256,7 @@ def _igamma(a, x):
     out = select(use_igammac, from_fraction, from_series)
     out = select(x_is_zero, _full(a, 0), out)
     out = select(x_is_inf, _full(a, 1), out)
+    out = _at_infinite_a(a, x_is_inf, out, 0)
     return select(domain_error, _full(a, np.nan), out)
 
 
@@ -260,6 +271,7 @@ def _igammac(a, x):
     from_fraction = _igammac_continued_fraction(ax, x, a, bitwise_and(enabled, bitwise_not(use_igamma)), _VALUE)
     out = select(use_igamma, from_series, from_fraction)
     out = select(bitwise_or(x_is_inf, a_is_zero), _full(a, 0), out)
+    out = _at_infinite_a(a, x_is_inf, out, 1)
     return select(domain_error, _full(a, np.nan), out)
 
 

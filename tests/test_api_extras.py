@@ -274,7 +274,7 @@ def test_linear_transpose_errors_match_jax():
             transpose([np.ones(3, np.float32), np.float32(1)])
         with pytest.raises(TypeError, match="cotangent type does not match function output"):
             transpose((np.ones(4, np.float32), np.float32(1)))
-        with pytest.raises(TypeError, match=r"linear_transpose only supports \[float or complex\]"):
+        with pytest.raises(TypeError, match=r"linear_transpose only supports \[float"):  # jax 0.11 adds float0
             backend.linear_transpose(lambda v: v.astype(m.int32), x)
         with pytest.raises(NotImplementedError, match="reduce_axes"):
             backend.linear_transpose(lambda v: v, x, reduce_axes=("i",))

@@ -383,8 +383,10 @@ def test_split_stack_unstack_tile_collapse(rng):
 
 
 def test_empty_and_dtype():
-    for shape, dtype in (((2, 3), np.float32), ((), np.int32), (4, np.bool_)):
-        assert_close(lax.empty(shape, dtype), jlax.empty(shape, dtype))
+    for shape, dtype in (((2, 3), np.float32), ((), np.int32), ((4,), np.bool_)):
+        # An empty array's values are unspecified (jax's are uninitialized memory on GPUs): type and shape only.
+        actual, expected = lax.empty(shape, dtype), jlax.empty(shape, dtype)
+        assert (actual.shape, actual.dtype, actual.weak_type) == (expected.shape, expected.dtype, expected.weak_type)
     for value in (1, 1.5, np.int8(3), np.float64(2), True, "float32", np.uint16):
         assert lax.dtype(value) == jlax.dtype(value)
 

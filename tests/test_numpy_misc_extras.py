@@ -206,7 +206,10 @@ def _numpy_put(a, ind, v, mode):
 
 @pytest.mark.parametrize("mode", [None, "clip", "wrap"])
 def test_put_matches_numpy_and_jax(mode, rng):
-    cases = [((2, 3), np.float32, np.array([-1, 7, -7, 2]), np.array([1.0, 2.0, 3.0])),
+    # Repeated (wrapped or clipped) indices only on the CPU: which update wins is XLA's choice, not a fixed one
+    # on GPUs.
+    repeated = np.array([-1, 7, -7, 2]) if numax.default_backend() == "cpu" else np.array([0, 1, 2, 3])
+    cases = [((2, 3), np.float32, repeated, np.array([1.0, 2.0, 3.0])),
              ((5,), np.int32, np.array([[0, 4], [2, 9]]), 8), ((4,), np.float32, np.array([1, 2, 3]), np.arange(5.0)),
              ((0,), np.float32, np.array([0]), 1.0), ((3,), np.int32, np.zeros(0, np.int32), 1),
              ((2, 2), dtypes.bfloat16, np.array([3]), 2.5)]
@@ -354,7 +357,8 @@ def test_matvec_vecmat_match_numpy_and_jax(rng):
                       (wide_matrix @ wide_vector[..., None])[..., 0]))
         table.append((lambda m=matrix_t, v=vector: xnp.vecmat(v, m), lambda m=matrix_t, v=vector: jnp.vecmat(v, m),
                       (np.conj(wide_vector)[..., None, :] @ np.swapaxes(wide_matrix, -1, -2))[..., 0, :]))
-    check_cases(table[:-2], eager=2, rtol=1e-5)
+    # On GPUs XLA's default (and jax's) matmul precision is TF32-like: ~1e-3 against the exact reference.
+    check_cases(table[:-2], eager=2, rtol=1e-5 if numax.default_backend() == "cpu" else 1e-2)
     check_cases(table[-2:], eager=0, rtol=2e-2)  # bfloat16
     with pytest.raises(ValueError, match="does not have enough dimensions"):
         xnp.matvec(np.ones(3), np.ones(3))

@@ -30,6 +30,18 @@ FIT_Y = (FIT_X**2 + 0.1 * _rng.normal(size=10)).astype(np.float32)
 FIT_W = _rng.uniform(0.5, 1.5, 10).astype(np.float32)
 
 
+ON_CPU = numax.default_backend() == "cpu"
+# Functions built on the nonsymmetric eigensolver, which (as in jax) has only a CPU kernel.
+NEEDS_EIG = {"poly_matrix", "roots_no_strip", "roots"}
+# On GPUs, XLA's default matmul precision (jax's too) is TF32-like: products against exact references
+# carry ~1e-3 relative error there.
+GPU_MATMUL_RTOL = 2e-3
+
+
+def _expect_eig_error():
+    return pytest.raises(NotImplementedError, match="only implemented on the CPU")
+
+
 def _weak(value):
     return getattr(getattr(value, "aval", value), "weak_type", False)
 
@@ -187,6 +199,13 @@ def _flatten(value):
 def test_matches_jax_and_numpy(name, fn, reference, tol):
     """Structure, dtypes and weak types as jax.numpy's; values as numpy's where they agree with JAX, else as
     jax.numpy's."""
+    if not ON_CPU:
+        if name in NEEDS_EIG:
+            with _expect_eig_error():
+                numax.jit(lambda: fn(xnp))()
+            return
+        if name in ("cov_int_complex", "corrcoef"):
+            tol = max(tol, GPU_MATMUL_RTOL)
     if name in _EAGER:
         actual = fn(xnp)
         check(actual, fn(jnp), rtol=tol, atol=tol)
@@ -213,6 +232,10 @@ def _sorted_roots(values):
     np.complex64([1, 1j, 2]),
 ], ids=["leading_zeros", "complex"])
 def test_roots(coefficients):
+    if not ON_CPU:
+        with _expect_eig_error():
+            xnp.roots(coefficients)
+        return
     actual, expected = xnp.roots(coefficients), jnp.roots(coefficients)
     assert np.asarray(actual).dtype == expected.dtype and actual.shape == expected.shape
     np.testing.assert_allclose(_sorted_roots(actual), _sorted_roots(expected), rtol=1e-4, atol=1e-4)
@@ -241,6 +264,10 @@ _jit_cases = [
 
 @pytest.mark.parametrize("name,fn,arg", _jit_cases, ids=[c[0] for c in _jit_cases])
 def test_traced_arguments_under_jit(name, fn, arg):
+    if not ON_CPU and name in NEEDS_EIG:
+        with _expect_eig_error():
+            numax.jit(lambda a: fn(xnp, a))(arg)
+        return
     check(numax.jit(lambda a: fn(xnp, a))(arg), jax.jit(lambda a: fn(jnp, a))(arg), 1e-4, 1e-4)
 
 
