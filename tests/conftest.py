@@ -7,7 +7,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
-settings.register_profile("numax", max_examples=25, deadline=None)
+settings.register_profile("numax", max_examples=15, deadline=None)  # the suite runs within CI's 15 minutes
 settings.load_profile("numax")
 
 

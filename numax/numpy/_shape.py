@@ -149,8 +149,8 @@ def concatenate(arrays, axis=0, dtype=None):
         raise ValueError("zero-dimensional arrays cannot be concatenated")
     for a in arrays:
         if len(shape(a)) != rank:
-            raise ValueError(f"all the input arrays must have the same number of dimensions, got shapes "
-                             f"{[shape(x) for x in arrays]}")
+            raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
+                            f"{', '.join(str(shape(x)) for x in arrays)}.")
     return _as_array(lax.concatenate(arrays, canonicalize_axis(axis, rank)))
 
 
