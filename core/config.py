@@ -1,35 +1,83 @@
-"""Global configuration flags (`numax.config.update(name, value)`), read on hot paths as attributes."""
+"""Configuration flags: `numax.config.update(name, value)` with JAX's names, their `JAX_*`/`NUMAX_*`
+environment variables, and thread-local overrides for the context managers (`numax.enable_x64()`,
+`disable_jit()`, `default_device()`), read on hot paths as attributes (`config.enable_x64`).
 
+As in JAX, `update` and the environment set a flag for every thread; a context manager sets it for the
+thread that enters it, over the global value, until it exits.
+"""
+
+import contextlib
 import os
+import threading
+
+_TRUE = ("y", "yes", "t", "true", "on", "1")
+_FALSE = ("n", "no", "f", "false", "off", "0")
+
+
+def _bool_from_env(text, variable):
+    text = text.strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"invalid truth value {text!r} for environment variable {variable}")
+
+
+def _text_from_env(text, variable):
+    return text
+
+
+class _Flag:
+    """One flag: its attribute name, default, the names `update` knows it by (JAX's and numax's) and how
+    its environment variables parse (`NUMAX_*` first, then `JAX_*`)."""
+
+    def __init__(self, attribute, default, names, parse=_bool_from_env):
+        self.attribute = attribute
+        self.default = default
+        self.names = names
+        self.parse = parse
+
+    def initial_value(self):
+        for name in self.names:
+            text = os.environ.get(name.upper())
+            if text is not None:
+                return self.parse(text, name.upper())
+        return self.default
+
+
+_FLAGS = [
+    _Flag("enable_x64", False, ["numax_enable_x64", "jax_enable_x64"]),
+    _Flag("log_compiles", False, ["numax_log_compiles", "jax_log_compiles"]),
+    _Flag("platform_name", "", ["numax_platforms", "jax_platforms", "numax_platform_name", "jax_platform_name"],
+          _text_from_env),
+    _Flag("debug_nans", False, ["numax_debug_nans", "jax_debug_nans"]),
+    _Flag("debug_infs", False, ["numax_debug_infs", "jax_debug_infs"]),
+    _Flag("disable_jit", False, ["numax_disable_jit", "jax_disable_jit"]),
+    # Where new arrays and computations go when no argument says (None: the default backend's first device).
+    _Flag("default_device", None, ["numax_default_device", "jax_default_device"], None),
+]
+
+
+_UNSET = object()
 
 
 class Config:
-    """Flags with JAX's names; read them as attributes (`config.enable_x64`)."""
+    """Flags with JAX's names; read them as attributes (`config.enable_x64`).
 
-    _names = {
-        "numax_enable_x64": "enable_x64",
-        "jax_enable_x64": "enable_x64",
-        "numax_log_compiles": "log_compiles",
-        "jax_log_compiles": "log_compiles",
-        "numax_platform_name": "platform_name",
-        "jax_platform_name": "platform_name",
-        "numax_platforms": "platform_name",
-        "jax_platforms": "platform_name",
-        "numax_debug_nans": "debug_nans",
-        "numax_disable_jit": "disable_jit",
-        "jax_disable_jit": "disable_jit",
-        "numax_default_device": "default_device",
-        "jax_default_device": "default_device",
-    }
+    Global values are plain instance attributes, so that hot paths (every jit call reads a few) pay a
+    dictionary lookup. While any thread holds a thread-local override, the object's class is switched to
+    `_ConfigWithOverrides`, whose properties look in the reading thread's overrides first."""
+
+    _names = {name: flag.attribute for flag in _FLAGS for name in flag.names}
 
     def __init__(self):
-        self.enable_x64 = os.environ.get("NUMAX_ENABLE_X64", "0").lower() in ("1", "true")
-        self.log_compiles = os.environ.get("NUMAX_LOG_COMPILES", "0").lower() in ("1", "true")
-        self.platform_name = os.environ.get("NUMAX_PLATFORMS", "")
-        self.debug_nans = False
-        self.disable_jit = False  # jit-decorated functions run op by op in Python
-        self.default_device = None  # where new arrays and computations go when no argument says (None: the
-        # default backend's first device)
+        for flag in _FLAGS:
+            setattr(self, flag.attribute, flag.default if flag.parse is None else flag.initial_value())
+        # Read once per call by jit and eager dispatch: are outputs checked for NaN/Inf (set by `update`)?
+        self.check_numerics = bool(self.debug_nans or self.debug_infs)
+        self._thread = threading.local()
+        self._overrides_active = 0  # overrides held by all threads together
+        self._overrides_lock = threading.Lock()
         self._jax_semantics = (0, 10, 2)
         self._listeners = []
 
@@ -45,15 +93,38 @@ class Config:
         self._jax_semantics = tuple(int(part) for part in version[:3])
 
     def update(self, name, value):
+        """Sets flag `name` (JAX's name, such as 'jax_enable_x64', or numax's) for every thread."""
         attribute = self._names.get(name)
         if attribute is None:
             raise AttributeError(f"unknown numax config option {name!r}; known: {sorted(self._names)}")
         setattr(self, attribute, value)
+        self.check_numerics = bool(self.__dict__["debug_nans"] or self.__dict__["debug_infs"])
         for listener in self._listeners:
             listener(attribute, value)
 
     def read(self, name):
         return getattr(self, self._names.get(name, name))
+
+    @contextlib.contextmanager
+    def override(self, attribute, value):
+        """Sets `attribute` for the calling thread only, for the duration of the block (nests)."""
+        local = self._thread.__dict__
+        previous = local.get(attribute, _UNSET)
+        local[attribute] = value
+        self._count_override(+1)
+        try:
+            yield
+        finally:
+            if previous is _UNSET:
+                del local[attribute]
+            else:
+                local[attribute] = previous
+            self._count_override(-1)
+
+    def _count_override(self, change):
+        with self._overrides_lock:
+            self._overrides_active += change
+            self.__class__ = _ConfigWithOverrides if self._overrides_active else Config
 
     def __getattr__(self, name):
         # Reached only for names that are not attributes: JAX-style flag names (`config.jax_enable_x64`).
@@ -69,5 +140,25 @@ class Config:
     def __repr__(self):
         return f"Config(enable_x64={self.enable_x64}, log_compiles={self.log_compiles})"
 
+
+def _overridable(attribute):
+    """The flag as the reading thread sees it: its own override if it holds one, else the global value."""
+
+    def read(config):
+        value = config._thread.__dict__.get(attribute, _UNSET)
+        return config.__dict__[attribute] if value is _UNSET else value
+
+    def write(config, value):
+        config.__dict__[attribute] = value
+
+    return property(read, write)
+
+
+class _ConfigWithOverrides(Config):
+    """`Config` while some thread holds an override (see `Config`)."""
+
+
+for _flag in _FLAGS:
+    setattr(_ConfigWithOverrides, _flag.attribute, _overridable(_flag.attribute))
 
 config = Config()

@@ -5,10 +5,15 @@ Binding a primitive finds the highest-level trace among its arguments (or the dy
 staging interpreter is active), lifts the arguments into it and lets it process the primitive. Levels
 keep nested interpreters of the same kind apart, so nested differentiation never confuses whose
 perturbation is whose.
+
+The stack is per thread (`trace_state`): threads trace and transform independently, and a tracer
+that crosses into another thread is recognised as foreign there, as one from a finished
+transformation is.
 """
 
 import contextlib
 import itertools
+import threading
 
 from . import errors
 from .avals import get_aval
@@ -17,12 +22,13 @@ from .avals import get_aval
 class MainTrace:
     """One interpreter's place on the stack: its level, its Trace class and its private data."""
 
-    __slots__ = ("level", "trace_type", "global_data")
+    __slots__ = ("level", "trace_type", "global_data", "thread")
 
     def __init__(self, level, trace_type, global_data):
         self.level = level
         self.trace_type = trace_type
         self.global_data = global_data
+        self.thread = threading.get_ident()  # stacks are per thread: tells a foreign tracer apart
 
     def __repr__(self):
         return f"MainTrace({self.level}, {self.trace_type.__name__})"
@@ -60,16 +66,14 @@ class Trace:
         if value_main is self.main:
             return value
         if value_main.level < level:
+            check_live(value_main)
             return self.lift(value)
-        if value_main.level > level:
+        if value_main.level > level and is_live(value_main):
             raise errors.UnexpectedTracerError(
                 f"a tracer from a more deeply nested transformation ({value_main}) reached {self.main}; "
                 "did a traced value escape its transformation (a global, a list, a nonlocal)?"
             )
-        raise errors.UnexpectedTracerError(
-            f"encountered a tracer of a transformation that has already finished ({value_main}). "
-            "Values computed inside a transformed function must be returned from it, not stored."
-        )
+        raise dead_tracer_error(value_main)
 
 
 class EvalTrace(Trace):
@@ -174,8 +178,21 @@ class Tracer:
 
 
 # --- the stack -------------------------------------------------------------------------------
-trace_stack = [MainTrace(0, EvalTrace, None)]
-_dynamic = [trace_stack[0]]  # the innermost staging (omnistaging) trace, or the eval trace
+class TraceState(threading.local):
+    """One thread's interpreters: `stack` holds them all, bottom (eager evaluation) first; `dynamic` the
+    staging (omnistaging) traces among them, the innermost last, or the eval trace when none stages."""
+
+    def __init__(self):
+        self.stack = [MainTrace(0, EvalTrace, None)]
+        self.dynamic = [self.stack[0]]
+
+
+trace_state = TraceState()
+
+
+def is_tracing() -> bool:
+    """True while any interpreter runs in this thread (values may be tracers, operations may be staged)."""
+    return len(trace_state.stack) > 1
 
 
 def eager_executor(primitive, args, params):
@@ -191,16 +208,18 @@ def set_eager_executor(executor):
 @contextlib.contextmanager
 def new_main(trace_type, global_data=None, dynamic=False):
     """Pushes a new interpreter on the stack for the duration of the block."""
-    main = MainTrace(len(trace_stack), trace_type, global_data)
-    trace_stack.append(main)
+    state = trace_state
+    stack = state.stack
+    main = MainTrace(len(stack), trace_type, global_data)
+    stack.append(main)
     if dynamic:
-        _dynamic.append(main)
+        state.dynamic.append(main)
     try:
         yield main
     finally:
         if dynamic:
-            _dynamic.pop()
-        trace_stack.pop()
+            state.dynamic.pop()
+        stack.pop()
 
 
 @contextlib.contextmanager
@@ -211,42 +230,63 @@ def new_base_main(trace_type, global_data=None):
 
 
 def current_dynamic_main():
-    return _dynamic[-1]
+    return trace_state.dynamic[-1]
 
 
 def find_top_trace(args):
-    top = _dynamic[-1]
+    state = trace_state
+    top = state.dynamic[-1]
     level = top.level
     for arg in args:
         if isinstance(arg, Tracer):
             main = arg._trace.main
             if main.level > level:
                 top, level = main, main.level
-    if level >= len(trace_stack) or trace_stack[level] is not top:
-        # The tracer's transformation has finished (the tracer was stored and used later): recording
-        # into it would silently lose the operation.
-        raise errors.UnexpectedTracerError(
-            f"encountered a tracer of a transformation that has already finished ({top}). Values computed "
-            "inside a transformed function must be returned from it, not stored."
-        )
+    stack = state.stack
+    if level >= len(stack) or stack[level] is not top:
+        raise dead_tracer_error(top)
     return top.trace_type(top)
+
+
+def is_live(main) -> bool:
+    """True if `main` is on this thread's stack: its interpreter is running here now."""
+    stack = trace_state.stack
+    return main.level < len(stack) and stack[main.level] is main
+
+
+def check_live(main):
+    if not is_live(main):
+        # Recording into a finished interpreter, or another thread's, would silently lose the operation.
+        raise dead_tracer_error(main)
+
+
+def dead_tracer_error(main):
+    if main.thread != threading.get_ident():
+        return errors.UnexpectedTracerError(
+            f"encountered a tracer of a transformation running in another thread ({main}). Each thread traces "
+            "on its own: pass values between threads as arrays returned from transformed functions, not as "
+            "tracers.")
+    return errors.UnexpectedTracerError(
+        f"encountered a tracer of a transformation that has already finished ({main}). Values computed inside "
+        "a transformed function must be returned from it, not stored.")
 
 
 @contextlib.contextmanager
 def ensure_compile_time_eval():
     """Operations on concrete values run at once inside the block, even while a function is being traced
     (their results are concrete, usable in Python control flow); operations on tracers are still traced."""
-    _dynamic.append(trace_stack[0])
+    state = trace_state
+    state.dynamic.append(state.stack[0])
     try:
         yield
     finally:
-        _dynamic.pop()
+        state.dynamic.pop()
 
 
 def trace_naming_axes(names, top):
     """The innermost interpreter above `top` that binds one of the axis `names` (its Trace class says
     which name it binds), or `top` when none does."""
-    for main in reversed(trace_stack):
+    for main in reversed(trace_state.stack):
         if main.level <= top.main.level:
             break
         name = main.trace_type.axis_name_of(main)
@@ -257,7 +297,7 @@ def trace_naming_axes(names, top):
 
 def bind(primitive, args, params):
     top_trace = find_top_trace(args)
-    if top_trace.main.level < len(trace_stack) - 1:
+    if top_trace.main.level < len(trace_state.stack) - 1:
         # Interpreters above the operands' own see the application only if it uses an axis they name
         # (a jit holding a psum over a vmap's axis, called on values that vmap does not batch).
         names = primitive.named_axes(params)

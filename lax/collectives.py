@@ -17,7 +17,7 @@ from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
-from ..core.trace import find_top_trace, full_lower, get_aval_of, trace_stack
+from ..core.trace import find_top_trace, full_lower, get_aval_of, trace_state
 from ..lowering.lower import register_lowering
 from .batching import batch_at_front, move_axis
 
@@ -33,7 +33,7 @@ def _batch_trace_types():
 
 def _bound_axis_names():
     BatchTrace, _, _ = _batch_trace_types()
-    return [main.global_data.name for main in trace_stack
+    return [main.global_data.name for main in trace_state.stack
             if main.trace_type is BatchTrace and main.global_data.name is not None]
 
 

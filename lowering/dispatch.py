@@ -87,7 +87,9 @@ def to_buffer(value, aval, backend, device):
     if type(value) is Array:
         if value.aval.dtype != aval.dtype or value.aval.shape != aval.shape:
             raise TypeError(f"argument of type {value.aval.str_short()} passed where {aval.str_short()} is expected")
-        if value._backend is not backend or value._device is not device:
+        if value._backend is not backend:  # another platform's client: through the host
+            return xla.device_put(value._value(), backend, device)
+        if value._device is not device:
             return xla.copy_to_device(value._buffer, aval.shape, aval.dtype, backend, device)
         if xla.is_deleted(value._buffer):
             raise RuntimeError("an argument array was deleted (donated to an earlier call?)")
@@ -149,7 +151,7 @@ def _const_is_argument(value):
 
 
 def compile_program(closed: ClosedProgram, name="main", backend=None, device=None, arg_attributes=None,
-                    reason=None) -> Executable:
+                    reason=None, compiler_options=None) -> Executable:
     """Lowers and compiles a closed program. Large constants become leading device arguments."""
     if backend is None:
         backend, device = xla.default_placement()
@@ -169,7 +171,7 @@ def compile_program(closed: ClosedProgram, name="main", backend=None, device=Non
         arg_attributes = {i + len(hoisted): attr for i, attr in arg_attributes.items()}
     start = time.perf_counter()
     text, module = lower_to_module(lowered, name, backend.platform, arg_attributes)
-    compiled = xla.compile_module(text, backend, [device], module.host_callbacks)
+    compiled = xla.compile_module(text, backend, [device], module.host_callbacks, compiler_options=compiler_options)
     if config.log_compiles:
         elapsed = (time.perf_counter() - start) * 1e3
         print(f"numax: compiled {name} for {_signature_text(program.in_avals)} in {elapsed:.1f} ms"
@@ -188,23 +190,23 @@ class PrimitiveCache:
     """Executables of single primitives, keyed by (primitive, params, input avals, device)."""
 
     def __init__(self):
-        self.entries = {}
+        self.cache = caches.ComputeOnceCache()
+        self.entries = self.cache.entries
 
     def get(self, primitive, params, in_avals, backend, device):
         key = (primitive, tuple(params.items()), tuple(in_avals), device)
+
+        def compile_alone():
+            return compile_program(_single_equation_program(primitive, params, in_avals), primitive.name, backend,
+                                   device)
+
         try:
-            executable = self.entries.get(key)
+            return self.cache.get(key, compile_alone)
         except TypeError:  # unhashable params: compile without caching
-            key, executable = None, None
-        if executable is None:
-            executable = compile_program(_single_equation_program(primitive, params, in_avals),
-                                         primitive.name, backend, device)
-            if key is not None:
-                self.entries[key] = executable
-        return executable
+            return compile_alone()
 
     def clear(self):
-        self.entries.clear()
+        self.cache.clear()
 
 
 primitive_cache = PrimitiveCache()
@@ -232,7 +234,34 @@ def apply_primitive(primitive, args, params):
     executable = primitive_cache.get(primitive, params, in_avals, backend, device)
     # The avals were read off the arguments themselves, so their buffers can be passed as they are.
     outs = executable.wrap_outputs(executable.run_on(args))
+    if config.check_numerics:
+        check_numerics(outs, primitive.name)
     return outs if primitive.multiple_results else outs[0]
+
+
+def check_numerics(outputs, name):
+    """`jax_debug_nans`/`jax_debug_infs`: FloatingPointError if an output of `name` holds NaN (or Inf)."""
+    for out in outputs:
+        if not dtypes.is_inexact(out.aval.dtype):
+            continue
+        value = np.asarray(out)
+        if config.debug_nans and np.isnan(value).any():
+            raise FloatingPointError(f"invalid value (nan) encountered in {name}")
+        if config.debug_infs and np.isinf(value).any():
+            raise FloatingPointError(f"invalid value (inf) encountered in {name}")
+
+
+def check_program_numerics(outputs, closed, args, name):
+    """`check_numerics` for a compiled program's outputs; on a hit, the program runs again op by op so that
+    the error names the first primitive producing the value, as JAX's de-optimized rerun does."""
+    try:
+        check_numerics(outputs, name)
+    except FloatingPointError as error:
+        from ..core.evaluation import eval_closed_program
+
+        eval_closed_program(closed, *args)  # raises at the primitive, through `apply_primitive`
+        raise FloatingPointError(f"{error} (the function run op by op produced no such value: it arises only "
+                                 "in the compiled program)") from None
 
 
 _same_aval_executables = {}
@@ -242,7 +271,7 @@ def eager_same_aval(primitive, x, y):
     """The fast path of eager `x OP y` for two Arrays of one aval on one device, outside every trace:
     a dictionary lookup and the execution, none of the promotion or placement logic. Returns None
     when the fast path does not apply (the caller then takes the general path)."""
-    if type(y) is not Array or len(trace.trace_stack) > 1:
+    if type(y) is not Array or trace.is_tracing():
         return None
     aval = x.aval
     if y.aval != aval:
@@ -263,29 +292,28 @@ trace.set_eager_executor(apply_primitive)
 
 
 # --- readback of dtypes DLPack lacks -------------------------------------------------------------------
-_bitcast_executables = {}
+_bitcast_executables = caches.ComputeOnceCache()  # (shape, device) -> Executable
 
 
 def _bitcast_to_uint16(array: Array) -> Array:
-    key = (array.aval.shape, array._device)
-    executable = _bitcast_executables.get(key)
-    if executable is None:
+    aval, backend, device = array.aval, array._backend, array._device
+
+    def compile_bitcast():
         from .stablehlo import tensor_type
 
-        source = tensor_type(array.aval.shape, array.aval.dtype)
-        target = tensor_type(array.aval.shape, dtypes.uint16)
+        source = tensor_type(aval.shape, aval.dtype)
+        target = tensor_type(aval.shape, dtypes.uint16)
         text = (
             "module @bitcast_readback {\n"
             f"  func.func public @main(%arg0: {source}) -> ({target}) {{\n"
             f'    %0 = "stablehlo.bitcast_convert"(%arg0) : ({source}) -> {target}\n'
             f"    return %0 : {target}\n  }}\n}}"
         )
-        backend, device = array._backend, array._device
         compiled = xla.compile_module(text, backend, [device])
-        executable = _bitcast_executables[key] = Executable(
-            "bitcast_readback", compiled, backend, device, [array.aval],
-            [ShapedArray(array.aval.shape, dtypes.uint16)], [], text, [])
-    return executable(array)[0]
+        return Executable("bitcast_readback", compiled, backend, device, [aval],
+                          [ShapedArray(aval.shape, dtypes.uint16)], [], text, [])
+
+    return _bitcast_executables.get((aval.shape, device), compile_bitcast)(array)[0]
 
 
 array_module.bitcast_readback = _bitcast_to_uint16

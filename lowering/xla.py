@@ -26,6 +26,7 @@ from jaxlib import xla_client as xc  # noqa: E402
 from ..core.config import config  # noqa: E402
 
 XlaRuntimeError = xc.XlaRuntimeError
+Device = xc.Device
 # Where jax releases differ, numax follows the one matching this jaxlib (config.jax_semantics).
 config.set_jax_semantics(re.findall(r"\d+", jaxlib_version.__version__)[:3])
 _lock = threading.RLock()
@@ -148,8 +149,9 @@ def _register_gpu_kernels(c_api, kernels_package):
 
 
 def available_platforms():
-    # numax reads its own variable only: tests pin jax (the oracle) with JAX_PLATFORMS without moving numax.
-    wanted = os.environ.get("NUMAX_PLATFORMS") or ""
+    """The platforms asked for, in order of preference: `config.platform_name`, from NUMAX_PLATFORMS or
+    JAX_PLATFORMS (or `config.update('jax_platforms', ...)` before the first computation); empty: any."""
+    wanted = config.platform_name or ""
     return [p.strip() for p in wanted.split(",") if p.strip()]
 
 
@@ -212,6 +214,11 @@ def default_placement():
 # --- StableHLO parsing and compiling --------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
 def _mlir_context():
+    with _lock:  # one context for every thread
+        return _make_mlir_context()
+
+
+def _make_mlir_context():
     from jaxlib.mlir import ir
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext
     from jaxlib.mlir.dialects import chlo, stablehlo
@@ -245,19 +252,32 @@ def _numbered(text):
     return "\n".join(f"{i + 1:4d} {line}" for i, line in enumerate(text.splitlines()))
 
 
-def compile_module(text: str, backend: Backend, devices, host_callbacks=(), num_replicas=1, num_partitions=1):
-    """Verifies and compiles a module for `devices`; returns the loaded executable."""
+def compile_module(text: str, backend: Backend, devices, host_callbacks=(), num_replicas=1, num_partitions=1,
+                   compiler_options=None):
+    """Verifies and compiles a module for `devices`; returns the loaded executable. `compiler_options`
+    ({XLA option name: value}) override XLA's debug options for this compile, as jax.jit's do. Threads
+    compile concurrently: PJRT clients are thread-safe."""
     module = parse_module(text)
     options = xc.CompileOptions()
     options.num_replicas = num_replicas
     options.num_partitions = num_partitions
+    if compiler_options:
+        options.env_option_overrides = [(str(name), _option_value(value)) for name, value in compiler_options.items()]
     # Always assigned: without it XLA runs a one-device program on device 0, whatever `devices` says.
     ids = np.array([d.id for d in devices], dtype=np.int32).reshape(num_replicas, num_partitions)
     options.device_assignment = xc.DeviceAssignment.create(ids)
     _ensure_custom_call_targets(text, backend)
     _check_host_callback_indices(text, host_callbacks)
-    with _lock:
-        return backend.client.compile_and_load(module, backend.device_list(devices), options, list(host_callbacks))
+    return backend.client.compile_and_load(module, backend.device_list(devices), options, list(host_callbacks))
+
+
+def _option_value(value):
+    """An XLA option value as CompileOptions takes it: bool, int, float or str."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"compiler_options values must be bool, int, float or str, got {type(value).__name__}: {value!r}")
 
 
 def _check_host_callback_indices(text, host_callbacks):
@@ -279,12 +299,15 @@ def _ensure_custom_call_targets(text, backend):
     global _lapack_ready
     if backend.platform != "cpu" or _lapack_ready or "lapack_" not in text:
         return
-    from jaxlib.cpu import _lapack
+    with _lock:  # once, even when threads compile their first linalg programs together
+        if _lapack_ready:
+            return
+        from jaxlib.cpu import _lapack
 
-    _lapack.initialize()  # must precede execution: registered but uninitialized kernels segfault
-    for name, capsule in _lapack.registrations().items():
-        xc.register_custom_call_target(name, capsule, platform="cpu", api_version=1)
-    _lapack_ready = True
+        _lapack.initialize()  # must precede execution: registered but uninitialized kernels segfault
+        for name, capsule in _lapack.registrations().items():
+            xc.register_custom_call_target(name, capsule, platform="cpu", api_version=1)
+        _lapack_ready = True
 
 
 # --- transfers -------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from numax._api_extras import (  # noqa: F401, E402
     default_device,
     disable_jit,
     effects_barrier,
+    enable_x64,
     ensure_compile_time_eval,
     float0,
     jacobian,

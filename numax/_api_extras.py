@@ -41,32 +41,30 @@ def process_index(backend=None):
 
 
 # --- contexts --------------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _config_set(attribute, value):
-    previous = getattr(config, attribute)
-    setattr(config, attribute, value)
-    try:
-        yield
-    finally:
-        setattr(config, attribute, previous)
-
-
 def disable_jit(disable=True):
     """Context manager under which `jit`-decorated functions run op by op in Python (each operation
     eagerly), so Python control flow on values and printing work inside them; `disable_jit(False)`
-    re-enables jit inside an outer block. `lax.cond`/`while_loop`/`scan` still trace their bodies."""
-    return _config_set("disable_jit", bool(disable))
+    re-enables jit inside an outer block. `lax.cond`/`while_loop`/`scan` still trace their bodies.
+    Applies to the calling thread only, as in JAX."""
+    return config.override("disable_jit", bool(disable))
 
 
-def default_device(device):
+def default_device(new_val):
     """Context manager placing new arrays, eager operations and jitted calls without array arguments on
-    `device` (a Device, a platform name such as 'cpu', or None for no change). Jitted calls with array
-    arguments run where those arrays live (numax arrays are always committed to their device)."""
-    if isinstance(device, str):
-        device = _devices(device)[0]
-    if device is None:
+    `new_val` (a Device, a platform name such as 'cpu', or None for no change), in the calling thread.
+    Jitted calls with array arguments run where those arrays live (numax arrays are always committed to
+    their device)."""
+    if isinstance(new_val, str):
+        new_val = _devices(new_val)[0]
+    if new_val is None:
         return contextlib.nullcontext()
-    return _config_set("default_device", device)
+    return config.override("default_device", new_val)
+
+
+def enable_x64(new_val=True):
+    """Context manager turning 64-bit types on (or off, with False) in the calling thread, as
+    `numax.config.update('jax_enable_x64', ...)` does for every thread."""
+    return config.override("enable_x64", bool(new_val))
 
 
 # --- caches and arrays ---------------------------------------------------------------------------------

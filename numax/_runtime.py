@@ -30,17 +30,58 @@ def default_backend():
     return xla.default_backend().platform
 
 
-def device_put(x, device=None):
-    """Puts every leaf of `x` on `device` (the default device if None) as numax Arrays."""
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """Puts every leaf of `x` on `device` (a Device, or None: arrays stay where they are, host values go to
+    the default device) as numax Arrays. `device`, `donate` and `may_alias` may each be one value or a
+    tree prefix of `x`, as in JAX. `may_alias=False` always copies; `donate=True` deletes an input array
+    once it is copied (both True is an error). `src` is accepted for JAX's signature: numax arrays know
+    their device."""
+    leaves, treedef = pytree.tree_flatten(x)
+    devices = _per_leaf(device, x, treedef, "device", lambda d: d is None or isinstance(d, xla.Device))
+    donates = _per_leaf(donate, x, treedef, "donate", lambda d: isinstance(d, bool))
+    aliases = _per_leaf(may_alias, x, treedef, "may_alias", lambda m: m is None or isinstance(m, bool))
+    return treedef.unflatten([_put_leaf(*args) for args in zip(leaves, devices, donates, aliases)])
 
-    def put_leaf(leaf):
-        if isinstance(leaf, Tracer):
-            return leaf
-        if isinstance(leaf, Array) and (device is None or leaf.device is device):
-            return leaf
-        return put(np.asarray(leaf, get_aval(leaf).dtype), device=device, weak_type=get_aval(leaf).weak_type)
 
-    return pytree.tree_map(put_leaf, x)
+def _per_leaf(value, x, treedef, what, is_single):
+    """`value` for each leaf of `x`: one value for all, or a tree prefix of `x` with one per subtree."""
+    if is_single(value):
+        return [value] * treedef.num_leaves
+    prefix = pytree.tree_structure(value, is_leaf=is_single)
+    try:
+        subtrees = prefix.flatten_up_to(x)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"device_put {what} must be one value or a tree prefix of the argument: {error}") from None
+    values = pytree.tree_leaves(value, is_leaf=is_single)
+    return [v for v, subtree in zip(values, subtrees) for _ in range(len(pytree.tree_leaves(subtree)))]
+
+
+def _put_leaf(leaf, device, donate, may_alias):
+    if may_alias and donate:
+        raise ValueError("may_alias and donate cannot be True at the same time.")
+    if may_alias is None:
+        may_alias = not donate
+    if isinstance(leaf, Tracer):
+        return leaf
+    if not isinstance(leaf, Array):
+        aval = get_aval(leaf)
+        return put(np.asarray(leaf, aval.dtype), device=device, weak_type=aval.weak_type)
+    target = leaf.device if device is None else device
+    if target is leaf.device and may_alias:
+        return leaf
+    moved = _copy(leaf, target)
+    if donate:
+        leaf.delete()
+    return moved
+
+
+def _copy(array, device):
+    backend = xla.backend_of_device(device)
+    if backend is array._backend:
+        buffer = xla.copy_to_device(array._buffer, array.shape, array.dtype, backend, device)
+    else:  # another platform's client: through the host
+        buffer = xla.device_put(array._value(), backend, device)
+    return Array(array.aval, buffer, backend, device)
 
 
 def device_get(x):

@@ -1,5 +1,7 @@
 """`numax.debug`: printing and host callbacks that run each time a (possibly compiled) function runs."""
 
+import functools
+import string
 import sys
 
 import numpy as np
@@ -20,12 +22,35 @@ def callback(callback, *args, ordered=False, partitioned=False, **kwargs):
     debug_callback(callback, *args, ordered=ordered, **kwargs)
 
 
-def print(fmt, *args, ordered=False, partitioned=False, **kwargs):  # noqa: A001  (JAX's name)
+class _FormatChecker(string.Formatter):
+    """Checks a format string against its arguments without formatting them (they may be tracers):
+    missing ones raise IndexError/KeyError, unused ones ValueError, as jax.debug.print's check does."""
+
+    def format_field(self, value, format_spec):
+        return ""
+
+    def check_unused_args(self, used_args, args, kwargs):
+        unused = [arg for i, arg in enumerate(args) if i not in used_args]
+        if unused:
+            raise ValueError(f"Unused positional arguments to `numax.debug.print`: {unused}")
+        unused_names = [name for name in kwargs if name not in used_args]
+        if unused_names:
+            raise ValueError(f"Unused keyword arguments to `numax.debug.print`: {unused_names}")
+
+
+def print(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False, **kwargs):  # noqa: A001
     """Prints `fmt.format(*args, **kwargs)` with the runtime values of the arguments, each time it runs.
 
     Unlike Python's print inside `numax.jit`, which runs once while tracing and shows tracers, this
-    prints the actual numpy values every time the compiled function is called.
+    prints the actual numpy values every time the compiled function is called. The format string is
+    checked against the arguments when `print` is called (a missing or unused argument raises there, as
+    in JAX), unless `skip_format_check`. Called without `fmt`, returns the printer with these options bound:
+    `numax.debug.print(ordered=True)("x = {}", x)`.
     """
+    if fmt is None:
+        return functools.partial(print, ordered=ordered, partitioned=partitioned, skip_format_check=skip_format_check)
+    if not skip_format_check:
+        _FormatChecker().format(fmt, *args, **kwargs)
     print_options = np.get_printoptions()
 
     def show(*values, **named):

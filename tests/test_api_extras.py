@@ -162,10 +162,10 @@ def test_clear_caches_drops_executables():
     assert xnp.sin(x) is not None
     assert_close(numax.grad(lambda x: numax.jit(xnp.sin)(x))(1.0), np.cos(np.float32(1.0)))
     assert f._cache_size() == 1 and len(dispatch.primitive_cache.entries) > 0
-    assert transpose._transpose_program.cache_info().currsize > 0
+    assert transpose._transpose_program.cache_size() > 0
     numax.clear_caches()
     assert f._cache_size() == 0 and len(dispatch.primitive_cache.entries) == 0
-    assert transpose._transpose_program.cache_info().currsize == 0
+    assert transpose._transpose_program.cache_size() == 0
     assert_close(f(x), np.arange(3.0, dtype=np.float32) * 3)
     assert_close(numax.grad(lambda x: numax.jit(xnp.sin)(x))(1.0), np.cos(np.float32(1.0)))
     jax.clear_caches()  # the same name exists in jax

@@ -358,12 +358,20 @@ def test_debug_print_respects_numpy_print_options_at_trace_time(capsys):
 
 
 def test_debug_print_bad_format_raises():
-    # (The error reaches the caller through the outputs: on a GPU, with no outputs to wait for, it may not.)
-    f = numax.jit(lambda x: (numax.debug.print("{missing}", x), x)[1])
-    with pytest.raises(XlaRuntimeError, match="KeyError: 'missing'"):
-        np.asarray(f(np.float32(1)))
+    # Checked when traced, as in JAX: a missing argument raises KeyError/IndexError, an unused one ValueError.
+    with pytest.raises(KeyError, match="missing"):
+        numax.jit(lambda x: (numax.debug.print("{missing}", x), x)[1])(np.float32(1))
     with pytest.raises(KeyError, match="missing"):
         numax.debug.print("{missing}", np.float32(1))
+    with pytest.raises(IndexError):
+        numax.debug.print("{} {}", np.float32(1))
+    with pytest.raises(ValueError, match="Unused positional arguments"):
+        numax.jit(lambda x: numax.debug.print("no placeholder", x))(np.float32(1))
+    # Unchecked, the error happens in the callback and reaches the caller through the outputs (on a GPU, with
+    # no outputs to wait for, it may not).
+    f = numax.jit(lambda x: (numax.debug.print("{missing}", x, skip_format_check=True), x)[1])
+    with pytest.raises(XlaRuntimeError, match="KeyError: 'missing'"):
+        np.asarray(f(np.float32(1)))
 
 
 def test_compiling_a_callback_module_without_its_callbacks_is_refused_not_a_crash():

@@ -103,13 +103,15 @@ def _materialize(tangent):
     return instantiate(tangent)
 
 
-def linearize(fun, *primals):
+def linearize(fun, *primals, has_aux=False):
     """`(fun(*primals), f_jvp)` where `f_jvp(*tangents)` evaluates the linearized function (its program
-    holds only tangent work; the primal computation is done once, here)."""
+    holds only tangent work; the primal computation is done once, here). With `has_aux`, `fun` returns
+    `(output, aux)` and linearize returns `(output, f_jvp, aux)`."""
     primal_leaves, in_tree = tree.tree_flatten(primals)
     _check_arrays("linearize", primal_leaves)
-    flat = _flat_function(fun, in_tree, False)
+    flat = _flat_function(fun, in_tree, has_aux)
     primal_out, linear = linearize_flat(flat, primal_leaves)
+    n = len(primal_out) - flat.num_aux
     out_tree = flat.out_tree
 
     def f_jvp(*tangents):
@@ -118,15 +120,21 @@ def linearize(fun, *primals):
             raise TypeError(f"linearized function called with tangents structured as {tangent_tree}, expected "
                             f"{in_tree}")
         values = [_checked_tangent(p, t) for p, t in zip(primal_leaves, tangent_leaves)]
-        return tree.tree_unflatten(out_tree, [_materialize(t) for t in linear.apply(values)])
+        return tree.tree_unflatten(out_tree, [_materialize(t) for t in linear.apply(values)[:n]])
 
     f_jvp.linear = linear
-    return tree.tree_unflatten(out_tree, primal_out), f_jvp
+    out = tree.tree_unflatten(out_tree, primal_out[:n])
+    if has_aux:
+        return out, f_jvp, tree.tree_unflatten(flat.aux_tree, primal_out[n:])
+    return out, f_jvp
 
 
 # --- reverse mode ----------------------------------------------------------------------------------------
-def vjp(fun, *primals, has_aux=False):
-    """`(fun(*primals), vjp_fun)`: `vjp_fun(cotangent)` is the tuple of cotangents of the primals."""
+def vjp(fun, *primals, has_aux=False, reduce_axes=()):
+    """`(fun(*primals), vjp_fun)`: `vjp_fun(cotangent)` is the tuple of cotangents of the primals.
+    (`reduce_axes` is JAX's removed option: accepted empty only, as in JAX.)"""
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to vjp is deprecated")
     primal_leaves, in_tree = tree.tree_flatten(primals)
     _check_arrays("vjp", primal_leaves)
     flat = _flat_function(fun, in_tree, has_aux)

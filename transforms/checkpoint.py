@@ -372,14 +372,30 @@ def _traces_of(fun):
         return None
 
 
-def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
+class _Deprecated:
+    def __repr__(self):
+        return "Deprecated"
+
+
+_DEPRECATED = _Deprecated()
+
+
+def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_argnames=(), concrete=_DEPRECATED):
     """`fun`, made to recompute its intermediates in the backward pass instead of saving them.
 
     Differentiated in reverse mode (`grad`, `vjp`, `linearize`), the checkpointed function saves only its
     inputs and the intermediates `policy` allows (one of `numax.checkpoint_policies`; None saves nothing
     else), and recomputes the others when the cotangents are computed. Values are unchanged.
     `prevent_cse` keeps XLA from merging the recomputation with the forward pass under `jit`.
-    `static_argnums` marks arguments that are Python values the function is traced for (one trace each)."""
+    `static_argnums`/`static_argnames` mark arguments that are Python values the function is traced for
+    (one trace each). `concrete` was removed from JAX and raises as there."""
+    if concrete is not _DEPRECATED:
+        raise NotImplementedError(
+            "The `concrete` option to `numax.checkpoint` was removed (as from jax.checkpoint in JAX v0.10.0): use "
+            "`static_argnums` for arguments the function's Python control flow depends on.")
+    if isinstance(static_argnames, str):
+        static_argnames = (static_argnames,)
+    static_argnames = frozenset(static_argnames)
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
     if not (isinstance(static_argnums, tuple) and all(type(i) is int for i in static_argnums)):
@@ -392,8 +408,9 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
         def flat_fun(*leaf_values):
             dynamic, named = tree.tree_unflatten(in_tree, leaf_values)
             args = list(dynamic)
-            for i in sorted(static):
+            for i in sorted(i for i in static if type(i) is int):
                 args.insert(i, static[i])
+            named = {**named, **{k: v for k, v in static.items() if type(k) is str}}
             out_leaves, flat_fun.out_tree = tree.tree_flatten(fun(*args, **named))
             return out_leaves
 
@@ -408,8 +425,11 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
             positions = _static_positions(static_argnums, len(args))
             static = {i: args[i] for i in positions}
             args = tuple(a for i, a in enumerate(args) if i not in positions)
+        if static_argnames and kwargs:
+            static.update((k, v) for k, v in kwargs.items() if k in static_argnames)
+            kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
         leaves, in_tree = tree.tree_flatten((tuple(args), kwargs))
-        static_key = tuple(sorted(static.items(), key=lambda item: item[0]))
+        static_key = tuple(sorted(static.items(), key=lambda item: (type(item[0]) is str, item[0])))
         key = (in_tree, tuple(get_aval_of(leaf) for leaf in leaves), static_key, config.enable_x64)
         cache = _traces_of(fun) if _hashable(static_key) else None
         entry = cache.get(key) if cache is not None else None
@@ -426,7 +446,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     return fun_remat
 
 
-def remat(fun, *, prevent_cse=True, policy=None, static_argnums=()):
-    """Alias of `checkpoint`."""
-    return checkpoint(fun, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums)
+def remat(fun, *, prevent_cse=True, policy=None, static_argnums=(), concrete=_DEPRECATED):
+    """Alias of `checkpoint` (with JAX's `remat` options)."""
+    return checkpoint(fun, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums, concrete=concrete)
 

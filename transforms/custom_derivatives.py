@@ -34,7 +34,7 @@ from ..core.evaluation import eval_closed_program, eval_program
 from ..core.ir import ClosedProgram, Program
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import hoist_tracer_consts, trace_to_program
-from ..core.trace import Tracer, current_dynamic_main, find_top_trace, full_lower, get_aval_of, new_main, trace_stack
+from ..core.trace import Tracer, current_dynamic_main, find_top_trace, full_lower, get_aval_of, new_main, trace_state
 from ..lax.ad import add_tangents, instantiate, stop_gradient
 from ..lax.elementwise import convert_element_type
 from ..lowering.lower import register_lowering
@@ -796,7 +796,8 @@ def _vmapped(axis, fun, values, dims):
     do). Otherwise in a new vmap of the axis."""
     from .vmap import BatchTrace, BatchTracer
 
-    running = next((main for main in trace_stack if main.trace_type is BatchTrace and main.global_data is axis), None)
+    running = next((main for main in trace_state.stack
+                    if main.trace_type is BatchTrace and main.global_data is axis), None)
     if running is not None and any(isinstance(v, Tracer) and v._trace.main.level >= running.level for v in values):
         running = None  # the values come from interpreters above it (a program staged under that vmap)
     context = contextlib.nullcontext(running) if running is not None else new_main(BatchTrace, axis)

@@ -19,7 +19,7 @@ from ..core.config import config
 from ..core.ir import ClosedProgram, Equation, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import hoist_tracer_consts, trace_to_program
-from ..core.trace import Tracer, trace_stack
+from ..core.trace import Tracer, is_tracing
 from ..lowering import dispatch, xla
 from ..lowering.array import Array
 from ..lowering.lower import lower_to_module, register_lowering
@@ -33,17 +33,14 @@ jit_p.def_abstract_eval(lambda *avals, program, name: program.out_avals)
 
 
 class _ProgramExecutables:
-    """Executables of jit programs met as primitives (jit inside another transformation, run eagerly)."""
+    """Executables of jit programs met as primitives (jit inside another transformation, run eagerly),
+    keyed by the program itself (programs hash by identity; the cache keeps them alive) and the device."""
 
     def __init__(self):
-        self.entries = {}
+        self.cache = caches.ComputeOnceCache()
 
     def get(self, program, name, backend, device):
-        key = (id(program), device)
-        entry = self.entries.get(key)
-        if entry is None or entry[0] is not program:
-            entry = self.entries[key] = (program, dispatch.compile_program(program, name, backend, device))
-        return entry[1]
+        return self.cache.get((program, device), lambda: dispatch.compile_program(program, name, backend, device))
 
 
 _program_executables = _ProgramExecutables()
@@ -52,14 +49,17 @@ _jit_functions = weakref.WeakSet()  # every numax.jit function, for clear_caches
 
 @caches.register
 def _clear_caches():
-    _program_executables.entries.clear()
+    _program_executables.cache.clear()
     for function in list(_jit_functions):
         function.clear_cache()
 
 
 def _jit_impl(*args, program, name):
     backend, device = dispatch._placement_of_args(args)
-    return _program_executables.get(program, name, backend, device)(*args)
+    outs = _program_executables.get(program, name, backend, device)(*args)
+    if config.check_numerics:
+        dispatch.check_program_numerics(outs, program, args, f"jit({name})")
+    return outs
 
 
 jit_p.def_impl(_jit_impl)
@@ -175,17 +175,28 @@ def _hashable_static(value, position):
 class JitFunction:
     """The callable `numax.jit(f)` returns."""
 
-    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), name=None):
+    def __init__(self, fun, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=(),
+                 device=None, backend=None, inline=False, compiler_options=None, name=None):
+        if not callable(fun):
+            raise TypeError(f"Expected a callable value, got {fun!r}")
         self.fun = fun
         self.__wrapped__ = fun
         functools.update_wrapper(self, fun, updated=())
         self.name = name or getattr(fun, "__name__", "function")
         self.signature = _safe_signature(fun)
-        self.static_argnums, self.static_argnames = _resolve_static(
+        self.static_argnums, self.static_argnames = _resolve_argnums(
             self.signature, _as_tuple(static_argnums), _as_tuple(static_argnames))
-        self.donate_argnums = frozenset(_as_tuple(donate_argnums))
-        self.cache = {}
-        self.traced_cache = {}
+        self.donate_argnums, self.donate_argnames = _resolve_argnums(
+            self.signature, _as_tuple(donate_argnums), _as_tuple(donate_argnames))
+        both = set(self.static_argnums) & set(self.donate_argnums)
+        if both:
+            raise ValueError(f"jit: arguments {sorted(both)} are both static and donated; static arguments "
+                             "are not arrays and cannot be donated")
+        self.placement = _fixed_placement(device, backend)  # (backend, device), or None: where the arguments are
+        self.inline = bool(inline)
+        self.compiler_options = dict(compiler_options) if compiler_options else None
+        self.cache = caches.ComputeOnceCache()  # signature -> _CacheEntry (compiled)
+        self.traced_cache = caches.ComputeOnceCache()  # signature -> (ClosedProgram, out_tree), under transforms
         self.last_key = None
         _jit_functions.add(self)
 
@@ -239,17 +250,16 @@ class JitFunction:
         return program, consts, in_tree, flat_fun.out_tree, donated
 
     def _donated_mask(self, dynamic_args, dynamic_kwargs, static):
-        if not self.donate_argnums:
+        """Per leaf of (dynamic_args, dynamic_kwargs): donated or not (None when nothing is)."""
+        if not self.donate_argnums and not self.donate_argnames:
             return None
         static_positions = {i for i, _ in static if isinstance(i, int)}
-        mask, position = [], 0
-        for i in range(len(dynamic_args) + len(static_positions)):
-            if i in static_positions:
-                continue
-            count = len(tree.tree_leaves(dynamic_args[position]))
-            mask += [i in self.donate_argnums] * count
-            position += 1
-        mask += [False] * len(tree.tree_leaves(dynamic_kwargs))
+        positions = [i for i in range(len(dynamic_args) + len(static_positions)) if i not in static_positions]
+        mask = []
+        for i, arg in zip(positions, dynamic_args):
+            mask += [i in self.donate_argnums] * len(tree.tree_leaves(arg))
+        for name in sorted(dynamic_kwargs):  # the order in which the keyword arguments flatten
+            mask += [name in self.donate_argnames] * len(tree.tree_leaves(dynamic_kwargs[name]))
         return mask
 
     # -- calling --
@@ -267,14 +277,16 @@ class JitFunction:
                             if dynamic_kwargs else None)
         except _TracerArgument:
             return self._call_traced(args, kwargs)
-        if len(trace_stack) > 1:
+        if is_tracing():
             return self._call_traced(args, kwargs)
         key = (signature, kw_signature, static, config.enable_x64, config.default_device)
-        entry = self.cache.get(key)
+        entry = self.cache.entries.get(key)
         if entry is None:
-            entry = self._compile(key, args, kwargs, leaves)
+            entry = self.cache.get(key, lambda: self._compile(key, args, kwargs, leaves))
         executable = entry.executable
         outs = executable.wrap_outputs(executable.run_on(leaves))
+        if config.check_numerics:
+            dispatch.check_program_numerics(outs, entry.program, leaves, f"jit({self.name})")
         if entry.donated:
             for leaf, donated in zip(leaves, entry.donated):
                 if donated and type(leaf) is Array and not leaf.is_deleted():
@@ -285,31 +297,39 @@ class JitFunction:
         reason = _compile_reason(self.last_key, key)
         program, consts, in_tree, out_tree, donated = self.trace_program(args, kwargs)
         closed = ClosedProgram(program, consts)
-        backend, device = dispatch._placement_of_args(leaves)
+        backend, device = self.placement or dispatch._placement_of_args(leaves)
         attributes = _donation_attributes(program, donated)
-        executable = dispatch.compile_program(closed, self.name, backend, device, attributes, reason)
-        entry = _CacheEntry(executable, out_tree, closed, donated if attributes else None)
-        self.cache[key] = entry
+        executable = dispatch.compile_program(closed, self.name, backend, device, attributes, reason,
+                                              self.compiler_options)
         self.last_key = key
-        return entry
+        return _CacheEntry(executable, out_tree, closed, donated if attributes else None)
 
     def _call_traced(self, args, kwargs):
         """Under another transformation: stage a `jit` equation holding the traced program.
 
         The program is traced once per signature (tracers count by their avals), so that transformations
         caching on a program's identity (jvp, transpose, the executables of eager `grad(jit(f))`) hit."""
+        if self.inline:  # traced into the enclosing program, with no `jit` equation of its own
+            return self.fun(*args, **kwargs)
         dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
         leaves = []
         signature = tree.flatten_with_signature((dynamic_args, dynamic_kwargs), leaves, _traced_leaf_signature)
         key = (signature, static, config.enable_x64)
-        entry = self.traced_cache.get(key)
+        entry = self.traced_cache.entries.get(key)
         if entry is not None:
             closed, out_tree = entry
             return out_tree.unflatten(jit_p.bind(*leaves, program=closed, name=self.name))
-        program, consts, in_tree, out_tree, _ = self.trace_program(args, kwargs)
-        closed, hoisted = hoist_tracer_consts(program, consts)
-        if not hoisted:  # a program closing over outer tracers belongs to this call only
-            self.traced_cache[key] = (closed, out_tree)
+        traced = []
+
+        def trace():
+            program, consts, in_tree, out_tree, _ = self.trace_program(args, kwargs)
+            closed, hoisted = hoist_tracer_consts(program, consts)
+            traced.append((closed, out_tree, hoisted))
+            # A program closing over outer tracers belongs to this call only: it is not kept.
+            return None if hoisted else (closed, out_tree)
+
+        entry = self.traced_cache.get(key, trace)
+        closed, out_tree, hoisted = traced[0] if traced else (*entry, ())
         outs = jit_p.bind(*hoisted, *leaves, program=closed, name=self.name)
         return out_tree.unflatten(outs)
 
@@ -317,7 +337,9 @@ class JitFunction:
     def lower(self, *args, **kwargs):
         program, consts, in_tree, out_tree, donated = self.trace_program(args, kwargs)
         closed = ClosedProgram(program, consts)
-        return Lowered(self.name, closed, in_tree, out_tree, _donation_attributes(program, donated))
+        backend, device = self.placement or dispatch._placement_of_args(tree.tree_leaves((args, kwargs)))
+        return Lowered(self.name, closed, in_tree, out_tree, _donation_attributes(program, donated), backend, device,
+                       self.compiler_options)
 
     def eval_shape(self, *args, **kwargs):
         program, _, _, out_tree, _ = self.trace_program(args, kwargs)
@@ -430,24 +452,29 @@ class ShapeDtypeStruct:
 class Lowered:
     """A traced and lowered jit function: `as_text()` is its StableHLO; `compile()` compiles it."""
 
-    def __init__(self, name, closed, in_tree, out_tree, arg_attributes):
+    def __init__(self, name, closed, in_tree, out_tree, arg_attributes, backend, device, compiler_options=None):
         self.name = name
         self.closed = closed
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.arg_attributes = arg_attributes
+        self.backend = backend
+        self.device = device
+        self.compiler_options = compiler_options
         self._text = None
 
     def as_text(self, dialect="stablehlo"):
         if self._text is None:
             # Constants are written into the module so that the text is self-contained.
-            self._text, _ = lower_to_module(self.closed, self.name, xla.default_backend().platform,
-                                            self.arg_attributes)
+            self._text, _ = lower_to_module(self.closed, self.name, self.backend.platform, self.arg_attributes)
         return self._text
 
-    def compile(self):
-        return Compiled(dispatch.compile_program(self.closed, self.name, arg_attributes=self.arg_attributes),
-                        self.in_tree, self.out_tree)
+    def compile(self, compiler_options=None):
+        """Compiles for the lowered placement; `compiler_options` add to (and override) the jit's."""
+        options = {**(self.compiler_options or {}), **(compiler_options or {})} or None
+        executable = dispatch.compile_program(self.closed, self.name, self.backend, self.device,
+                                              arg_attributes=self.arg_attributes, compiler_options=options)
+        return Compiled(executable, self.in_tree, self.out_tree)
 
     @property
     def jaxpr(self):
@@ -493,9 +520,10 @@ def _safe_signature(fun):
         return None
 
 
-def _resolve_static(signature, static_argnums, static_argnames):
-    """Like JAX: static names imply their positions and positions imply their names."""
-    nums, names = set(static_argnums), set(static_argnames)
+def _resolve_argnums(signature, argnums, argnames):
+    """Like JAX, for static and donated arguments alike: names imply their positions and positions imply
+    their names (positions counted from the end made positive)."""
+    nums, names = set(argnums), set(argnames)
     if signature is not None:
         parameters = list(signature.parameters.values())
         positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -508,21 +536,62 @@ def _resolve_static(signature, static_argnums, static_argnames):
     return tuple(sorted(nums)), frozenset(names)
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), name=None, **_ignored):
-    """Compiles `fun` with XLA: traced once per signature of its arguments, then called directly."""
+def _fixed_placement(device, backend):
+    """(backend, device) that jit's `device=`/`backend=` fix for every call, or None."""
+    if device is not None and backend is not None:
+        raise ValueError("jit: specify either `device` or `backend`, not both")
+    if device is not None:
+        return xla.backend_of_device(device), device
+    if backend is not None:
+        chosen = xla.get_backend(backend)
+        return chosen, chosen.default_device
+    return None
+
+
+def _not_yet(option, value):
+    if value is not None:
+        raise NotImplementedError(
+            f"jit: `{option}` is not supported yet: numax compiles each jitted function for one device "
+            "(sharded jit comes with multi-device support)")
+
+
+def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=None, static_argnames=None,
+        donate_argnums=None, donate_argnames=None, keep_unused=False, device=None, backend=None, inline=False,
+        compiler_options=None):
+    """Compiles `fun` with XLA: traced once per signature of its arguments, then called directly.
+
+    JAX's options: `static_argnums`/`static_argnames` (hashable arguments the trace depends on),
+    `donate_argnums`/`donate_argnames` (arguments whose buffers the outputs may reuse; they are deleted),
+    `device`/`backend` (where every call runs), `inline` (traced into an enclosing jit's program, with no
+    call of its own), `compiler_options` (XLA options for this function's compiles). `keep_unused` is
+    accepted: numax never prunes unused arguments. `in_shardings`/`out_shardings` raise
+    NotImplementedError until sharded jit exists."""
+    _not_yet("in_shardings", in_shardings)
+    _not_yet("out_shardings", out_shardings)
+    options = dict(static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums,
+                   donate_argnames=donate_argnames, device=device, backend=backend, inline=inline,
+                   compiler_options=compiler_options)
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, name=name)
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, name)
+        return functools.partial(jit, keep_unused=keep_unused, **options)
+    return JitFunction(fun, **options)
+
+
+def named_jit(fun, name, **options):
+    """`jit` for numax's own library functions: `name` labels them in printed programs and compile logs."""
+    return JitFunction(fun, name=name, **options)
 
 
 # --- make_jaxpr ------------------------------------------------------------------------------------------
-def make_jaxpr(fun, static_argnums=(), return_shape=False):
-    """`make_jaxpr(f)(*args)` is the ClosedProgram that `f` traces to (printed like a jaxpr)."""
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
+    """`make_jaxpr(f)(*args)` is the ClosedProgram that `f` traces to (printed like a jaxpr). (`axis_env`,
+    which names axes for collectives outside any vmap/pmap, raises NotImplementedError until pmap exists.)"""
+    if axis_env:
+        raise NotImplementedError("make_jaxpr: `axis_env` is not supported yet (it comes with pmap); trace the "
+                                  "collectives inside `numax.vmap(..., axis_name=...)` instead")
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        jitted = JitFunction(fun, static_argnums)
+        jitted = JitFunction(fun, static_argnums=static_argnums)
         program, consts, _, out_tree, _ = jitted.trace_program(args, kwargs)
         closed = ClosedProgram(program, consts)
         if return_shape:

@@ -12,8 +12,9 @@ import inspect
 
 from ..core import pytree as tree
 from ..core.primitives import batching_rules
-from ..core.trace import Trace, Tracer, full_lower, get_aval_of, new_main, trace_stack
+from ..core.trace import Trace, Tracer, full_lower, get_aval_of, new_main, trace_state
 from ..lax.batching import batch_at
+from ..lax.reductions import reduce_sum
 
 
 class AxisData:
@@ -86,15 +87,16 @@ class BatchTrace(Trace):
 
 def find_axis(name):
     """The innermost vmap (its main trace) whose axis is called `name`, or None."""
-    for main in reversed(trace_stack):
+    for main in reversed(trace_state.stack):
         if main.trace_type is BatchTrace and main.global_data.name == name:
             return main
     return None
 
 
-def batch_flat(flat_fun, values, dims, axis: AxisData, out_dims_thunk):
+def batch_flat(flat_fun, values, dims, axis: AxisData, out_dims_thunk, sum_match=False):
     """Runs `flat_fun` on values batched along `dims`; returns outputs with their batch dims moved to
-    `out_dims_thunk()` (a callable, as the output count is known only after the call)."""
+    `out_dims_thunk()` (a callable, as the output count is known only after the call). A batched output
+    whose out dim is None is an error, or with `sum_match` summed over the batch."""
     with new_main(BatchTrace, axis) as main:
         trace = BatchTrace(main)
         inputs = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(values, dims)]
@@ -103,9 +105,9 @@ def batch_flat(flat_fun, values, dims, axis: AxisData, out_dims_thunk):
         results = []
         for i, (out, out_dim) in enumerate(zip(outs, out_dims)):
             if out_dim is None:
-                if out.batch_dim is not None:
+                if out.batch_dim is not None and not sum_match:
                     raise ValueError(f"vmap has mapped output (output {i}) but out_axes is None")
-                results.append(out.value)
+                results.append(out.value if out.batch_dim is None else reduce_sum(out.value, (out.batch_dim,)))
                 continue
             results.append(batch_at(out.value, out.batch_dim, axis.size, out_dim))
         return results
@@ -176,8 +178,9 @@ def _argument_names(fun, args, kwargs):
     return names
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
-    """Vectorizes `fun` over the axes `in_axes` of its arguments, putting the batch at `out_axes`."""
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None, sum_match=False):
+    """Vectorizes `fun` over the axes `in_axes` of its arguments, putting the batch at `out_axes`. With
+    `sum_match`, an output that depends on the batch but has out axis None is summed over the batch."""
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if not (in_axes is None or isinstance(in_axes, (int, tuple, dict)) or tree.tree_leaves(in_axes)):
@@ -219,7 +222,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                                      f"{rank + 1} (the batch included)")
             return [a if a is None else a % (rank + 1) for a, rank in zip(out_info["axes"], out_info["ranks"])]
 
-        outs = batch_flat(flat_fun, leaves, axes, AxisData(size, axis_name, spmd_axis_name), out_dims)
+        outs = batch_flat(flat_fun, leaves, axes, AxisData(size, axis_name, spmd_axis_name), out_dims, sum_match)
         return out_info["tree"].unflatten(outs)
 
     return batched

@@ -5,7 +5,7 @@ import numpy as np
 from numax import lax
 from numax.core import dtypes
 from numax.core.avals import get_aval
-from numax.core.trace import Tracer, get_aval_of, trace_stack
+from numax.core.trace import Tracer, get_aval_of, is_tracing
 from numax.lowering.array import Array, put
 from numax.lowering.dispatch import scalar_array
 
@@ -84,7 +84,7 @@ def device_array(value, weak_type=None):
         if type(scalar) is int and dtypes.is_integer(dtype):
             dtypes.check_int_fits(scalar, dtype)
         return scalar_array(scalar, dtype, weak)
-    if len(trace_stack) > 1:
+    if is_tracing():
         # Under a transformation, host arrays stay host values: the trace captures each one once, by identity.
         return value
     return put(np.asarray(value), weak_type=weak)

@@ -22,7 +22,7 @@ from numax.core.trace import get_aval_of
 from numax.lax import ad
 from numax.lax.batching import axis_size_of, batch_at_front
 from numax.lowering.lower import lower_program_body, register_lowering
-from numax.transforms.jit import jit
+from numax.transforms.jit import named_jit
 from numax.transforms.vmap import vmap
 
 from ._keys import split_impl, unwrap
@@ -201,7 +201,7 @@ def _gamma_impl(key_words, a, shape, dtype, log_space):
     return random_gamma_p.bind(key_words, a, log_space=log_space)
 
 
-_gamma = jit(_gamma_impl, static_argnums=(2, 3, 4), name="gamma")
+_gamma = named_jit(_gamma_impl, "gamma", static_argnums=(2, 3, 4))
 
 
 def _shape_or_none(name, shape):
@@ -240,7 +240,7 @@ def _beta_impl(key_words, a, b, shape, dtype):
     return lax.div(gamma_a_scaled, lax.add(gamma_a_scaled, gamma_b_scaled))
 
 
-_beta = jit(_beta_impl, static_argnums=(3, 4), name="beta")
+_beta = named_jit(_beta_impl, "beta", static_argnums=(3, 4))
 
 
 def beta(key, a, b, shape=None, dtype=None):
@@ -268,7 +268,7 @@ def _dirichlet_impl(key_words, alpha, shape, dtype):
     return softmax(log_gamma_samples, -1)
 
 
-_dirichlet = jit(_dirichlet_impl, static_argnums=(2, 3), name="dirichlet")
+_dirichlet = named_jit(_dirichlet_impl, "dirichlet", static_argnums=(2, 3))
 
 
 def dirichlet(key, alpha, shape=None, dtype=None):
@@ -287,7 +287,7 @@ def _chisquare_impl(key_words, df, shape, dtype):
     return lax.mul(lax.exp(log_g), two)
 
 
-_chisquare = jit(_chisquare_impl, static_argnums=(2, 3), name="chisquare")
+_chisquare = named_jit(_chisquare_impl, "chisquare", static_argnums=(2, 3))
 
 
 def chisquare(key, df, shape=None, dtype=None):
@@ -311,7 +311,7 @@ def _f_impl(key_words, dfnum, dfden, shape, dtype):
     return lax.div(*_broadcast_all(num, den))
 
 
-_f = jit(_f_impl, static_argnums=(3, 4), name="f")
+_f = named_jit(_f_impl, "f", static_argnums=(3, 4))
 
 
 def f(key, dfnum, dfden, shape=None, dtype=None):
@@ -333,7 +333,7 @@ def _t_impl(key_words, df, shape, dtype):
     return lax.mul(n, lax.sqrt(lax.div(*_broadcast_all(half_df, g))))
 
 
-_t = jit(_t_impl, static_argnums=(2, 3), name="t")
+_t = named_jit(_t_impl, "t", static_argnums=(2, 3))
 
 
 def t(key, df, shape=None, dtype=None):
@@ -415,7 +415,7 @@ def _poisson_impl(key_words, lam, shape, dtype):
     return lax.select(lax.eq(lam, _const(0, lam.dtype)), lax.full_like(result, 0), result)
 
 
-_poisson = jit(_poisson_impl, static_argnums=(2, 3), name="poisson")
+_poisson = named_jit(_poisson_impl, "poisson", static_argnums=(2, 3))
 
 
 def poisson(key, lam, shape=None, dtype=None):
@@ -563,7 +563,7 @@ def _binomial_impl(key_words, count, prob, shape, dtype):
     return lax.select(keep, samples, lax.sub(lax.convert_element_type(count, dtype), samples))
 
 
-_binomial = jit(_binomial_impl, static_argnums=(3, 4), name="binomial")
+_binomial = named_jit(_binomial_impl, "binomial", static_argnums=(3, 4))
 
 
 def binomial(key, n, p, shape=None, dtype=None):
@@ -610,7 +610,7 @@ def _maxwell_impl(key_words, shape, dtype):
     return lax.sqrt(lax.reduce_sum(lax.mul(normal3, normal3), (len(shape),)))
 
 
-_maxwell = jit(_maxwell_impl, static_argnums=(1, 2), name="maxwell")
+_maxwell = named_jit(_maxwell_impl, "maxwell", static_argnums=(1, 2))
 
 
 def maxwell(key, shape=(), dtype=None):
@@ -629,7 +629,7 @@ def _double_sided_maxwell_impl(key_words, loc, scale, shape, dtype):
     return random_sign * maxwell_rvs * scale + loc
 
 
-_double_sided_maxwell = jit(_double_sided_maxwell_impl, static_argnums=(3, 4), name="double_sided_maxwell")
+_double_sided_maxwell = named_jit(_double_sided_maxwell_impl, "double_sided_maxwell", static_argnums=(3, 4))
 
 
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
@@ -650,7 +650,7 @@ def _generalized_normal_impl(key_words, p, shape, dtype):
     return r * xnp.power(g, xnp.true_divide(1, p))
 
 
-_generalized_normal = jit(_generalized_normal_impl, static_argnums=(2, 3), name="generalized_normal")
+_generalized_normal = named_jit(_generalized_normal_impl, "generalized_normal", static_argnums=(2, 3))
 
 
 def generalized_normal(key, p, shape=(), dtype=None):
@@ -670,7 +670,7 @@ def _ball_impl(key_words, p, d, shape, dtype):
     return g / norm[..., None]
 
 
-_ball = jit(_ball_impl, static_argnums=(2, 3, 4), name="ball")
+_ball = named_jit(_ball_impl, "ball", static_argnums=(2, 3, 4))
 
 
 def ball(key, d, p=2, shape=(), dtype=None):
@@ -693,7 +693,7 @@ def _orthogonal_impl(key_words, n, m, shape, dtype):
     return xnp.swapaxes(x, -1, -2) if n < m else x
 
 
-_orthogonal = jit(_orthogonal_impl, static_argnums=(1, 2, 3, 4), name="orthogonal")
+_orthogonal = named_jit(_orthogonal_impl, "orthogonal", static_argnums=(1, 2, 3, 4))
 
 
 def orthogonal(key, n, shape=(), dtype=None, m=None):
@@ -724,7 +724,7 @@ def _wald_impl(key_words, mean, shape, dtype):
     return lax.select(lax.le(z, lax.div(mean, lax.add(mean, x))), x, lax.div(mean_sq, x))
 
 
-_wald = jit(_wald_impl, static_argnums=(2, 3), name="wald")
+_wald = named_jit(_wald_impl, "wald", static_argnums=(2, 3))
 
 
 def wald(key, mean, shape=None, dtype=None):
@@ -751,7 +751,7 @@ def _geometric_impl(key_words, p, shape, dtype):
     return lax.convert_element_type(g, dtype)
 
 
-_geometric = jit(_geometric_impl, static_argnums=(2, 3), name="geometric")
+_geometric = named_jit(_geometric_impl, "geometric", static_argnums=(2, 3))
 
 
 def geometric(key, p, shape=None, dtype=None):
@@ -779,7 +779,7 @@ def _triangular_impl(key_words, left, mode, right, shape, dtype):
     return lax.select(lax.lt(u, fc), out1, out2)
 
 
-_triangular = jit(_triangular_impl, static_argnums=(4, 5), name="triangular")
+_triangular = named_jit(_triangular_impl, "triangular", static_argnums=(4, 5))
 
 
 def triangular(key, left, mode, right, shape=None, dtype=None):

@@ -17,7 +17,7 @@ from numax.core.pytree import register_pytree_node
 from numax.core.trace import Tracer, get_aval_of
 from numax.lax.prng import threefry2x32
 from numax.lowering.array import Array
-from numax.transforms.jit import jit
+from numax.transforms.jit import named_jit
 
 uint32 = np.dtype(np.uint32)
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: uint32, 64: np.dtype(np.uint64)}
@@ -93,10 +93,10 @@ def random_bits_impl(key_data, bit_width, shape):
     return mixed if bit_width == 32 else lax.convert_element_type(mixed, dtype)
 
 
-seed_data = jit(seed_impl, name="threefry_seed")
-split_data = jit(split_impl, static_argnums=(1,), name="threefry_split")
-fold_in_data = jit(fold_in_impl, name="threefry_fold_in")
-random_bits_data = jit(random_bits_impl, static_argnums=(1, 2), name="threefry_random_bits")
+seed_data = named_jit(seed_impl, "threefry_seed")
+split_data = named_jit(split_impl, "threefry_split", static_argnums=(1,))
+fold_in_data = named_jit(fold_in_impl, "threefry_fold_in")
+random_bits_data = named_jit(random_bits_impl, "threefry_random_bits", static_argnums=(1, 2))
 
 
 # --- typed keys -------------------------------------------------------------------------------------

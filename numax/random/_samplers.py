@@ -13,7 +13,7 @@ from numax import lax
 from numax.core import dtypes
 from numax.core.trace import Tracer, get_aval_of
 from numax.lowering.array import Array
-from numax.transforms.jit import jit
+from numax.transforms.jit import named_jit
 
 from ._keys import UINT_DTYPES, random_bits, random_bits_impl, split_impl, unwrap
 
@@ -101,7 +101,7 @@ def _uniform_impl(key_words, minval, maxval, shape, dtype):
     return lax.max(minval, lax.reshape(scaled, shape))
 
 
-_uniform = jit(_uniform_impl, static_argnums=(3, 4), name="uniform")
+_uniform = named_jit(_uniform_impl, "uniform", static_argnums=(3, 4))
 
 
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
@@ -128,7 +128,7 @@ def _normal_impl(key_words, shape, dtype):
     return _normal_real(key_words, shape, dtype)
 
 
-_normal = jit(_normal_impl, static_argnums=(1, 2), name="normal")
+_normal = named_jit(_normal_impl, "normal", static_argnums=(1, 2))
 
 
 def _split_two(key_words):
@@ -169,7 +169,7 @@ def _broadcast_all(*operands):
             for x, s in zip(operands, shapes)]
 
 
-_truncated_normal = jit(_truncated_normal_impl, static_argnums=(3, 4), name="truncated_normal")
+_truncated_normal = named_jit(_truncated_normal_impl, "truncated_normal", static_argnums=(3, 4))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
@@ -198,7 +198,7 @@ def _bernoulli_impl(key_words, p, shape, mode):
     return lax.lt(u, p)
 
 
-_bernoulli = jit(_bernoulli_impl, static_argnums=(2, 3), name="bernoulli")
+_bernoulli = named_jit(_bernoulli_impl, "bernoulli", static_argnums=(2, 3))
 
 
 def bernoulli(key, p=0.5, shape=None, mode="low"):
@@ -262,7 +262,7 @@ def _randint_impl(key_words, minval, maxval, shape, dtype):
     return lax.add(minval, offset)
 
 
-_randint = jit(_randint_impl, static_argnums=(3, 4), name="randint")
+_randint = named_jit(_randint_impl, "randint", static_argnums=(3, 4))
 
 
 def _as_int_operand(value):
@@ -312,10 +312,10 @@ def _gumbel_impl(key_words, shape, dtype, mode):
     return lax.neg(lax.log(lax.neg(lax.log(u))))
 
 
-_exponential = jit(_exponential_impl, static_argnums=(1, 2), name="exponential")
-_laplace = jit(_laplace_impl, static_argnums=(1, 2), name="laplace")
-_logistic = jit(_logistic_impl, static_argnums=(1, 2), name="logistic")
-_gumbel = jit(_gumbel_impl, static_argnums=(1, 2, 3), name="gumbel")
+_exponential = named_jit(_exponential_impl, "exponential", static_argnums=(1, 2))
+_laplace = named_jit(_laplace_impl, "laplace", static_argnums=(1, 2))
+_logistic = named_jit(_logistic_impl, "logistic", static_argnums=(1, 2))
+_gumbel = named_jit(_gumbel_impl, "gumbel", static_argnums=(1, 2, 3))
 
 
 def _simple_sampler(name, impl):
@@ -356,7 +356,7 @@ def _categorical_impl(key_words, logits, axis, shape, batch_shape, mode):
     return lax.argmax(lax.add(noise, expanded), len(prefix) + axis, dtypes.default_int_dtype())
 
 
-_categorical = jit(_categorical_impl, static_argnums=(2, 3, 4, 5), name="categorical")
+_categorical = named_jit(_categorical_impl, "categorical", static_argnums=(2, 3, 4, 5))
 
 
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
@@ -410,7 +410,7 @@ def _shuffle_impl(key_words, x, axis):
     return x
 
 
-_shuffle = jit(_shuffle_impl, static_argnums=(2,), name="shuffle")
+_shuffle = named_jit(_shuffle_impl, "shuffle", static_argnums=(2,))
 
 
 def permutation(key, x, axis=0, independent=False):
@@ -543,7 +543,7 @@ def _cauchy_impl(key_words, shape, dtype):
     return lax.tan(lax.mul(_const(np.pi, dtype), lax.sub(u, _const(0.5, dtype))))
 
 
-_cauchy = jit(_cauchy_impl, static_argnums=(1, 2), name="cauchy")
+_cauchy = named_jit(_cauchy_impl, "cauchy", static_argnums=(1, 2))
 cauchy = _simple_sampler("cauchy", _cauchy)
 cauchy.__doc__ = "Standard Cauchy floats: density 1 / (pi (1 + x^2))."
 
@@ -572,7 +572,7 @@ def _pareto_impl(key_words, b, shape, dtype):
     return lax.exp(lax.div(e, b))
 
 
-_pareto = jit(_pareto_impl, static_argnums=(2, 3), name="pareto")
+_pareto = named_jit(_pareto_impl, "pareto", static_argnums=(2, 3))
 
 
 def pareto(key, b, shape=None, dtype=None):
@@ -589,7 +589,7 @@ def _lognormal_impl(key_words, sigma, shape, dtype):
     return lax.exp(lax.mul(scaled, sigma))
 
 
-_lognormal = jit(_lognormal_impl, static_argnums=(2, 3), name="lognormal")
+_lognormal = named_jit(_lognormal_impl, "lognormal", static_argnums=(2, 3))
 
 
 _UNIT_SIGMA = np.float32(1)  # JAX's default: a float32 scalar, so that it constrains the dtype like an array
@@ -610,7 +610,7 @@ def _rayleigh_impl(key_words, scale, shape, dtype):
     return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), _const(-2, dtype))))
 
 
-_rayleigh = jit(_rayleigh_impl, static_argnums=(2, 3), name="rayleigh")
+_rayleigh = named_jit(_rayleigh_impl, "rayleigh", static_argnums=(2, 3))
 
 
 def rayleigh(key, scale, shape=None, dtype=None):
@@ -629,7 +629,7 @@ def _weibull_min_impl(key_words, scale, concentration, shape, dtype):
     return xnp.power(-xnp.log1p(-u), 1.0 / concentration) * scale
 
 
-_weibull_min = jit(_weibull_min_impl, static_argnums=(3, 4), name="weibull_min")
+_weibull_min = named_jit(_weibull_min_impl, "weibull_min", static_argnums=(3, 4))
 
 
 def weibull_min(key, scale, concentration, shape=(), dtype=None):
@@ -644,7 +644,7 @@ def _rademacher_impl(key_words, shape, dtype):
     return lax.convert_element_type(lax.sub(lax.mul(_const(2, dtype), signs), _const(1, dtype)), dtype)
 
 
-_rademacher = jit(_rademacher_impl, static_argnums=(1, 2), name="rademacher")
+_rademacher = named_jit(_rademacher_impl, "rademacher", static_argnums=(1, 2))
 
 
 def rademacher(key, shape=(), dtype=None):

@@ -1,0 +1,130 @@
+"""Configuration as a JAX user sets it: `JAX_*` environment variables (and numax's own `NUMAX_*`, which win),
+`numax.config.update` with JAX's names, context managers, and the `jax_debug_nans`/`jax_debug_infs` checks."""
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import numax
+import numax.numpy as xnp
+
+_PROBE = """
+import json, sys
+import numax, numax.numpy as xnp
+c = numax.config
+report = {"x64": c.enable_x64, "dtype": str(xnp.arange(2.0).dtype), "log_compiles": c.log_compiles,
+          "disable_jit": c.disable_jit, "debug_nans": c.debug_nans, "debug_infs": c.debug_infs,
+          "platform": c.platform_name, "backend": numax.default_backend()}
+try:
+    xnp.log(-1.0)
+    report["nan_error"] = None
+except FloatingPointError as error:
+    report["nan_error"] = str(error)
+print(json.dumps(report))
+"""
+
+
+def _probe(**environment):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "NUMAX_"))}
+    env.update(environment)
+    done = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=120)
+    return done
+
+
+def test_jax_environment_variables_are_read():
+    done = _probe(JAX_ENABLE_X64="1", JAX_LOG_COMPILES="true", JAX_DISABLE_JIT="yes", JAX_DEBUG_NANS="on",
+                  JAX_PLATFORMS="cpu")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["x64"] is True and report["dtype"] == "float64"
+    assert report["log_compiles"] is True and report["disable_jit"] is True and report["debug_nans"] is True
+    assert report["debug_infs"] is False
+    assert report["platform"] == "cpu" and report["backend"] == "cpu"
+    assert report["nan_error"] == "invalid value (nan) encountered in log"
+
+
+def test_numax_variables_win_over_jax_ones_and_bad_values_are_refused():
+    done = _probe(JAX_ENABLE_X64="1", NUMAX_ENABLE_X64="0", JAX_DEBUG_INFS="1")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["x64"] is False and report["dtype"] == "float32" and report["debug_infs"] is True
+    refused = _probe(JAX_ENABLE_X64="maybe")
+    assert refused.returncode != 0
+    assert "ValueError: invalid truth value 'maybe' for environment variable JAX_ENABLE_X64" in refused.stderr
+
+
+def test_update_with_jax_names_and_unknown_names():
+    assert numax.config.jax_enable_x64 is numax.config.enable_x64 is False
+    numax.config.update("jax_enable_x64", True)
+    try:
+        assert xnp.arange(2.0).dtype == np.float64 and numax.config.read("jax_enable_x64") is True
+    finally:
+        numax.config.update("jax_enable_x64", False)
+    assert xnp.arange(2.0).dtype == np.float32
+    with pytest.raises(AttributeError, match="unknown numax config option 'jax_not_a_flag'"):
+        numax.config.update("jax_not_a_flag", True)
+
+
+def test_enable_x64_context_nests_and_restores():
+    with numax.enable_x64():
+        assert xnp.ones(1).dtype == np.float64
+        with numax.enable_x64(False):
+            assert xnp.ones(1).dtype == np.float32
+        assert numax.numpy.asarray(1.0).dtype == np.float64
+    assert xnp.ones(1).dtype == np.float32 and numax.config.enable_x64 is False
+
+
+# --- jax_debug_nans / jax_debug_infs ------------------------------------------------------------------
+@pytest.fixture
+def debug_flags():
+    """Sets numax's and jax's debug flags together; both are restored."""
+    def set_flags(nans, infs):
+        for name, value in (("jax_debug_nans", nans), ("jax_debug_infs", infs)):
+            numax.config.update(name, value)
+            jax.config.update(name, value)
+
+    yield set_flags
+    set_flags(False, False)
+
+
+def _error_of(call):
+    try:
+        call()
+    except FloatingPointError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize("flags", [(True, False), (False, True)], ids=["nans", "infs"])
+def test_debug_checks_match_jax(debug_flags, flags):
+    debug_flags(*flags)
+
+    def f(lib, x):
+        return lib.log(x) * 2
+
+    cases = [
+        ("eager log(-1)", lambda lib: lib.log(-1.0)),
+        ("eager divide by zero", lambda lib: lib.divide(1.0, 0.0)),
+        ("jit, first primitive", lambda lib: (numax.jit if lib is xnp else jax.jit)(lambda x: f(lib, x))(-1.0)),
+        ("jit, clean", lambda lib: (numax.jit if lib is xnp else jax.jit)(lambda x: f(lib, x))(2.0)),
+        ("grad of jit", lambda lib: (numax.grad if lib is xnp else jax.grad)(
+            (numax.jit if lib is xnp else jax.jit)(lambda x: lib.sqrt(x)))(0.0)),
+        ("integers are not checked", lambda lib: lib.arange(3) // 1),
+    ]
+    raised = 0
+    for name, call in cases:
+        error = _error_of(lambda: call(xnp))
+        assert error == _error_of(lambda: call(jnp)), name
+        raised += error is not None
+    assert raised == 2  # one NaN case and one Inf case trip each flag, eagerly and through jit or grad
+
+
+def test_debug_nans_off_lets_nan_through(debug_flags):
+    debug_flags(False, False)
+    assert np.isnan(float(numax.jit(lambda x: xnp.log(x))(-1.0)))
