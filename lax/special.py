@@ -244,10 +244,17 @@ def _at_infinite_a(a, x_is_inf, out, limit):
     return select(eq(a, _const(a, np.inf)), at_limit, out)
 
 
-def _igamma(a, x):
+def _igamma_masks(a, x):
+    """The special cases P(a, x) and Q(a, x) share: x == 0, x == inf, a == 0, and where they are undefined
+    (nan: a negative argument, a == x == 0, a nan)."""
     zero = _const(x, 0)
     x_is_zero, x_is_inf, a_is_zero = eq(x, zero), eq(x, _const(x, np.inf)), eq(a, zero)
     domain_error = _any_of(lt(x, zero), lt(a, zero), bitwise_and(a_is_zero, x_is_zero), _is_nan(a), _is_nan(x))
+    return x_is_zero, x_is_inf, a_is_zero, domain_error
+
+
+def _igamma(a, x):
+    x_is_zero, x_is_inf, _, domain_error = _igamma_masks(a, x)
     use_igammac = bitwise_and(ge(x, _const(x, 1)), gt(x, a))
     ax, underflow = _log_ax(a, x)
     enabled = bitwise_not(_any_of(x_is_zero, domain_error, underflow, x_is_inf))
@@ -261,9 +268,7 @@ def _igamma(a, x):
 
 
 def _igammac(a, x):
-    zero = _const(x, 0)
-    x_is_zero, x_is_inf, a_is_zero = eq(x, zero), eq(x, _const(x, np.inf)), eq(a, zero)
-    domain_error = _any_of(lt(x, zero), lt(a, zero), bitwise_and(a_is_zero, x_is_zero), _is_nan(a), _is_nan(x))
+    _, x_is_inf, a_is_zero, domain_error = _igamma_masks(a, x)
     use_igamma = bitwise_or(lt(x, _const(x, 1)), lt(x, a))
     ax, underflow = _log_ax(a, x)
     enabled = bitwise_not(_any_of(domain_error, underflow, x_is_inf, a_is_zero))

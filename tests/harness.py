@@ -1,6 +1,8 @@
-"""Shared test helpers: random inputs per dtype, dtype-aware tolerances, and the jax oracle."""
+"""Shared test helpers: random inputs per dtype, dtype-aware tolerances, the jax oracle, and the vmap checks
+(numax.vmap against jax.vmap and a loop over examples; counting ops in a program)."""
 
 import os
+import re
 
 import numpy as np
 
@@ -9,6 +11,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402  (the oracle: tests only)
 import jax.numpy as jnp  # noqa: E402, F401
 from numax.core import dtypes  # noqa: E402
+
+import numax  # noqa: E402
+import numax.numpy as xnp  # noqa: E402
 
 float_dtypes = [np.float32, dtypes.bfloat16, np.float16]
 int_dtypes = [np.int32, np.int8, np.int16, np.uint8, np.uint32]
@@ -55,4 +60,37 @@ def assert_close(actual, expected, dtype=None, scale=1.0, check_dtype=True):
         np.testing.assert_allclose(actual_np, expected_np, rtol=tol, atol=tol)
 
 
-__all__ = ["jax", "jnp", "rand", "assert_close", "tolerance", "float_dtypes", "int_dtypes", "all_dtypes"]
+def check_vmap(numax_fn, jax_fn, args, in_axes=0, out_axes=0, loop=True, jit=True, scale=1.0):
+    """numax.vmap(numax_fn) against jax.vmap(jax_fn) (both jitted unless `jit` is False), and against a loop
+    of numax_fn over the examples (stacked at `out_axes`), with tolerances `scale` times the dtype's. Outputs
+    may be pytrees; returns numax's."""
+    args = [np.asarray(a) for a in args]
+    batched = numax.vmap(numax_fn, in_axes, out_axes)
+    expected_fn = jax.vmap(jax_fn, in_axes, out_axes)
+    if jit:
+        batched, expected_fn = numax.jit(batched), jax.jit(expected_fn)
+    actual, expected = batched(*args), expected_fn(*args)
+    actual_leaves, expected_leaves = jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)
+    assert len(actual_leaves) == len(expected_leaves), (len(actual_leaves), len(expected_leaves))
+    for a, e in zip(actual_leaves, expected_leaves):
+        assert_close(a, np.asarray(e), scale=scale)
+    if loop:
+        axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+        size = next(a.shape[ax] for a, ax in zip(args, axes) if ax is not None)
+        per_example = [numax_fn(*[xnp.asarray(a if ax is None else np.take(a, b, axis=ax))
+                                 for a, ax in zip(args, axes)])
+                       for b in range(size)]
+        for i, leaf in enumerate(actual_leaves):
+            stacked = np.stack([np.asarray(jax.tree_util.tree_leaves(p)[i]) for p in per_example], axis=out_axes)
+            assert_close(leaf, stacked, scale=scale)
+    return actual
+
+
+def count_ops(fn, args, name):
+    """How many equations of primitive `name` the program of `fn(*args)` holds."""
+    text = str(numax.make_jaxpr(fn)(*args))
+    return len(re.findall(rf"= {name}\[", text)) + len(re.findall(rf"= {name} ", text))
+
+
+__all__ = ["jax", "jnp", "rand", "assert_close", "tolerance", "float_dtypes", "int_dtypes", "all_dtypes",
+           "check_vmap", "count_ops"]

@@ -6,7 +6,7 @@ import re
 import numax.lax as nl
 import numpy as np
 import pytest
-from harness import assert_close, jax, jnp
+from harness import assert_close, check_vmap, count_ops, jax, jnp
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,35 +14,6 @@ import numax
 import numax.numpy as xnp
 
 jl = jax.lax
-
-
-def _take(value, axis, index):
-    return None if axis is None else np.take(value, index, axis=axis)
-
-
-def check(numax_fn, jax_fn, args, in_axes=0, out_axes=0, loop=True, jit=True):
-    """numax.vmap(numax_fn) against jax.vmap(jax_fn) (both jitted unless `jit` is False), and against a loop
-    of numax_fn over the examples (stacked at `out_axes`)."""
-    args = [np.asarray(a) for a in args]
-    batched = numax.vmap(numax_fn, in_axes, out_axes)
-    expected_fn = jax.vmap(jax_fn, in_axes, out_axes)
-    if jit:
-        batched, expected_fn = numax.jit(batched), jax.jit(expected_fn)
-    actual, expected = batched(*args), expected_fn(*args)
-    assert_close(actual, np.asarray(expected))
-    if loop:
-        axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
-        size = next(a.shape[ax] for a, ax in zip(args, axes) if ax is not None)
-        per_example = [numax_fn(*[xnp.asarray(a if ax is None else np.take(a, b, axis=ax))
-                                 for a, ax in zip(args, axes)])
-                       for b in range(size)]
-        assert_close(actual, np.stack([np.asarray(p) for p in per_example], axis=out_axes))
-    return actual
-
-
-def count_ops(fn, args, name):
-    text = str(numax.make_jaxpr(fn)(*args))
-    return len(re.findall(rf"= {name}\[", text)) + len(re.findall(rf"= {name} ", text))
 
 
 # --- shape primitives --------------------------------------------------------------------------------------
@@ -68,7 +39,7 @@ UNARY = {
 @pytest.mark.parametrize("name", sorted(UNARY))
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_unary_shape_ops(name, axis):
-    check(UNARY[name](nl), UNARY[name](jl), [X], in_axes=axis, loop=axis == 1)
+    check_vmap(UNARY[name](nl), UNARY[name](jl), [X], in_axes=axis, loop=axis == 1)
 
 
 def test_transpose_keeps_batch_dim_in_place():
@@ -80,7 +51,7 @@ def test_transpose_keeps_batch_dim_in_place():
     assert count_ops(numax.vmap(lambda v: nl.transpose(v, (2, 0, 1))), [x], "transpose") == 1
     out, out_dim = batching_rules[transpose_p]([x], [1], permutation=(2, 0, 1))
     assert (out.shape, out_dim) == ((5, 3, 2, 4), 1)
-    check(lambda v: nl.transpose(v, (2, 0, 1)), lambda v: jl.transpose(v, (2, 0, 1)), [x], in_axes=1, loop=False)
+    check_vmap(lambda v: nl.transpose(v, (2, 0, 1)), lambda v: jl.transpose(v, (2, 0, 1)), [x], in_axes=1, loop=False)
 
 
 def test_broadcast_in_dim_no_transpose():
@@ -94,7 +65,7 @@ def test_broadcast_in_dim_no_transpose():
     out, out_dim = batching_rules[broadcast_in_dim_p]([x], [1], shape=(3, 4, 6), broadcast_dimensions=(0, 2))
     assert (out.shape, out_dim) == ((3, 5, 4, 6), 1)
     assert count_ops(numax.vmap(lambda v: nl.broadcast_in_dim(v, (2, 5, 6), (1, 2))), [x], "transpose") == 0
-    check(lambda v: nl.broadcast_in_dim(v, (3, 4, 5), (0, 2)), lambda v: jl.broadcast_in_dim(v, (3, 4, 5), (0, 2)),
+    check_vmap(lambda v: nl.broadcast_in_dim(v, (3, 4, 5), (0, 2)), lambda v: jl.broadcast_in_dim(v, (3, 4, 5), (0, 2)),
           [x], in_axes=2, loop=False)
 
 
@@ -109,7 +80,7 @@ def _batched(per_example, axis, size=4, seed=0):
 @pytest.mark.parametrize("in_axes", [(0, None), (None, 1), (1, 0), (-1, -1)])
 def test_concatenate_mixed(in_axes):
     x, y = _batched((4, 3), in_axes[0]), _batched((2, 3), in_axes[1], seed=1)
-    check(lambda a, b: nl.concatenate([a, b, a], 0), lambda a, b: jl.concatenate([a, b, a], 0), [x, y],
+    check_vmap(lambda a, b: nl.concatenate([a, b, a], 0), lambda a, b: jl.concatenate([a, b, a], 0), [x, y],
           in_axes=in_axes)
 
 
@@ -118,11 +89,11 @@ def test_pad_batched_value(in_axes):
     config = ((1, 2, 1), (0, -1, 0))
     x = X if in_axes[0] is not None else X[0]
     value = X[0, 0] if in_axes[1] is not None else X[0, 0, 0]
-    check(lambda a, p: nl.pad(a, p, config), lambda a, p: jl.pad(a, p, config), [x, value], in_axes=in_axes)
+    check_vmap(lambda a, p: nl.pad(a, p, config), lambda a, p: jl.pad(a, p, config), [x, value], in_axes=in_axes)
 
 
 def test_iota_under_vmap():
-    check(lambda v: v + nl.iota(np.float32, 4), lambda v: v + jl.iota(np.float32, 4), [X[0]], in_axes=0)
+    check_vmap(lambda v: v + nl.iota(np.float32, 4), lambda v: v + jl.iota(np.float32, 4), [X[0]], in_axes=0)
 
 
 # --- dynamic_slice / dynamic_update_slice --------------------------------------------------------------------
@@ -137,7 +108,7 @@ def test_dynamic_slice_per_example_starts(in_axes):
     def fn(lax):
         return lambda a, i: lax.dynamic_slice(a, (i, 1), (2, 3))
 
-    check(fn(nl), fn(jl), [x, starts], in_axes=in_axes)
+    check_vmap(fn(nl), fn(jl), [x, starts], in_axes=in_axes)
     if in_axes[1] is not None:
         batched = numax.vmap(fn(nl), in_axes)
         assert count_ops(batched, [x, starts], "gather") == 1
@@ -158,7 +129,7 @@ def test_dynamic_update_slice_per_example(in_axes):
     def fn(lax):
         return lambda a, u, i: lax.dynamic_update_slice(a, u, (i, 1))
 
-    check(fn(nl), fn(jl), [x, update, starts], in_axes=in_axes)
+    check_vmap(fn(nl), fn(jl), [x, update, starts], in_axes=in_axes)
     if in_axes[2] is not None:
         assert count_ops(numax.vmap(fn(nl), in_axes), [x, update, starts], "scatter") == 1
 
@@ -183,7 +154,7 @@ def test_gather(mode, in_axes):
         indices = np.moveaxis(GATHER_INDICES, 0, -1)
     if mode == "promise_in_bounds":
         indices = np.clip(indices, 0, 3)
-    check(_gather_fn(nl, mode), _gather_fn(jl, mode), [x, indices], in_axes=in_axes)
+    check_vmap(_gather_fn(nl, mode), _gather_fn(jl, mode), [x, indices], in_axes=in_axes)
     assert count_ops(numax.vmap(_gather_fn(nl, mode), in_axes), [x, indices], "gather") == 1
 
 
@@ -238,7 +209,7 @@ def test_scatter(name, in_axes):
     elif in_axes[2] == 2:
         updates = np.moveaxis(updates, 0, 2)
     mode = "drop" if name != "scatter" else "clip"
-    check(_scatter_fn(nl, name, mode), _scatter_fn(jl, name, mode), [x, indices, updates], in_axes=in_axes)
+    check_vmap(_scatter_fn(nl, name, mode), _scatter_fn(jl, name, mode), [x, indices, updates], in_axes=in_axes)
     assert count_ops(numax.vmap(_scatter_fn(nl, name, mode), in_axes), [x, indices, updates], name) == 1
 
 
@@ -258,7 +229,7 @@ I = np.array([0, 3, -1, 2], np.int32)
 def test_numpy_indexing(name, fn, in_axes):
     x = X if in_axes[0] is not None else X[0]
     i = I if in_axes[1] is not None else I[1]
-    out = check(fn(xnp), fn(jnp), [x, i], in_axes=in_axes)
+    out = check_vmap(fn(xnp), fn(jnp), [x, i], in_axes=in_axes)
     assert out.dtype == np.float32
     text = str(numax.make_jaxpr(numax.vmap(fn(xnp), in_axes))(x, i))
     assert text.count(" gather[") + text.count(" dynamic_slice[") == 1, text
@@ -274,7 +245,7 @@ def test_numpy_at_updates(method, in_axes):
     def fn(np_):
         return lambda a, i, v: getattr(a.at[i], method)(v)
 
-    check(fn(xnp), fn(jnp), [x, i, values], in_axes=in_axes)
+    check_vmap(fn(xnp), fn(jnp), [x, i, values], in_axes=in_axes)
     scatter_name = {"set": "scatter", "add": "scatter_add", "mul": "scatter_mul", "min": "scatter_min",
                     "max": "scatter_max"}[method]
     text = str(numax.make_jaxpr(numax.vmap(fn(xnp), in_axes))(x, i, values))
@@ -284,7 +255,7 @@ def test_numpy_at_updates(method, in_axes):
 def test_numpy_at_add_repeated_batched_indices():
     idx = np.array([[0, 0, 1], [3, 3, 3], [1, 2, 1], [2, 0, 2]], np.int32)
     fn = lambda np_: lambda a, i, v: a.at[i].add(v)  # noqa: E731
-    check(fn(xnp), fn(jnp), [X[:, :, 0], idx, X[:, :3, 1]], in_axes=(0, 0, 0))
+    check_vmap(fn(xnp), fn(jnp), [X[:, :, 0], idx, X[:, :3, 1]], in_axes=(0, 0, 0))
 
 
 @pytest.mark.parametrize("mode", [None, "clip", "wrap", "fill"])
@@ -297,7 +268,7 @@ def test_take(mode, in_axes):
     def fn(np_):
         return lambda a, i: np_.take(a, i, axis=1, mode=mode)
 
-    check(fn(xnp), fn(jnp), [x, i], in_axes=in_axes)
+    check_vmap(fn(xnp), fn(jnp), [x, i], in_axes=in_axes)
     assert count_ops(numax.vmap(fn(xnp), in_axes), [x, i], "gather") == 1
 
 
@@ -312,7 +283,7 @@ def test_take_along_axis(in_axes):
     def fn(np_):
         return lambda a, i: np_.take_along_axis(a, i, axis=1)
 
-    check(fn(xnp), fn(jnp), [x, i], in_axes=in_axes)
+    check_vmap(fn(xnp), fn(jnp), [x, i], in_axes=in_axes)
     assert count_ops(numax.vmap(fn(xnp), in_axes), [x, i], "gather") == 1
 
 
@@ -330,7 +301,7 @@ def test_take_along_axis(in_axes):
 def test_numpy_shape_functions(name, fn, in_axes):
     a = X if in_axes[0] is not None else X[0]
     b = X * 2 if in_axes[1] is not None else X[1] * 2
-    check(fn(xnp), fn(jnp), [a, b], in_axes=in_axes, loop=in_axes == (0, 0))
+    check_vmap(fn(xnp), fn(jnp), [a, b], in_axes=in_axes, loop=in_axes == (0, 0))
 
 
 # --- nesting, jit and per-example gradients -------------------------------------------------------------------
@@ -399,7 +370,7 @@ def test_gather_in_axes_hypothesis(operand_axis, indices_axis, size):
     def fn(np_):
         return lambda a, i: a[i, 1:]
 
-    check(fn(xnp), fn(jnp), [x, i], in_axes=(operand_axis, indices_axis), loop=False)
+    check_vmap(fn(xnp), fn(jnp), [x, i], in_axes=(operand_axis, indices_axis), loop=False)
 
 
 # --- edge cases: no examples, other dtypes, nested scatters, gradients through scatters --------------------------

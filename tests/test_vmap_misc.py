@@ -2,13 +2,12 @@
 the same code and a Python loop over examples; compositions with grad; the IR of each batched call is one op."""
 
 import functools
-import re
 import types
 
 import numax.lax as nl
 import numpy as np
 import pytest
-from harness import assert_close, jax, jnp
+from harness import assert_close, check_vmap, count_ops, jax, jnp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax._src.lax import linalg as jax_linalg  # geqrf is not re-exported by jax.lax.linalg
@@ -23,35 +22,6 @@ import numax.numpy as xnp
 
 jl = jax.lax
 jl_linalg = types.SimpleNamespace(linalg=jax_linalg)
-
-
-def check(numax_fn, jax_fn, args, in_axes=0, out_axes=0, loop=True, jit=True, scale=1.0):
-    """numax.vmap(numax_fn) against jax.vmap(jax_fn) (both jitted unless `jit` is False), and against a loop
-    of numax_fn over the examples (stacked at `out_axes`). Outputs may be pytrees."""
-    args = [np.asarray(a) for a in args]
-    batched = numax.vmap(numax_fn, in_axes, out_axes)
-    expected_fn = jax.vmap(jax_fn, in_axes, out_axes)
-    if jit:
-        batched, expected_fn = numax.jit(batched), jax.jit(expected_fn)
-    actual, expected = batched(*args), expected_fn(*args)
-    actual_leaves, expected_leaves = jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)
-    assert len(actual_leaves) == len(expected_leaves)
-    for a, e in zip(actual_leaves, expected_leaves):
-        assert_close(a, np.asarray(e), scale=scale)
-    if loop:
-        axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
-        size = next(a.shape[ax] for a, ax in zip(args, axes) if ax is not None)
-        per_example = [numax_fn(*[a if ax is None else np.take(a, b, axis=ax) for a, ax in zip(args, axes)])
-                       for b in range(size)]
-        for i, leaf in enumerate(actual_leaves):
-            stacked = np.stack([np.asarray(jax.tree_util.tree_leaves(p)[i]) for p in per_example], axis=out_axes)
-            assert_close(leaf, stacked, scale=scale)
-    return actual
-
-
-def count_ops(fn, args, name):
-    text = str(numax.make_jaxpr(fn)(*args))
-    return len(re.findall(rf"= {name}\[", text)) + len(re.findall(rf"= {name} ", text))
 
 
 def spd(rng, shape):
@@ -111,14 +81,14 @@ def svd_table_fn(name, fn):
 def test_numpy_linalg(name):
     fn, args, in_axes = LINALG[name]
     fn = svd_table_fn(name, fn)
-    check(fn(xnp), fn(jnp), args, in_axes, scale=20)
+    check_vmap(fn(xnp), fn(jnp), args, in_axes, scale=20)
 
 
 def test_numpy_linalg_batched_matrices_of_batches():
     """vmap over axis 1 of a stack of batches of matrices (the primitives' own batch dims stay leading)."""
     stack = spd(np.random.default_rng(1), (2, 3, 4, 4))
-    check(lambda x: xnp.linalg.inv(x), lambda x: jnp.linalg.inv(x), (stack,), 1, scale=20)
-    check(lambda x: xnp.linalg.eigh(x)[0], lambda x: jnp.linalg.eigh(x)[0], (stack,), 1, scale=20)
+    check_vmap(lambda x: xnp.linalg.inv(x), lambda x: jnp.linalg.inv(x), (stack,), 1, scale=20)
+    check_vmap(lambda x: xnp.linalg.eigh(x)[0], lambda x: jnp.linalg.eigh(x)[0], (stack,), 1, scale=20)
 
 
 def test_numpy_linalg_out_axes_and_nested():
@@ -158,7 +128,7 @@ def test_triangular_solve(left_side, a_batched, b_dim):
     if a_dim is None and b_dim is None:
         return
     kwargs = dict(left_side=left_side, lower=False, transpose_a=True)
-    check(lambda x, y: nl.linalg.triangular_solve(x, y, **kwargs),
+    check_vmap(lambda x, y: nl.linalg.triangular_solve(x, y, **kwargs),
           lambda x, y: jl.linalg.triangular_solve(x, y, **kwargs), (a_arg, b), (a_dim, b_dim), scale=10)
 
 
@@ -197,7 +167,7 @@ def test_lax_linalg_primitive_is_one_batched_op(name):
             numax.jit(numax.vmap(fn(nl)))(*args)
         return
     fn = svd_table_fn(name, fn)
-    check(fn(nl), fn(jl_linalg), args, 0, scale=20)
+    check_vmap(fn(nl), fn(jl_linalg), args, 0, scale=20)
 
 
 @settings(max_examples=8)
@@ -206,7 +176,7 @@ def test_solve_hypothesis(n, batch, axis, rhs_axis):
     rng = np.random.default_rng(n * 100 + batch)
     matrices = np.moveaxis(spd(rng, (batch, n, n)), 0, axis)
     rhs = rng.normal(size=(batch, n) if rhs_axis == 0 else (n, batch) if rhs_axis == 1 else (n,)).astype(np.float32)
-    check(xnp.linalg.solve, jnp.linalg.solve, (matrices, rhs), (axis, rhs_axis), loop=False, scale=50)
+    check_vmap(xnp.linalg.solve, jnp.linalg.solve, (matrices, rhs), (axis, rhs_axis), loop=False, scale=50)
 
 
 # --- custom_jvp / custom_vjp --------------------------------------------------------------------------------
@@ -252,8 +222,8 @@ def test_custom_vmap_values_and_grads(kind, in_axes):
     x, y = X3, Y3 if in_axes[1] == 0 else np.float32(2.0)
     if in_axes[0] is None:
         x = np.float32(0.5)
-    check(f, jf, (x, y), in_axes, jit=False)
-    check(f, jf, (x, y), in_axes)
+    check_vmap(f, jf, (x, y), in_axes, jit=False)
+    check_vmap(f, jf, (x, y), in_axes)
     # Per-example gradients (vmap of grad) and the gradient of the batched function (grad of vmap).
     argnums = (0, 1)
     per_example = numax.vmap(numax.grad(f, argnums), in_axes)(x, y)
@@ -392,7 +362,7 @@ def test_checkpoint_under_vmap(in_axes):
         if axis is not None:
             args[i] = np.stack([args[i] * (k + 1) for k in range(3)], axis=axis)
     f, jf = _checkpointed(numax), _checkpointed(jax)
-    check(f, jf, args, in_axes, scale=10)
+    check_vmap(f, jf, args, in_axes, scale=10)
     loss = lambda api, fn: lambda x, w: api.vmap(fn, in_axes)(x, w).sum()
     for a, e in zip(numax.grad(loss(numax, f), (0, 1))(*args), jax.grad(loss(jax, jf), (0, 1))(*args)):
         assert_close(a, np.asarray(e), scale=10)
@@ -584,7 +554,7 @@ def test_custom_rule_closing_over_batched_value(kind, x_axis):
     f, jf = _closing_over(numax, kind), _closing_over(jax, kind)
     c = np.array([0.0, 1.0, 2.0], np.float32)
     x = X3 if x_axis == 0 else np.float32(1.0)
-    check(f, jf, (c, x), (0, x_axis), jit=False)
+    check_vmap(f, jf, (c, x), (0, x_axis), jit=False)
     loss = lambda api, fn: lambda x: api.vmap(fn, (0, x_axis))(c, x).sum()
     assert_close(numax.grad(loss(numax, f))(x), np.asarray(jax.grad(loss(jax, jf))(x)))
     assert_close(numax.jit(numax.grad(loss(numax, f)))(x), np.asarray(jax.grad(loss(jax, jf))(x)))

@@ -7,6 +7,7 @@ at lowering, run by compiling it), `numax.jit` with its per-signature cache and 
 
 import functools
 import inspect
+import threading
 import weakref
 
 import numpy as np
@@ -45,12 +46,15 @@ class _ProgramExecutables:
 
 _program_executables = _ProgramExecutables()
 _jit_functions = weakref.WeakSet()  # every numax.jit function, for clear_caches
+_jit_functions_lock = threading.Lock()  # a WeakSet cannot be copied while another thread adds to it
 
 
 @caches.register
 def _clear_caches():
     _program_executables.cache.clear()
-    for function in list(_jit_functions):
+    with _jit_functions_lock:
+        functions = list(_jit_functions)
+    for function in functions:
         function.clear_cache()
 
 
@@ -198,7 +202,8 @@ class JitFunction:
         self.cache = caches.ComputeOnceCache()  # signature -> _CacheEntry (compiled)
         self.traced_cache = caches.ComputeOnceCache()  # signature -> (ClosedProgram, out_tree), under transforms
         self.last_key = None
-        _jit_functions.add(self)
+        with _jit_functions_lock:
+            _jit_functions.add(self)
 
     def __get__(self, instance, owner):
         return self if instance is None else functools.partial(self, instance)

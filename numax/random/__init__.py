@@ -4,27 +4,19 @@ Keys are either raw uint32[2] arrays (`PRNGKey`) or typed keys (`key`, dtype `ke
 function accepts both and returns keys of the kind it was given.
 """
 
-from ._distributions import (  # noqa: F401
+from ._closed_form import double_sided_maxwell, maxwell, orthogonal, triangular, wald  # noqa: F401
+from ._counts import binomial, geometric, multinomial, poisson  # noqa: F401
+from ._gamma import (  # noqa: F401
     ball,
     beta,
-    binomial,
     chisquare,
     dirichlet,
-    double_sided_maxwell,
     f,
     gamma,
     generalized_normal,
-    geometric,
-    key_dtype,
     loggamma,
-    maxwell,
-    multinomial,
-    orthogonal,
-    poisson,
     random_gamma_p,
     t,
-    triangular,
-    wald,
 )
 from ._keys import (  # noqa: F401
     KeyDType,
@@ -34,6 +26,7 @@ from ._keys import (  # noqa: F401
     fold_in,
     key,
     key_data,
+    key_dtype,
     key_impl,
     split,
     wrap_key_data,

@@ -119,7 +119,7 @@ class KeyDType:
         return hash("key<fry>")
 
 
-key_dtype = KeyDType()
+threefry_key_dtype = KeyDType()
 
 
 class PRNGKeyArray:
@@ -130,7 +130,7 @@ class PRNGKeyArray:
     """
 
     __slots__ = ("_data",)
-    dtype = key_dtype
+    dtype = threefry_key_dtype
 
     def __init__(self, data):
         self._data = data
@@ -246,6 +246,11 @@ def _seed_array(name, seed):
     return seed
 
 
+def _check_impl(impl):
+    if impl not in (None, "threefry2x32"):
+        raise ValueError(f"unsupported PRNG implementation {impl!r}; numax implements 'threefry2x32'")
+
+
 def PRNGKey(seed):
     """A raw (legacy) key: a uint32[2] array made from an integer `seed`."""
     return seed_data(_seed_array("PRNGKey", seed))
@@ -253,9 +258,14 @@ def PRNGKey(seed):
 
 def key(seed, *, impl=None):
     """A typed key (dtype `key<fry>`, shape ()) made from an integer `seed`."""
-    if impl not in (None, "threefry2x32"):
-        raise ValueError(f"unsupported PRNG implementation {impl!r}; numax implements 'threefry2x32'")
+    _check_impl(impl)
     return PRNGKeyArray(seed_data(_seed_array("key", seed)))
+
+
+def key_dtype(impl_spec=None):
+    """The dtype of typed keys (`key<fry>`); only the threefry2x32 implementation exists."""
+    _check_impl(impl_spec)
+    return threefry_key_dtype
 
 
 def key_data(keys):
@@ -266,8 +276,7 @@ def key_data(keys):
 
 def wrap_key_data(key_bits_array, *, impl=None):
     """Typed keys over uint32 data whose trailing dimension is 2."""
-    if impl not in (None, "threefry2x32"):
-        raise ValueError(f"unsupported PRNG implementation {impl!r}; numax implements 'threefry2x32'")
+    _check_impl(impl)
     if isinstance(key_bits_array, (list, tuple)):
         key_bits_array = np.asarray(key_bits_array, np.uint32)
     return PRNGKeyArray(check_key_data("wrap_key_data", key_bits_array, allow_batched=True))

@@ -30,6 +30,10 @@ def _canonical_shape(name, shape):
     return shape
 
 
+def _shape_or_none(name, shape):
+    return None if shape is None else _canonical_shape(name, shape)
+
+
 def _float_dtype(name, dtype, allow_complex=False):
     dtype = dtypes.canonicalize_dtype(float if dtype is None else dtype)
     ok = dtypes.is_inexact(dtype) if allow_complex else dtypes.is_float(dtype)
@@ -131,9 +135,14 @@ def _normal_impl(key_words, shape, dtype):
 _normal = named_jit(_normal_impl, "normal", static_argnums=(1, 2))
 
 
+def _split_n(key_words, num):
+    """`num` keys from one key, as a list of uint32[2] arrays."""
+    keys = split_impl(key_words, (num,))
+    return [lax.reshape(lax.slice(keys, (i, 0), (i + 1, 2)), (2,)) for i in range(num)]
+
+
 def _split_two(key_words):
-    keys = split_impl(key_words, (2,))
-    return lax.reshape(lax.slice(keys, (0, 0), (1, 2)), (2,)), lax.reshape(lax.slice(keys, (1, 0), (2, 2)), (2,))
+    return _split_n(key_words, 2)
 
 
 def normal(key, shape=(), dtype=None):
@@ -162,11 +171,16 @@ def _truncated_normal_impl(key_words, lower, upper, shape, dtype):
     return lax.min(high, lax.max(low, out))
 
 
+def _broadcast_to(x, shape):
+    x_shape = get_aval_of(x).shape
+    if tuple(x_shape) == tuple(shape):
+        return x
+    return lax.broadcast_in_dim(x, shape, range(len(shape) - len(x_shape), len(shape)))
+
+
 def _broadcast_all(*operands):
-    shapes = [get_aval_of(x).shape for x in operands]
-    shape = tuple(np.broadcast_shapes(*shapes))
-    return [x if s == shape else lax.broadcast_in_dim(x, shape, range(len(shape) - len(s), len(shape)))
-            for x, s in zip(operands, shapes)]
+    shape = tuple(np.broadcast_shapes(*[get_aval_of(x).shape for x in operands]))
+    return [_broadcast_to(x, shape) for x in operands]
 
 
 _truncated_normal = named_jit(_truncated_normal_impl, "truncated_normal", static_argnums=(3, 4))
@@ -566,6 +580,18 @@ def _param_shape(name, shape, *params):
     return shape
 
 
+def _checked_float_params(name, key, shape, dtype, *params):
+    """The checks of a float sampler with array parameters, before its jitted implementation: the key, a float
+    dtype, `shape` broadcast-compatible with the parameters (their broadcast shape when None) and parameters
+    that cast safely to the dtype. Returns (key words, shape, dtype, parameters as operands)."""
+    key_words, _ = unwrap(name, key)
+    dtype = _float_dtype(name, dtype)
+    params = [_as_operand(p) for p in params]
+    shape = _param_shape(name, shape, *params)
+    _check_safe_to_cast(name, dtype, *params)
+    return key_words, shape, dtype, params
+
+
 def _pareto_impl(key_words, b, shape, dtype):
     e = _exponential_impl(key_words, shape, dtype)
     e, b = _broadcast_all(e, lax.convert_element_type(b, dtype))
@@ -577,10 +603,8 @@ _pareto = named_jit(_pareto_impl, "pareto", static_argnums=(2, 3))
 
 def pareto(key, b, shape=None, dtype=None):
     """Pareto floats with shape parameter `b`: density b / x^(b+1) on x >= 1."""
-    key_words, _ = unwrap("pareto", key)
-    b, dtype = _as_operand(b), _float_dtype("pareto", dtype)
-    _check_safe_to_cast("pareto", dtype, b)
-    return _pareto(key_words, b, _param_shape("pareto", shape, b), dtype)
+    key_words, shape, dtype, (b,) = _checked_float_params("pareto", key, shape, dtype, b)
+    return _pareto(key_words, b, shape, dtype)
 
 
 def _lognormal_impl(key_words, sigma, shape, dtype):
@@ -597,10 +621,8 @@ _UNIT_SIGMA = np.float32(1)  # JAX's default: a float32 scalar, so that it const
 
 def lognormal(key, sigma=_UNIT_SIGMA, shape=None, dtype=None):
     """exp(sigma * z) for standard normal z."""
-    key_words, _ = unwrap("lognormal", key)
-    sigma, dtype = _as_operand(sigma), _float_dtype("lognormal", dtype)
-    _check_safe_to_cast("lognormal", dtype, sigma)
-    return _lognormal(key_words, sigma, _param_shape("lognormal", shape, sigma), dtype)
+    key_words, shape, dtype, (sigma,) = _checked_float_params("lognormal", key, shape, dtype, sigma)
+    return _lognormal(key_words, sigma, shape, dtype)
 
 
 def _rayleigh_impl(key_words, scale, shape, dtype):
@@ -615,10 +637,8 @@ _rayleigh = named_jit(_rayleigh_impl, "rayleigh", static_argnums=(2, 3))
 
 def rayleigh(key, scale, shape=None, dtype=None):
     """Rayleigh floats: scale * sqrt(-2 log u)."""
-    key_words, _ = unwrap("rayleigh", key)
-    scale, dtype = _as_operand(scale), _float_dtype("rayleigh", dtype)
-    _check_safe_to_cast("rayleigh", dtype, scale)
-    return _rayleigh(key_words, scale, _param_shape("rayleigh", shape, scale), dtype)
+    key_words, shape, dtype, (scale,) = _checked_float_params("rayleigh", key, shape, dtype, scale)
+    return _rayleigh(key_words, scale, shape, dtype)
 
 
 def _weibull_min_impl(key_words, scale, concentration, shape, dtype):
