@@ -1,0 +1,70 @@
+"""Import-time benchmark: `import numax` against `import jax`, each in fresh interpreters.
+
+Each sample is one new `python -c` process that times its own `import X` (interpreter start-up and exit
+excluded); the libraries alternate so that machine noise hits them alike, and the best of N rounds is kept,
+as load only ever adds time. `import numpy, ml_dtypes` is shown too: numax needs both, so it is the floor.
+Two settings of Python's bytecode cache:
+
+- bytecode cached: as for an installed package (pip compiles `.pyc` files). The children cache bytecode in
+  a private temporary directory (`PYTHONPYCACHEPREFIX`), warmed by one unmeasured import of each library.
+- inherited environment: this process's settings as they are. This project's sandbox sets
+  `PYTHONDONTWRITEBYTECODE=1`, so numax (an editable install) compiles all its sources on every import
+  while jax reads the `.pyc` files its wheel installed.
+
+    python bench/import_time.py [--rounds N]
+"""
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+LIBRARIES = {"numax": "numax", "jax": "jax", "numpy + ml_dtypes (numax's floor)": "numpy, ml_dtypes"}
+
+
+def import_seconds(modules, env):
+    """Seconds a fresh interpreter spends in `import <modules>`."""
+    code = f"import time; start = time.perf_counter(); import {modules}; print(time.perf_counter() - start)"
+    finished = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
+    return float(finished.stdout)
+
+
+def best_import_times(env, rounds):
+    """Best import time of each library over `rounds` alternating rounds, in milliseconds."""
+    samples = {name: [] for name in LIBRARIES}
+    for _ in range(rounds):
+        for name, modules in LIBRARIES.items():
+            samples[name].append(import_seconds(modules, env))
+    return {name: min(values) * 1e3 for name, values in samples.items()}
+
+
+def report(setting, best):
+    print(f"\n{setting}:")
+    for name, milliseconds in best.items():
+        print(f"  {name:>34}: {milliseconds:7.1f} ms")
+    print(f"  {'numax / jax':>34}: {best['numax'] / best['jax']:7.2f}x")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15, help="fresh processes per library (the best is kept)")
+    args = parser.parse_args()
+    import jax
+    import jaxlib
+
+    print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, jax {jax.__version__}, "
+          f"jaxlib {jaxlib.__version__}; best of {args.rounds} fresh processes")
+    with tempfile.TemporaryDirectory() as cache:
+        cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        cached["PYTHONPYCACHEPREFIX"] = cache
+        for modules in LIBRARIES.values():
+            import_seconds(modules, cached)  # writes the bytecode cache
+        report("bytecode cached", best_import_times(cached, args.rounds))
+    setting = "PYTHONDONTWRITEBYTECODE=1" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "bytecode written"
+    report(f"inherited environment ({setting})", best_import_times(dict(os.environ), args.rounds))
+
+
+if __name__ == "__main__":
+    main()
