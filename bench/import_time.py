@@ -1,7 +1,8 @@
 """Import-time benchmark: `import numax` against `import jax`, each in fresh interpreters.
 
 Each sample is one new `python -c` process that times its own `import X` (interpreter start-up and exit
-excluded); the libraries alternate so that machine noise hits them alike, and the best of N rounds is kept,
+excluded), in wall time and in CPU time (the process's own, which other work on a shared machine inflates
+far less); the libraries alternate so that machine noise hits them alike, and the best of N rounds is kept,
 as load only ever adds time. `import numpy, ml_dtypes` is shown too: numax needs both, so it is the floor.
 Two settings of Python's bytecode cache:
 
@@ -25,26 +26,28 @@ LIBRARIES = {"numax": "numax", "jax": "jax", "numpy + ml_dtypes (numax's floor)"
 
 
 def import_seconds(modules, env):
-    """Seconds a fresh interpreter spends in `import <modules>`."""
-    code = f"import time; start = time.perf_counter(); import {modules}; print(time.perf_counter() - start)"
+    """(wall, CPU) seconds a fresh interpreter spends in `import <modules>`."""
+    code = ("import time; wall, cpu = time.perf_counter(), time.process_time(); "
+            f"import {modules}; print(time.perf_counter() - wall, time.process_time() - cpu)")
     finished = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
-    return float(finished.stdout)
+    return [float(seconds) for seconds in finished.stdout.split()]
 
 
 def best_import_times(env, rounds):
-    """Best import time of each library over `rounds` alternating rounds, in milliseconds."""
+    """{library: (wall, CPU)}: the best of `rounds` alternating rounds, in milliseconds."""
     samples = {name: [] for name in LIBRARIES}
     for _ in range(rounds):
         for name, modules in LIBRARIES.items():
             samples[name].append(import_seconds(modules, env))
-    return {name: min(values) * 1e3 for name, values in samples.items()}
+    return {name: [min(column) * 1e3 for column in zip(*values)] for name, values in samples.items()}
 
 
 def report(setting, best):
-    print(f"\n{setting}:")
-    for name, milliseconds in best.items():
-        print(f"  {name:>34}: {milliseconds:7.1f} ms")
-    print(f"  {'numax / jax':>34}: {best['numax'] / best['jax']:7.2f}x")
+    print(f"\n{setting}:  wall ms, CPU ms")
+    for name, (wall, cpu) in best.items():
+        print(f"  {name:>34}: {wall:7.1f} {cpu:7.1f}")
+    ratios = [numax / jax for numax, jax in zip(best["numax"], best["jax"])]
+    print(f"  {'numax / jax':>34}: {ratios[0]:6.2f}x {ratios[1]:6.2f}x")
 
 
 def main():
