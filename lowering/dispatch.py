@@ -271,7 +271,7 @@ def eager_same_aval(primitive, x, y):
     """The fast path of eager `x OP y` for two Arrays of one aval on one device, outside every trace:
     a dictionary lookup and the execution, none of the promotion or placement logic. Returns None
     when the fast path does not apply (the caller then takes the general path)."""
-    if type(y) is not Array or trace.is_tracing():
+    if type(y) is not Array or config.check_numerics or trace.is_tracing():
         return None
     aval = x.aval
     if y.aval != aval:

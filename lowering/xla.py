@@ -17,19 +17,48 @@ import threading
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+from ..core.config import config
 
-from jaxlib import _jax  # noqa: E402
-from jaxlib import version as jaxlib_version  # noqa: E402
-from jaxlib import xla_client as xc  # noqa: E402
-
-from ..core.config import config  # noqa: E402
-
-XlaRuntimeError = xc.XlaRuntimeError
-Device = xc.Device
-# Where jax releases differ, numax follows the one matching this jaxlib (config.jax_semantics).
-config.set_jax_semantics(re.findall(r"\d+", jaxlib_version.__version__)[:3])
 _lock = threading.RLock()
+
+# jaxlib's runtime costs about a third of `import jax`, so it loads on first need: when the first backend is
+# made, which every transfer, compile and device query goes through (`load_jaxlib`). Until then these are None.
+# (No module `__getattr__` stands in for them: it would slow every `xla.` read on the dispatch path.)
+_jax = None
+xc = None
+
+
+def load_jaxlib():
+    """Imports jaxlib's XLA runtime (once)."""
+    global _jax, xc
+    if xc is None:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # read when jaxlib loads
+        from jaxlib import _jax
+        from jaxlib import xla_client as xc
+
+
+def _installed_jaxlib_release():
+    """(major, minor, patch) of the installed jaxlib, from its distribution's metadata directory
+    (`jaxlib-<version>.dist-info`): importing jaxlib to ask would import subprocess and more."""
+    spec = importlib.util.find_spec("jaxlib")
+    if spec is not None and spec.submodule_search_locations:
+        site_packages = os.path.dirname(next(iter(spec.submodule_search_locations)))
+        for entry in os.listdir(site_packages):
+            found = re.fullmatch(r"jaxlib-(\d+)\.(\d+)\.(\d+)[^-]*\.dist-info", entry)
+            if found:
+                return found.groups()
+    from jaxlib import version
+
+    return re.findall(r"\d+", version.__version__)[:3]
+
+
+# Where jax releases differ, numax follows the one matching this jaxlib (config.jax_semantics).
+config.set_jax_semantics(_installed_jaxlib_release())
+
+
+def is_device(value) -> bool:
+    """True for a jaxlib Device (none can exist before jaxlib loads)."""
+    return xc is not None and isinstance(value, xc.Device)
 
 
 class LoweringError(Exception):
@@ -163,6 +192,7 @@ def get_backend(platform=None):
         platform = "gpu" if platform in ("cuda", "gpu") else platform
         backend = _backends.get(platform)
         if backend is None:
+            load_jaxlib()
             if platform == "cpu":
                 backend = _make_cpu_backend()
             elif platform == "gpu":

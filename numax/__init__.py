@@ -2,15 +2,14 @@
 
 Write pure numpy-like functions with `numax.numpy`, and compose `jit`, `grad`, `vmap`: numax traces
 them into its own IR, transforms them, lowers them to StableHLO and runs them with XLA.
+
+`import numax` loads what every program needs; `numax.random`, `numax.nn`, `numax.scipy`, the rarer
+`numax.lax` families and jaxlib's XLA runtime load on first use.
 """
 
-from numax import (  # noqa: F401, E402
-    debug,
+from numax import (  # noqa: F401
     errors,
-    nn,
-    numpy,  # noqa: F401, E402  (installs array operators)
-    random,
-    scipy,
+    numpy,  # installs array operators
     tree_util,
 )
 from numax._api_extras import (  # noqa: F401, E402
@@ -45,7 +44,7 @@ from numax._runtime import (  # noqa: F401, E402
 from numax.core import pytree as _pytree
 from numax.core.config import config  # noqa: F401
 from numax.core.errors import ConcretizationTypeError  # noqa: F401
-from numax.debug import pure_callback  # noqa: F401, E402
+from numax.core.lazy_imports import defer_imports as _defer_imports
 from numax.lowering import dispatch as _dispatch  # noqa: F401  (installs eager execution)
 from numax.lowering.array import Array  # noqa: F401
 from numax.transforms.autodiff import (  # noqa: F401
@@ -58,7 +57,6 @@ from numax.transforms.autodiff import (  # noqa: F401
     value_and_grad,
     vjp,
 )
-from numax.transforms.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401, E402
 from numax.transforms.custom_derivatives import closure_convert, custom_jvp, custom_vjp  # noqa: F401, E402
 from numax.transforms.jit import ShapeDtypeStruct, eval_shape, jit, make_jaxpr  # noqa: F401, E402
 from numax.transforms.vmap import vmap  # noqa: F401
@@ -71,3 +69,7 @@ tree_flatten = _pytree.tree_flatten
 tree_unflatten = _pytree.tree_unflatten
 
 __version__ = "0.1.0"
+
+# Loaded on first use (`numax.random.key`, `from numax import nn`, `import numax.scipy.special`, `numax.remat`).
+_defer_imports(globals(), {"debug": ("pure_callback",), "nn": (), "random": (), "scipy": (),
+                          "transforms.checkpoint": ("checkpoint", "checkpoint_policies", "remat")})

@@ -37,7 +37,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     once it is copied (both True is an error). `src` is accepted for JAX's signature: numax arrays know
     their device."""
     leaves, treedef = pytree.tree_flatten(x)
-    devices = _per_leaf(device, x, treedef, "device", lambda d: d is None or isinstance(d, xla.Device))
+    devices = _per_leaf(device, x, treedef, "device", lambda d: d is None or xla.is_device(d))
     donates = _per_leaf(donate, x, treedef, "donate", lambda d: isinstance(d, bool))
     aliases = _per_leaf(may_alias, x, treedef, "may_alias", lambda m: m is None or isinstance(m, bool))
     return treedef.unflatten([_put_leaf(*args) for args in zip(leaves, devices, donates, aliases)])

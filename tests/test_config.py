@@ -116,13 +116,18 @@ def test_debug_checks_match_jax(debug_flags, flags):
         ("grad of jit", lambda lib: (numax.grad if lib is xnp else jax.grad)(
             (numax.jit if lib is xnp else jax.jit)(lambda x: lib.sqrt(x)))(0.0)),
         ("integers are not checked", lambda lib: lib.arange(3) // 1),
+        ("eager arrays of one shape", lambda lib: lib.ones(3) / (lib.ones(3) - 1)),
     ]
+    for lib in (xnp, jnp):  # the arrays' executables exist already: the checks still run
+        debug_flags(False, False)
+        lib.ones(3) / (lib.ones(3) - 1)
+    debug_flags(*flags)
     raised = 0
     for name, call in cases:
         error = _error_of(lambda: call(xnp))
         assert error == _error_of(lambda: call(jnp)), name
         raised += error is not None
-    assert raised == 2  # one NaN case and one Inf case trip each flag, eagerly and through jit or grad
+    assert raised == (2 if flags[0] else 3)  # eagerly and through jit or grad
 
 
 def test_debug_nans_off_lets_nan_through(debug_flags):

@@ -1,10 +1,20 @@
 """Every primitive numax can lower has its JVP and batching rules, except the few listed here with the
 reason (the same exceptions JAX makes)."""
 
+import importlib
+import pkgutil
+
 from numax.core.primitives import batching_rules, jvp_rules
 from numax.lowering.lower import lowering_rules
 
-import numax  # noqa: F401  (registers every primitive)
+import numax
+import numax.random  # noqa: F401  (random_gamma_p)
+
+# A primitive registers its rules when its module loads, and numax loads most lax families on first use:
+# load every module that can define one.
+for _package in (numax.lax, numax.transforms):
+    for _module in pkgutil.iter_modules(_package.__path__):
+        importlib.import_module(f"{_package.__name__}.{_module.name}")
 
 # Primitives without operands never meet a JVP or batch tracer; JAX defines no derivative for the others.
 NO_JVP = {"iota": "no operands", "axis_index": "no operands", "nextafter": "JAX has no derivative",

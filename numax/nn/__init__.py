@@ -1,9 +1,9 @@
 """`numax.nn`: neural-network activations, normalizations and initializers, with `jax.nn`'s numerics."""
 
+from numax.core.lazy_imports import defer_imports as _defer_imports
 from numax.numpy import tanh  # noqa: F401
 from numax.scipy.special import logsumexp  # noqa: F401
 
-from . import initializers  # noqa: F401
 from ._functions import (  # noqa: F401
     celu,
     dot_product_attention,
@@ -36,3 +36,5 @@ from ._functions import (  # noqa: F401
     standardize,
     swish,
 )
+
+_defer_imports(globals(), {"initializers": ()})  # loaded on first use (it builds on numax.random)

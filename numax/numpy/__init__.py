@@ -10,13 +10,10 @@ from numax.core.dtypes import (  # noqa: F401
     issubdtype,
     promote_types,
 )
+from numax.core.lazy_imports import defer_imports as _defer_imports
 from numax.lowering.array import Array as ndarray  # noqa: F401
 
-from . import (
-    _array_methods,  # noqa: F401  (installs operators on arrays and tracers)
-    fft,  # noqa: F401
-    linalg,  # noqa: F401
-)
+from . import _array_methods  # noqa: F401  (installs operators on arrays and tracers)
 from ._advanced import *  # noqa: F401, F403
 from ._creation import (  # noqa: F401
     arange,
@@ -45,17 +42,6 @@ from ._creation import (  # noqa: F401
     zeros_like,
 )
 from ._cumulative import *  # noqa: F401, F403
-from ._einsum import *  # noqa: F401, F403
-from ._functional import (  # noqa: F401
-    apply_along_axis,
-    apply_over_axes,
-    block,
-    choose,
-    fromfunction,
-    piecewise,
-    vectorize,
-)
-from ._index_tricks import *  # noqa: F401, F403
 from ._indexing import nonzero, take  # noqa: F401
 from ._linalg_ops import (  # noqa: F401
     cross,
@@ -73,9 +59,6 @@ from ._linalg_ops import (  # noqa: F401
     vecdot,
 )
 from ._logic import allclose, array_equal, array_equiv, clip, nan_to_num, select, where  # noqa: F401
-from ._misc import *  # noqa: F401, F403
-from ._pad import pad  # noqa: F401
-from ._polynomial import *  # noqa: F401, F403
 from ._reductions import (  # noqa: F401
     all,
     amax,
@@ -94,7 +77,6 @@ from ._reductions import (  # noqa: F401
     sum,
     var,
 )
-from ._setops import intersect1d, isin, setdiff1d, setxor1d, union1d  # noqa: F401
 from ._shape import (  # noqa: F401
     append,
     array_split,
@@ -141,9 +123,7 @@ from ._shape import (  # noqa: F401
 from ._shape import ndim_of as ndim  # noqa: F401
 from ._shape import shape_of as shape  # noqa: F401
 from ._shape import size_of as size  # noqa: F401
-from ._signal import *  # noqa: F401, F403
 from ._sorting import *  # noqa: F401, F403
-from ._statistics import *  # noqa: F401, F403
 from ._ufuncs import (  # noqa: F401
     abs,
     absolute,
@@ -256,7 +236,6 @@ from ._ufuncs import (  # noqa: F401
     true_divide,
     trunc,
 )
-from ._windows import *  # noqa: F401, F403
 
 
 class _ScalarType:
@@ -362,3 +341,25 @@ def isrealobj(x):
 
 def astype(x, dtype, /, *, copy=False, device=None):
     return asarray(x).astype(dtype)
+
+
+# Loaded on first use: each module maps to the names it provides here (its `__all__`; tests/test_import.py
+# keeps the two equal). Modules that add array methods (`.at`, `.sort`, `.cumsum`) load with the package.
+_defer_imports(globals(), {
+    "_einsum": ("einsum", "einsum_path"),
+    "_functional": ("vectorize", "apply_along_axis", "apply_over_axes", "piecewise", "fromfunction", "choose",
+        "block"),
+    "_index_tricks": ("c_", "index_exp", "mgrid", "ogrid", "r_", "s_"),
+    "_misc": ("bitwise_count", "broadcast_shapes", "copy", "diagflat", "fabs", "fill_diagonal", "frombuffer",
+        "fromfile", "fromiter", "fromstring", "get_printoptions", "i0", "iterable", "load", "matvec", "packbits",
+        "place", "printoptions", "put", "set_printoptions", "spacing", "unpackbits", "vecmat"),
+    "_pad": ("pad",),
+    "_polynomial": ("poly", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyfit", "roots"),
+    "_setops": ("isin", "intersect1d", "union1d", "setdiff1d", "setxor1d"),
+    "_signal": ("convolve", "correlate", "interp", "digitize", "bincount", "histogram", "histogram_bin_edges"),
+    "_statistics": ("cov", "corrcoef", "gradient", "trapezoid", "unwrap", "histogram2d", "histogramdd",
+        "mask_indices"),
+    "_windows": ("bartlett", "blackman", "hamming", "hanning", "kaiser"),
+    "fft": (),
+    "linalg": (),
+})

@@ -40,10 +40,11 @@ def _cumulative(name, lax_fn, nan_identity=None):
     return reduce
 
 
-cumsum = _cumulative("cumsum", lax.cumsum)
-cumprod = _cumulative("cumprod", lax.cumprod)
-nancumsum = _cumulative("nancumsum", lax.cumsum, 0)
-nancumprod = _cumulative("nancumprod", lax.cumprod, 1)
+# lax.cumsum/cumprod are read at call time: their family loads on first use, not with numax.numpy.
+cumsum = _cumulative("cumsum", lambda a, axis: lax.cumsum(a, axis))
+cumprod = _cumulative("cumprod", lambda a, axis: lax.cumprod(a, axis))
+nancumsum = _cumulative("nancumsum", lambda a, axis: lax.cumsum(a, axis), 0)
+nancumprod = _cumulative("nancumprod", lambda a, axis: lax.cumprod(a, axis), 1)
 
 
 def _cumulative_with_initial(name, fn, identity):
