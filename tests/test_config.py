@@ -88,6 +88,7 @@ def debug_flags():
         for name, value in (("jax_debug_nans", nans), ("jax_debug_infs", infs)):
             numax.config.update(name, value)
             jax.config.update(name, value)
+        jax.clear_caches()  # jax decides on the checks when it caches an executable, numax at every call
 
     yield set_flags
     set_flags(False, False)
@@ -118,9 +119,8 @@ def test_debug_checks_match_jax(debug_flags, flags):
         ("integers are not checked", lambda lib: lib.arange(3) // 1),
         ("eager arrays of one shape", lambda lib: lib.ones(3) / (lib.ones(3) - 1)),
     ]
-    for lib in (xnp, jnp):  # the arrays' executables exist already: the checks still run
-        debug_flags(False, False)
-        lib.ones(3) / (lib.ones(3) - 1)
+    debug_flags(False, False)
+    xnp.ones(3) / (xnp.ones(3) - 1)  # numax's executables exist already: the checks still run
     debug_flags(*flags)
     raised = 0
     for name, call in cases:
