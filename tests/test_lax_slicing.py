@@ -186,10 +186,12 @@ def test_gather_index_dtypes(rng):
         assert_close(lax.gather(x, indices, dn, (1, 2), mode="fill"), expected)
 
 
-def test_gather_default_mode_is_fill_or_drop(rng):
+def test_gather_default_mode_promises_in_bounds_like_jax(rng):
+    # jax.lax.gather's mode=None is PROMISE_IN_BOUNDS (out-of-bounds windows clamp), unlike the scatters' default.
     x = rand(rng, (4,), np.float32)
-    out = lax.gather(x, np.array([[9]], np.int32), GD((), (0,), (0,)), (1,))
-    assert np.isnan(np.asarray(out)).all()
+    indices = np.array([[9], [-3], [1]], np.int32)
+    out = lax.gather(x, indices, GD((), (0,), (0,)), (1,))
+    assert_close(out, jlax.gather(x, indices, jlax.GatherDimensionNumbers((), (0,), (0,)), (1,)))
 
 
 def test_gather_shape_and_weak_type():

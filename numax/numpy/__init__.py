@@ -144,6 +144,7 @@ from ._shape import size_of as size  # noqa: F401
 from ._signal import *  # noqa: F401, F403
 from ._sorting import *  # noqa: F401, F403
 from ._statistics import *  # noqa: F401, F403
+from ._take import *  # noqa: F401, F403
 from ._ufuncs import (  # noqa: F401
     abs,
     absolute,

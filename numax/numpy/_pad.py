@@ -101,7 +101,7 @@ def _pad_axis(x, axis, before, after, mode, options):
     if size == 0:
         raise ValueError(f"pad: can't extend empty axis {axis} using modes other than 'constant' or 'empty'")
     if mode in ("edge", "wrap", "reflect", "symmetric"):
-        from ._advanced import take
+        from ._take import take
 
         return take(x, np.asarray(_host_indices(mode, size, before, after), np.int32), axis=axis)
     pieces = []

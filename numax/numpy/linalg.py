@@ -17,13 +17,13 @@ from numax.core import dtypes
 from numax.lax import linalg as lax_linalg
 from numax.transforms.custom_derivatives import custom_jvp
 
-from ._advanced import take_along_axis
 from ._creation import eye
 from ._cumulative import cumprod
 from ._linalg_ops import cross, diagonal, matmul, outer, tensordot, trace, vecdot  # noqa: F401  (re-exports)
 from ._logic import where
 from ._reductions import amax, amin, any, sum
 from ._shape import broadcast_to, expand_dims, matrix_transpose, moveaxis, reshape  # noqa: F401
+from ._take import take_along_axis
 from ._ufuncs import (
     abs,
     conjugate,
