@@ -86,7 +86,7 @@ def _check_dims(name, what, dims, rank, sorted_required=True):
 
 def _check_indices(name, indices, index_map, operand_batching_dims, indices_batching_dims, operand):
     if indices.dtype not in T.integer_dtypes:
-        raise TypeError(f"{name}: indices must have an integer dtype, got {indices.str_short()}")
+        raise ValueError(f"{name}: indices must have an integer dtype, got {indices.str_short()}")
     if indices.ndim == 0:
         raise TypeError(f"{name}: indices must have at least one dimension (the index vector is the last one)")
     if indices.shape[-1] != len(index_map):

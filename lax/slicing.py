@@ -135,7 +135,7 @@ def dynamic_start_indices(operand_shape, start_indices):
 
     start_indices = list(start_indices)
     if len(start_indices) != len(operand_shape):
-        raise TypeError(f"expected {len(operand_shape)} start indices for an operand of shape {operand_shape}, "
+        raise ValueError(f"expected {len(operand_shape)} start indices for an operand of shape {operand_shape}, "
                         f"got {len(start_indices)}")
     avals = [None if isinstance(i, int) else get_aval_of(i) for i in start_indices]
     for aval in avals:

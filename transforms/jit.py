@@ -499,6 +499,10 @@ def _resolve_static(signature, static_argnums, static_argnames):
     if signature is not None:
         parameters = list(signature.parameters.values())
         positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if not any(p.kind is p.VAR_POSITIONAL for p in parameters) and any(
+                not -len(positional) <= i < len(positional) for i in nums):
+            raise ValueError(f"jitted function has static_argnums={tuple(static_argnums)}, but only accepts "
+                             f"{len(positional)} positional arguments")
         for i, p in enumerate(positional):
             if p.name in names:
                 nums.add(i)

@@ -23,7 +23,7 @@ from numax.core.trace import Tracer
 
 from . import _shape
 from ._array_methods import install_late
-from ._indexing import basic_getitem, empty_axis_error, is_basic_index, static_position
+from ._indexing import basic_getitem, empty_axis_error, is_basic_index, static_position, static_slice
 from ._take import index_dtype, integer_indices, normalize_indices, take
 from ._util import is_array, materialize, shape, to_array
 
@@ -167,12 +167,11 @@ def parse_index(index, a_shape, wrap_negative=True):
 
 
 def _slice_entry(item, axis, size):
-    start, stop, step = (None if v is None else operator.index(v) for v in (item.start, item.stop, item.step))
-    if step == 0:
+    item = static_slice(item)
+    if item.step == 0:
         raise ValueError("slice step cannot be zero")
-    first, _, step = slice(start, stop, step).indices(size)
-    count = len(range(*slice(start, stop, step).indices(size)))
-    return ("slice", axis, first, step, count)
+    first, _, step = item.indices(size)
+    return ("slice", axis, first, step, len(range(*item.indices(size))))
 
 
 def _has_advanced(entries):

@@ -5,11 +5,23 @@ Out-of-bounds integers follow JAX, not numpy: a read clamps them into the array 
 from the end once, so `arange(10)[11]` is 9 and `arange(10)[-11]` is 0 (numpy raises IndexError).
 """
 
+import operator
+
 import numpy as np
 
 from numax import lax
+from numax.core.errors import ConcretizationTypeError
+from numax.core.trace import Tracer
 
 from ._util import shape, to_array
+
+
+class NonConcreteSliceError(ConcretizationTypeError, IndexError):
+    """A slice in an index has a traced start, stop or step. Also an IndexError: the class jax raises here."""
+
+    def __init__(self, tracer):
+        super().__init__(tracer, "a slice's start, stop and step in an index must be static; for a window at a "
+                                 "traced position use `numax.lax.dynamic_slice` (its size is static)")
 
 
 def slice_along(a, axis, start, stop, step=1):
@@ -39,6 +51,19 @@ def _expand_ellipsis(indices, rank):
     return out
 
 
+def static_slice(index):
+    """`index` (a slice) with its start, stop and step as Python ints or None."""
+    bounds = []
+    for value in (index.start, index.stop, index.step):
+        if isinstance(value, Tracer):
+            concrete = value.to_concrete_value()
+            if concrete is None:
+                raise NonConcreteSliceError(value)
+            value = concrete
+        bounds.append(None if value is None else operator.index(value))
+    return slice(*bounds)
+
+
 def empty_axis_error(axis):
     return IndexError(f"index is out of bounds for axis {axis} with size 0")
 
@@ -65,7 +90,7 @@ def basic_getitem(a, indices, *, wrap_negative=True, clip=False):
             continue
         size = a_shape[axis]
         if isinstance(index, slice):
-            first, last, step = index.indices(size)
+            first, last, step = static_slice(index).indices(size)
             strided |= abs(step) != 1
             if step > 0:
                 count = max(0, (last - first + step - 1) // step)
