@@ -150,6 +150,8 @@ BAD_CALLS = [
     ("index_two_ellipses", lambda m: m.np.asarray(_f32(3))[..., ...]),
     ("index_empty_axis", lambda m: m.np.asarray(_f32(0))[0]),
     ("index_traced_slice", lambda m: m.jit(lambda x, i: x[i:])(_f32(3), np.int32(1))),
+    ("index_float_slice", lambda m: m.np.asarray(_f32(3))[0.5:]),
+    ("index_zero_step", lambda m: m.np.asarray(_f32(3))[::0]),
     ("index_traced_mask", lambda m: m.jit(lambda x: x[x > 0])(_f32(3))),
     ("at_set_too_many", lambda m: m.np.asarray(_f32(3)).at[0, 0].set(1.0)),
     ("at_get_fill_value", lambda m: m.np.asarray(_f32(3)).at[0].get(mode="fill", fill_value=_f32(2))),

@@ -5,6 +5,8 @@ their `mode` ('promise_in_bounds', 'clip', 'drop', 'fill') and `wrap_negative_in
 import numpy as np
 import pytest
 from harness import assert_close, jax, jnp
+from hypothesis import given
+from hypothesis import strategies as st
 
 import numax
 import numax.numpy as xnp
@@ -18,7 +20,7 @@ STATIC_CASES = [
     (5, slice(None, None, -1)), (slice(1, 3), 9), (Ellipsis, 9), (None, 4, None), (Ellipsis, -6, None),
     (_I([0, 2]), 9), (9, _I([0, 3])), (_I([7, -7, 1]),), (_I([[0, 5]]), slice(None), _I([[-9], [9]])),
     (np.int32(9), 1), (4, True), (slice(None), _I([0, 1]), 8), (_I([0, 1]), slice(None, None, 2), -9),
-    (slice(5, 20), slice(-20, 2)), (np.uint8(200), 0),
+    (slice(5, 20), slice(-20, 2)), (np.uint8(200), 0), _I(-5), (1, _I(-9)), (_I(4), slice(None, None, -1)),
 ]
 
 
@@ -52,6 +54,23 @@ def test_arange_gotcha():
     # JAX's "common gotchas": retrieval past the end clamps, where numpy raises.
     assert int(xnp.arange(10)[11]) == int(jnp.arange(10)[11]) == 9
     assert int(xnp.arange(10)[-11]) == int(jnp.arange(10)[-11]) == 0
+
+
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3), data=st.data())
+def test_integer_index_property(shape, data):
+    # Against numpy: any integer i (static or traced) reads position clamp(i + n if i < 0 else i, 0, n - 1) of
+    # an axis of length n; a write at i lands there when i + n (for negative i) or i is in range, else is dropped.
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    n = shape[0]
+    i = data.draw(st.integers(-3 * n, 3 * n))
+    wrapped = i + n if i < 0 else i
+    position = min(max(wrapped, 0), n - 1)
+    assert_close(xnp.asarray(a)[i], a[position])
+    assert_close(numax.jit(lambda a, i: a[i])(a, np.int32(i)), a[position])
+    expected = a.copy()
+    if 0 <= wrapped < n:
+        expected[wrapped] = -1.0
+    assert_close(xnp.asarray(a).at[i].set(-1.0), expected)
 
 
 # Traced integer indices: (function of x and the index arrays, index arrays), under jit and vmap.
@@ -104,15 +123,15 @@ GRAD_CASES = [
 @pytest.mark.parametrize("case", range(len(GRAD_CASES)))
 def test_grad_through_out_of_bounds_indexing_matches_jax(case):
     fn, = GRAD_CASES[case]
-    assert_close(numax.grad(fn)(A), jax.grad(fn)(A))
+    assert_close(numax.grad(fn)(A), jax.jit(jax.grad(fn))(A))
 
 
 def test_grad_through_traced_scalar_index_matches_jax():
     def f(x, i):
         return (x[i] * x[i, ::-1]).sum()
 
-    assert_close(numax.grad(f)(A, np.int32(9)), jax.grad(f)(A, np.int32(9)))
-    assert_close(numax.jit(numax.grad(f))(A, np.int32(-9)), jax.grad(f)(A, np.int32(-9)))
+    assert_close(numax.grad(f)(A, np.int32(9)), jax.jit(jax.grad(f))(A, np.int32(9)))
+    assert_close(numax.jit(numax.grad(f))(A, np.int32(-9)), jax.jit(jax.grad(f))(A, np.int32(-9)))
 
 
 # --- .at[] -----------------------------------------------------------------------------------------------------
@@ -154,21 +173,21 @@ def _update(ref, op, mode, wrap):
 
 @pytest.mark.parametrize("wrap", [True, False])
 def test_at_updates_modes_match_jax(wrap):
-    # Every op and mode over a few out-of-bounds indices (one jit each side, plus eager).
+    # Every op (a few without wrapping negative indices) and mode over a few out-of-bounds indices: one jit each
+    # side, plus every op eagerly.
     a = np.arange(1, 61, dtype=np.float32).reshape(3, 4, 5) / 7
     indices = [(1, 9), -7, (_I([0, 9, 1, 1]), slice(None), _I([-1, 2, -6, -6])), (5, slice(None, None, -2))]
+    ops = UPDATE_OPS if wrap else ["set", "multiply", "apply"]
 
     def updates(x):
-        return [_update(x.at[index], op, mode, wrap) for index in indices for op in UPDATE_OPS
-                for mode in UPDATE_MODES]
+        return [_update(x.at[index], op, mode, wrap) for index in indices for op in ops for mode in UPDATE_MODES]
 
     expected = jax.jit(updates)(a)
     _all_close(numax.jit(updates)(a), expected, scale=10)
-    # Eagerly: every op once, the modes rotating (each eager scatter compiles on its own).
     x = xnp.asarray(a)
-    for k, op in enumerate(UPDATE_OPS):
+    for k, op in enumerate(ops):  # (the modes rotate: each eager scatter compiles on its own)
         mode = UPDATE_MODES[k % len(UPDATE_MODES)]
-        position = (2 * len(UPDATE_OPS) + k) * len(UPDATE_MODES) + k % len(UPDATE_MODES)
+        position = (2 * len(ops) + k) * len(UPDATE_MODES) + k % len(UPDATE_MODES)
         assert_close(_update(x.at[indices[2]], op, mode, wrap), expected[position], scale=10)
 
 
@@ -192,6 +211,18 @@ def test_at_options_are_keywords_with_jax_names():
         x.at[0].get(mode="fill", fill_value=np.ones(2))
     with pytest.raises(ValueError, match="mode"):
         x.at[0].get(mode="bogus")
+
+
+def test_sorted_and_unique_promises_reach_gathers_and_scatters():
+    # As in jax, indices_are_sorted and unique_indices are passed on to the gather or scatter, for XLA to use.
+    x, indices = np.arange(10.0, dtype=np.float32), _I([1, 4, 9], np.int32)
+    promises = {"indices_are_sorted": True, "unique_indices": True}
+    calls = [lambda m, x, i: m.take(x, i, **promises), lambda m, x, i: x.at[i].get(**promises),
+             lambda m, x, i: x.at[i].get(mode="fill", **promises), lambda m, x, i: x.at[i].add(1.0, **promises)]
+    for call in calls:
+        text = str(numax.make_jaxpr(lambda x, i: call(xnp, x, i))(x, indices))
+        assert "indices_are_sorted=True" in text and "unique_indices=True" in text, text
+        assert_close(numax.jit(lambda x, i: call(xnp, x, i))(x, indices), call(jnp, jnp.asarray(x), indices))
 
 
 # --- take / take_along_axis / put_along_axis ----------------------------------------------------------------

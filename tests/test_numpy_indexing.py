@@ -184,23 +184,6 @@ def test_at_repeated_indices_accumulate():
     assert xnp.array_equal(xnp.ones(3).at[[0, 0]].multiply(3.0), np.array([9.0, 1, 1], np.float32))
 
 
-def test_at_out_of_bounds_modes_match_jax():
-    a = np.arange(5, dtype=np.float32)
-    j = jnp.asarray(a)
-    x = xnp.asarray(a)
-    idx = np.array([7, 1, -8], np.int32)
-    for op in ("set", "add", "min", "max"):
-        for mode in (None, "drop", "clip", "promise_in_bounds"):
-            if mode == "promise_in_bounds":
-                continue
-            assert_close(_jax_at(x, idx, op, 9.0, mode=mode), _jax_at(j, idx, op, 9.0, mode=mode))
-    for mode in ("clip", "fill", None):
-        assert_close(x.at[idx].get(mode=mode), j.at[idx].get(mode=mode))
-    assert_close(x.at[idx].get(mode="fill", fill_value=-1), j.at[idx].get(mode="fill", fill_value=-1))
-    assert_close(numax.jit(lambda x, i: x.at[i].get(mode="fill"))(x, np.int32(9)),
-                 j.at[np.int32(9)].get(mode="fill"))
-
-
 @pytest.mark.parametrize("dtype", [np.int32, np.bool_, ml_dtypes.bfloat16, np.uint8])
 @pytest.mark.filterwarnings("ignore:scatter inputs have incompatible types")
 def test_at_dtypes_and_value_conversion(rng, dtype):

@@ -303,8 +303,13 @@ def _dynamic_scalar_getitem(a, entries):
     dtype = index_dtype(a_shape)
     for entry in entries:
         if entry[0] in ("int", "array"):
+            # Positions were counted from the end once already: one still below zero clamps to 0 here, as
+            # dynamic_slice would count it from the end a second time.
             _, axis, position = entry
-            starts[axis] = min(max(position, 0), a_shape[axis] - 1) if entry[0] == "int" else position
+            if is_array(position):
+                starts[axis] = lax.max(position, dtype.type(0))
+            else:
+                starts[axis] = min(max(int(position), 0), a_shape[axis] - 1)
             sizes[axis] = 1
             squeezed.append(axis)
         elif entry[0] == "new":
@@ -313,9 +318,6 @@ def _dynamic_scalar_getitem(a, entries):
             _, axis, first, step, count = entry
             stop = first + step * count
             rest.append(slice(first, stop if stop >= 0 else None, step))
-    # Positions were counted from the end once already; one still below zero clamps to 0 (dynamic_slice would
-    # count it from the end a second time).
-    starts = [lax.max(s, dtype.type(0)) if is_array(s) else s for s in starts]
     out = lax.squeeze(lax.dynamic_slice(a, starts, sizes), squeezed)
     return basic_getitem(out, tuple(rest))
 

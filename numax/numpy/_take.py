@@ -148,9 +148,10 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
         raise ValueError("numax arrays are immutable: call put_along_axis(..., inplace=False), which returns "
                          "the updated array")
     original_shape = shape(to_array(arr))
+    written_shape = (_size(original_shape),) if axis is None else original_shape  # (axis None: flattened)
     arr, indices, axis, others = _along_axis_operands("put_along_axis", arr, indices, axis)
     target_shape = shape(arr)
-    if target_shape != (original_shape if len(target_shape) == len(original_shape) else (_size(original_shape),)):
+    if target_shape != written_shape:
         raise ValueError(f"put_along_axis: indices of shape {shape(indices)} do not fit arr of shape {original_shape}")
     values = lax.convert_element_type(to_array(values), dtypes.dtype(arr), dtypes.dtype_and_weak_of(arr)[1])
     values = _shape.broadcast_to(values, shape(indices))
