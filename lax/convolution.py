@@ -93,7 +93,8 @@ def _conv_abstract_eval(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dil
     for label, values in (("window_strides", window_strides), ("padding", padding), ("lhs_dilation", lhs_dilation),
                           ("rhs_dilation", rhs_dilation)):
         if len(values) != spatial_count:
-            raise TypeError(f"{name}: {label} {values} must have one entry per spatial dimension ({spatial_count})")
+            error = TypeError if label == "padding" else ValueError  # (JAX's classes)
+            raise error(f"{name}: {label} {values} must have one entry per spatial dimension ({spatial_count})")
     if feature_group_count < 1 or batch_group_count < 1:
         raise ValueError(f"{name}: feature_group_count and batch_group_count must be positive, got "
                          f"{feature_group_count} and {batch_group_count}")
@@ -281,6 +282,9 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
         raise ValueError("String padding is not implemented for transposed convolution using this op. Please "
                          "either exactly specify the required padding or use conv_transpose.")
     rhs_dilation = (1,) * spatial_count if rhs_dilation is None else tuple(int(d) for d in rhs_dilation)
+    if len(rhs_dilation) != spatial_count:
+        raise ValueError(f"conv_general_dilated: rhs_dilation {rhs_dilation} must have one entry per spatial "
+                         f"dimension ({spatial_count})")
     if isinstance(padding, str):
         lhs_spatial = [lhs_aval.shape[d] for d in numbers.lhs_spec[2:]]
         window = [_dilate(rhs_aval.shape[d], r) for d, r in zip(numbers.rhs_spec[2:], rhs_dilation)]

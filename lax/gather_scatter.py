@@ -9,6 +9,8 @@ the indices, and out-of-bounds behaviour is chosen by a `GatherScatterMode`:
   scatter drops updates whose window is not wholly inside the operand.
 - PROMISE_IN_BOUNDS: the caller promises in-bounds indices; XLA's native behaviour (clamping for gather,
   dropping for scatter) is used as is.
+
+As in JAX, `gather` defaults to PROMISE_IN_BOUNDS and the scatters to FILL_OR_DROP.
 """
 
 import enum
@@ -22,6 +24,7 @@ from ..core.primitives import Primitive
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, i64_array, tensor_type
 from . import typing as T
+from .slicing import index_dtype_for_shape
 
 
 class GatherScatterMode(enum.Enum):
@@ -83,7 +86,7 @@ def _check_dims(name, what, dims, rank, sorted_required=True):
 
 def _check_indices(name, indices, index_map, operand_batching_dims, indices_batching_dims, operand):
     if indices.dtype not in T.integer_dtypes:
-        raise TypeError(f"{name}: indices must have an integer dtype, got {indices.str_short()}")
+        raise ValueError(f"{name}: indices must have an integer dtype, got {indices.str_short()}")
     if indices.ndim == 0:
         raise TypeError(f"{name}: indices must have at least one dimension (the index vector is the last one)")
     if indices.shape[-1] != len(index_map):
@@ -155,6 +158,16 @@ def _compare(builder, a, b, direction, dtype, shape):
         "compare_type": f"#stablehlo<comparison_type {kind}>"})
 
 
+def _signed_indices(builder, indices, indices_aval, operand_shape):
+    """The indices converted to the signed dtype that holds every position of the operand (as JAX does before
+    bounds checks): comparisons against the bounds then neither overflow nor wrap."""
+    dtype = index_dtype_for_shape(operand_shape)
+    if indices_aval.dtype == dtype:
+        return indices, indices_aval
+    aval = ShapedArray(indices_aval.shape, dtype)
+    return builder.op1("stablehlo.convert", [indices], aval_type(aval)), aval
+
+
 def _index_bounds(builder, indices_aval, upper_bounds):
     """Constants of the indices' shape: zeros, and `upper_bounds` (one per index entry) along the last axis."""
     shape, dtype = indices_aval.shape, indices_aval.dtype
@@ -184,11 +197,14 @@ def _lower_gather(ctx, operand, indices, *, dimension_numbers, slice_sizes, indi
     operand_aval, indices_aval = ctx.avals_in
     out = ctx.aval_out
     dn = dimension_numbers
+    filling = mode is GatherScatterMode.FILL_OR_DROP and out.size != 0
+    if filling:
+        indices, indices_aval = _signed_indices(builder, indices, indices_aval, operand_aval.shape)
     attributes = {"dimension_numbers": _gather_attribute(dn, indices_aval.ndim - 1),
                   "slice_sizes": i64_array(slice_sizes),
                   "indices_are_sorted": "true" if indices_are_sorted else "false"}
     gathered = builder.op1("stablehlo.gather", [operand, indices], aval_type(out), attributes)
-    if mode is not GatherScatterMode.FILL_OR_DROP or out.size == 0:
+    if not filling:
         return gathered  # XLA itself clamps the start of every window into the operand
     upper_bounds = [operand_aval.shape[d] - slice_sizes[d] for d in dn.start_index_map]
     mask = _in_bounds_mask(builder, indices, indices_aval, upper_bounds)
@@ -227,7 +243,10 @@ def _hashable_scalar(value):
 
 def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_indices=False,
            indices_are_sorted=False, mode=None, fill_value=None):
-    """Reads the windows of `slice_sizes` starting at each index vector of `start_indices` (JAX's lax.gather)."""
+    """Reads the windows of `slice_sizes` starting at each index vector of `start_indices` (JAX's lax.gather).
+    Out-of-bounds windows are clamped into the operand unless `mode` says otherwise ('fill', 'clip')."""
+    if mode is None:
+        mode = GatherScatterMode.PROMISE_IN_BOUNDS  # (for scatters, None means FILL_OR_DROP, as in JAX)
     if not isinstance(dimension_numbers, GatherDimensionNumbers):
         raise TypeError(f"gather: dimension_numbers must be a GatherDimensionNumbers, got {dimension_numbers!r}")
     return gather_p.bind(operand, start_indices, dimension_numbers=_as_tuples(dimension_numbers),
@@ -285,6 +304,7 @@ def _scatter_lowering(name):
         operand_aval, indices_aval, updates_aval = ctx.avals_in
         dn = dimension_numbers
         if mode is GatherScatterMode.CLIP and indices_aval.size:
+            indices, indices_aval = _signed_indices(builder, indices, indices_aval, operand_aval.shape)
             sizes = _scatter_window_sizes(operand_aval, updates_aval, dn)
             upper_bounds = [operand_aval.shape[d] - sizes[d] for d in dn.scatter_dims_to_operand_dims]
             low, high = _index_bounds(builder, indices_aval, upper_bounds)

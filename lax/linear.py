@@ -120,7 +120,7 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
     """Vector-vector, matrix-vector or matrix-matrix product (contracting lhs's last, rhs's first dim)."""
     lhs_aval, rhs_aval = get_aval_of(lhs), get_aval_of(rhs)
     if not 1 <= lhs_aval.ndim <= 2 or not 1 <= rhs_aval.ndim <= 2:
-        raise TypeError(f"dot takes arrays of rank 1 or 2, got shapes {lhs_aval.shape} and {rhs_aval.shape}")
+        raise ValueError(f"dot takes arrays of rank 1 or 2, got shapes {lhs_aval.shape} and {rhs_aval.shape}")
     return dot_general(lhs, rhs, (((lhs_aval.ndim - 1,), (0,)), ((), ())), precision, preferred_element_type)
 
 

@@ -13,8 +13,10 @@ from .shapes import as_array
 
 
 def reduced_shape(name, x, axes):
-    if any(not 0 <= a < x.ndim for a in axes) or len(set(axes)) != len(axes):
+    if any(not 0 <= a < x.ndim for a in axes):
         raise TypeError(f"{name}: invalid axes {axes} for an operand of shape {x.shape}")
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{name}: duplicate value in axes {axes} (operand of shape {x.shape})")
     return tuple(d for i, d in enumerate(x.shape) if i not in axes)
 
 
@@ -110,6 +112,8 @@ def _define_arg_reduction(name, direction):
 
     def abstract_eval(x, axes, index_dtype):
         T.check_dtype(name, x, T.ordered_dtypes)
+        if not dtypes.is_integer(index_dtype):
+            raise TypeError(f"{name}: index_dtype must be an integer type, got {index_dtype.name}")
         if len(axes) != 1:
             raise TypeError(f"{name} reduces exactly one axis, got {axes}")
         if x.shape[axes[0]] == 0:

@@ -141,7 +141,7 @@ squeeze_p = Primitive("squeeze")
 def _squeeze_abstract_eval(x, dimensions):
     for d in dimensions:
         if not 0 <= d < x.ndim or x.shape[d] != 1:
-            raise TypeError(f"squeeze: cannot remove dimension {d} of shape {x.shape} (it must have size 1)")
+            raise ValueError(f"squeeze: cannot remove dimension {d} of shape {x.shape} (it must have size 1)")
     return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions), x.dtype, x.weak_type)
 
 
@@ -196,7 +196,7 @@ concatenate_p = Primitive("concatenate")
 
 def _concatenate_abstract_eval(*operands, dimension):
     if not operands:
-        raise TypeError("concatenate needs at least one operand")
+        raise ValueError("concatenate needs at least one operand")
     T.check_same_dtypes("concatenate", operands)
     first = operands[0]
     if not 0 <= dimension < first.ndim:
@@ -231,13 +231,13 @@ pad_p = Primitive("pad")
 def _pad_abstract_eval(x, padding_value, padding_config):
     T.check_same_dtypes("pad", (x, padding_value))
     if padding_value.ndim != 0:
-        raise TypeError(f"pad: padding_value must be a scalar, got {padding_value.str_short()}")
+        raise ValueError(f"pad: padding_value must be a scalar, got {padding_value.str_short()}")
     if len(padding_config) != x.ndim:
-        raise TypeError(f"pad: padding_config has {len(padding_config)} entries for an array of rank {x.ndim}")
+        raise ValueError(f"pad: padding_config has {len(padding_config)} entries for an array of rank {x.ndim}")
     shape = []
     for size, (low, high, interior) in zip(x.shape, padding_config):
         if interior < 0:
-            raise TypeError(f"pad: interior padding must be non-negative, got {padding_config}")
+            raise ValueError(f"pad: interior padding must be non-negative, got {padding_config}")
         out = low + high + size + max(size - 1, 0) * interior
         if out < 0:
             raise TypeError(f"pad: padding {padding_config} makes a negative dimension for shape {x.shape}")
@@ -279,7 +279,7 @@ register_lowering(iota_p, lambda ctx, dtype, shape, dimension: ctx.builder.op1(
 
 def iota(dtype, size):
     """[0, 1, ..., size-1] of `dtype`."""
-    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=(int(size),), dimension=0)
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=T.check_shape("iota", (size,)), dimension=0)
 
 
 def broadcasted_iota(dtype, shape, dimension):

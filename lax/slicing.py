@@ -119,11 +119,11 @@ register_lowering(dynamic_update_slice_p, lambda ctx, operand, update, *start_in
     "stablehlo.dynamic_update_slice", [operand, update, *start_indices], aval_type(ctx.aval_out)))
 
 
-def index_dtype_of(indices):
-    """The dtype index arrays are converted to for gathers: int32, or int64 when x64 is on and one needs it."""
-    wide = any(get_aval_of(i).dtype in (dtypes.int64, dtypes.uint32, dtypes.uint64) for i in indices
-               if type(i) not in dtypes.python_scalar_types)
-    return dtypes.canonicalize_dtype(dtypes.int64) if wide else dtypes.int32
+def index_dtype_for_shape(shape):
+    """The dtype indices into an array of `shape` are converted to (JAX's choice): int32, unless a dimension is
+    too long for it."""
+    wide = any(d > np.iinfo(np.int32).max for d in shape)
+    return dtypes.int64 if wide else dtypes.int32
 
 
 def dynamic_start_indices(operand_shape, start_indices):
@@ -135,7 +135,7 @@ def dynamic_start_indices(operand_shape, start_indices):
 
     start_indices = list(start_indices)
     if len(start_indices) != len(operand_shape):
-        raise TypeError(f"expected {len(operand_shape)} start indices for an operand of shape {operand_shape}, "
+        raise ValueError(f"expected {len(operand_shape)} start indices for an operand of shape {operand_shape}, "
                         f"got {len(start_indices)}")
     avals = [None if isinstance(i, int) else get_aval_of(i) for i in start_indices]
     for aval in avals:

@@ -104,7 +104,7 @@ def complex_to_real(dtype):
 def normalize_axis(axis, ndim, name="axis"):
     axis = int(axis)
     if not -ndim <= axis < max(ndim, 1) and not (ndim == 0 and axis in (0, -1)):
-        raise ValueError(f"{name} {axis} is out of bounds for an array of rank {ndim}")
+        raise np.exceptions.AxisError(f"{name} {axis} is out of bounds for an array of rank {ndim}")  # a ValueError
     return axis % ndim if ndim else 0
 
 

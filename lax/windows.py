@@ -41,7 +41,8 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
         try:
             padding = PaddingType[padding.upper()]
         except KeyError:
-            raise ValueError(f"unknown padding type {padding!r}: use 'SAME', 'SAME_LOWER' or 'VALID'") from None
+            # (JAX's class: a RuntimeError.)
+            raise RuntimeError(f"unknown padding type {padding!r}: use 'SAME', 'SAME_LOWER' or 'VALID'") from None
     if padding == PaddingType.VALID:
         return [(0, 0)] * len(in_shape)
     pads = []

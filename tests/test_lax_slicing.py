@@ -97,7 +97,7 @@ def test_in_dim_wrappers(rng, name, fn, jax_fn, index):
 
 def test_dynamic_slice_errors():
     x = np.zeros((3, 4), np.float32)
-    with pytest.raises(TypeError, match="expected 2 start indices"):
+    with pytest.raises(ValueError, match="expected 2 start indices"):  # (jax's class)
         lax.dynamic_slice(x, (1,), (1, 1))
     with pytest.raises(TypeError, match="slice_sizes"):
         lax.dynamic_slice(x, (0, 0), (4, 1))
@@ -186,10 +186,12 @@ def test_gather_index_dtypes(rng):
         assert_close(lax.gather(x, indices, dn, (1, 2), mode="fill"), expected)
 
 
-def test_gather_default_mode_is_fill_or_drop(rng):
+def test_gather_default_mode_promises_in_bounds_like_jax(rng):
+    # jax.lax.gather's mode=None is PROMISE_IN_BOUNDS (out-of-bounds windows clamp), unlike the scatters' default.
     x = rand(rng, (4,), np.float32)
-    out = lax.gather(x, np.array([[9]], np.int32), GD((), (0,), (0,)), (1,))
-    assert np.isnan(np.asarray(out)).all()
+    indices = np.array([[9], [-3], [1]], np.int32)
+    out = lax.gather(x, indices, GD((), (0,), (0,)), (1,))
+    assert_close(out, jlax.gather(x, indices, jlax.GatherDimensionNumbers((), (0,), (0,)), (1,)))
 
 
 def test_gather_shape_and_weak_type():
@@ -198,20 +200,20 @@ def test_gather_shape_and_weak_type():
     assert out.shape == (2, 3, 4)
 
 
-GATHER_ERRORS = [
-    ((5,), np.zeros((2, 1), np.float32), GD((), (0,), (0,)), (1,), "integer dtype"),
-    ((5,), np.zeros((2, 2), np.int32), GD((), (0,), (0,)), (1,), "index vector"),
-    ((5, 3), np.zeros((2, 1), np.int32), GD((1,), (0,), (0,)), (1, 4), "slice_sizes"),
-    ((5, 3), np.zeros((2, 1), np.int32), GD((1,), (0,), (0,)), (2, 3), "slice size <= 1"),
-    ((5, 3), np.zeros((2, 1), np.int32), GD((), (0,), (0,)), (1, 3), "offset_dims"),
-    ((5, 3), np.zeros((2, 1), np.int32), GD((1,), (0,), (3,)), (1, 3), "index map"),
-    ((5, 3), np.zeros((2, 1), np.int32), GD((1, 0), (), (0,)), (1, 3), "sorted"),
+GATHER_ERRORS = [  # (jax's classes: a ValueError for non-integer indices, TypeErrors otherwise)
+    ((5,), np.zeros((2, 1), np.float32), GD((), (0,), (0,)), (1,), "integer dtype", ValueError),
+    ((5,), np.zeros((2, 2), np.int32), GD((), (0,), (0,)), (1,), "index vector", TypeError),
+    ((5, 3), np.zeros((2, 1), np.int32), GD((1,), (0,), (0,)), (1, 4), "slice_sizes", TypeError),
+    ((5, 3), np.zeros((2, 1), np.int32), GD((1,), (0,), (0,)), (2, 3), "slice size <= 1", TypeError),
+    ((5, 3), np.zeros((2, 1), np.int32), GD((), (0,), (0,)), (1, 3), "offset_dims", TypeError),
+    ((5, 3), np.zeros((2, 1), np.int32), GD((1,), (0,), (3,)), (1, 3), "index map", TypeError),
+    ((5, 3), np.zeros((2, 1), np.int32), GD((1, 0), (), (0,)), (1, 3), "sorted", TypeError),
 ]
 
 
-@pytest.mark.parametrize("shape, indices, dn, sizes, match", GATHER_ERRORS)
-def test_gather_errors(shape, indices, dn, sizes, match):
-    with pytest.raises(TypeError, match=f"gather: .*{match}"):
+@pytest.mark.parametrize("shape, indices, dn, sizes, match, error", GATHER_ERRORS)
+def test_gather_errors(shape, indices, dn, sizes, match, error):
+    with pytest.raises(error, match=f"gather: .*{match}"):
         lax.gather(np.zeros(shape, np.float32), indices, dn, sizes)
 
 
@@ -287,18 +289,20 @@ def test_scatter_add_repeated_indices_accumulate():
     np.testing.assert_array_equal(np.asarray(out), [0, 5, 0])
 
 
-SCATTER_ERRORS = [
-    ((5,), np.zeros((2, 1), np.int32), np.zeros(2, np.int32), SD((), (0,), (0,)), "same dtype"),
-    ((5,), np.zeros((2, 1), np.int32), np.zeros(3, np.float32), SD((), (0,), (0,)), "batch shape"),
-    ((5, 3), np.zeros((2, 1), np.int32), np.zeros((2, 4), np.float32), SD((1,), (0,), (0,)), "do not fit"),
-    ((5, 3), np.zeros((2, 1), np.int32), np.zeros((2, 3), np.float32), SD((), (0,), (0,)), "update_window_dims"),
-    ((5, 3), np.zeros((2, 1), np.float32), np.zeros((2, 3), np.float32), SD((1,), (0,), (0,)), "integer dtype"),
+SCATTER_ERRORS = [  # (jax's classes: a ValueError for non-integer indices, TypeErrors otherwise)
+    ((5,), np.zeros((2, 1), np.int32), np.zeros(2, np.int32), SD((), (0,), (0,)), "same dtype", TypeError),
+    ((5,), np.zeros((2, 1), np.int32), np.zeros(3, np.float32), SD((), (0,), (0,)), "batch shape", TypeError),
+    ((5, 3), np.zeros((2, 1), np.int32), np.zeros((2, 4), np.float32), SD((1,), (0,), (0,)), "do not fit", TypeError),
+    ((5, 3), np.zeros((2, 1), np.int32), np.zeros((2, 3), np.float32), SD((), (0,), (0,)), "update_window_dims",
+     TypeError),
+    ((5, 3), np.zeros((2, 1), np.float32), np.zeros((2, 3), np.float32), SD((1,), (0,), (0,)), "integer dtype",
+     ValueError),
 ]
 
 
-@pytest.mark.parametrize("shape, indices, updates, dn, match", SCATTER_ERRORS)
-def test_scatter_errors(shape, indices, updates, dn, match):
-    with pytest.raises(TypeError, match=f"scatter_add.*{match}"):
+@pytest.mark.parametrize("shape, indices, updates, dn, match, error", SCATTER_ERRORS)
+def test_scatter_errors(shape, indices, updates, dn, match, error):
+    with pytest.raises(error, match=f"scatter_add.*{match}"):
         lax.scatter_add(np.zeros(shape, np.float32), indices, updates, dn)
 
 

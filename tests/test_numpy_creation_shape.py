@@ -146,15 +146,15 @@ def test_shape_queries_and_methods():
 
 
 @pytest.mark.parametrize("fn, error, message", [
-    (lambda: xnp.reshape(X, (5, 5)), ValueError, "cannot reshape array of size 24"),
-    (lambda: xnp.reshape(X, (-1, -1)), ValueError, "only specify one unknown dimension"),
+    (lambda: xnp.reshape(X, (5, 5)), TypeError, "cannot reshape array of size 24"),  # (jax's classes)
+    (lambda: xnp.reshape(X, (-1, -1)), TypeError, "only specify one unknown dimension"),
     (lambda: xnp.concatenate([X, V]), TypeError, "different numbers of dimensions"),
     (lambda: xnp.concatenate([]), ValueError, "at least one array"),
     (lambda: xnp.stack([V, X]), ValueError, "same shape"),
     (lambda: xnp.split(V, 2), ValueError, "equal division"),
     (lambda: xnp.broadcast_to(X, (3, 4)), ValueError, "cannot broadcast"),
     (lambda: xnp.squeeze(X, 0), ValueError, "cannot select an axis to squeeze"),
-    (lambda: xnp.transpose(X, (0, 1)), ValueError, "don't match"),
+    (lambda: xnp.transpose(X, (0, 1)), TypeError, "not a permutation"),
     (lambda: xnp.linspace(0, 1, -1), ValueError, "must be non-negative"),
     (lambda: xnp.delete(V, 9), IndexError, "out of bounds"),
     (lambda: xnp.array([object()]), TypeError, "Python objects"),

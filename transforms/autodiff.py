@@ -58,7 +58,7 @@ def jvp(fun, primals, tangents, has_aux=False):
         raise TypeError("primal and tangent arguments to numax.jvp must be tuples or lists; found "
                         f"{type(primals).__name__} and {type(tangents).__name__}")
     if len(primals) != len(tangents):
-        raise ValueError(f"numax.jvp got {len(primals)} primals and {len(tangents)} tangents; they must match")
+        raise TypeError(f"numax.jvp got {len(primals)} primals and {len(tangents)} tangents; they must match")
     primal_leaves, in_tree = tree.tree_flatten(tuple(primals))
     tangent_leaves, tangent_tree = tree.tree_flatten(tuple(tangents))
     if in_tree != tangent_tree:

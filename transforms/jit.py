@@ -189,9 +189,9 @@ class JitFunction:
         self.name = name or getattr(fun, "__name__", "function")
         self.signature = _safe_signature(fun)
         self.static_argnums, self.static_argnames = _resolve_argnums(
-            self.signature, _as_tuple(static_argnums), _as_tuple(static_argnames))
+            self.signature, _as_tuple(static_argnums), _as_tuple(static_argnames), "static")
         self.donate_argnums, self.donate_argnames = _resolve_argnums(
-            self.signature, _as_tuple(donate_argnums), _as_tuple(donate_argnames))
+            self.signature, _as_tuple(donate_argnums), _as_tuple(donate_argnames), "donate")
         both = set(self.static_argnums) & set(self.donate_argnums)
         if both:
             raise ValueError(f"jit: arguments {sorted(both)} are both static and donated; static arguments "
@@ -525,13 +525,17 @@ def _safe_signature(fun):
         return None
 
 
-def _resolve_argnums(signature, argnums, argnames):
-    """Like JAX, for static and donated arguments alike: names imply their positions and positions imply
-    their names (positions counted from the end made positive)."""
+def _resolve_argnums(signature, argnums, argnames, what):
+    """Like JAX, for static and donated (`what`) arguments alike: names imply their positions and positions
+    imply their names (positions counted from the end made positive)."""
     nums, names = set(argnums), set(argnames)
     if signature is not None:
         parameters = list(signature.parameters.values())
         positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if not any(p.kind is p.VAR_POSITIONAL for p in parameters) and any(
+                not -len(positional) <= i < len(positional) for i in nums):
+            raise ValueError(f"jitted function has {what}_argnums={tuple(argnums)}, but only accepts "
+                             f"{len(positional)} positional arguments")
         for i, p in enumerate(positional):
             if p.name in names:
                 nums.add(i)

@@ -8,6 +8,7 @@ kinks, softmax) or a stop_gradient (log_softmax's shift), so does numax.
 
 import functools
 import math
+import operator
 
 import numpy as np
 
@@ -236,7 +237,7 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
 def one_hot(x, num_classes, *, dtype=None, axis=-1):
     """1 where the new `axis` index equals x, else 0 (of `dtype`, default float)."""
     try:
-        num_classes = int(num_classes)
+        num_classes = operator.index(num_classes)
     except TypeError:
         raise TypeError("one_hot: num_classes must be a concrete Python integer (it sets the result shape)") from None
     x = _array("one_hot", x)

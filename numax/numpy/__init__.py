@@ -124,6 +124,7 @@ from ._shape import ndim_of as ndim  # noqa: F401
 from ._shape import shape_of as shape  # noqa: F401
 from ._shape import size_of as size  # noqa: F401
 from ._sorting import *  # noqa: F401, F403
+from ._take import *  # noqa: F401, F403
 from ._ufuncs import (  # noqa: F401
     abs,
     absolute,

@@ -1,10 +1,15 @@
-"""Advanced indexing: integer-array and boolean-mask indices, `take` and friends, and the `.at` property.
+"""Advanced indexing: integer-array and boolean-mask indices, and the `.at` property.
 
 Every index expression is turned into one gather (or scatter) plan, `IndexPlan`: each index entry is an
 operand dimension read whole, a window (unit-step slice), a strided slice (an iota of positions), or part
 of the block of advanced indices, whose dimensions go where numpy puts them (in place when the advanced
 indices are adjacent, first otherwise). Boolean masks must be concrete: their result shape depends on
 their values.
+
+Out-of-bounds indices follow JAX: reads clamp them (mode 'promise_in_bounds', the default, or 'clip') or fill
+them (mode 'fill'); writes drop them (the default, 'drop' or 'fill') or clamp them ('clip'). Negative indices
+count from the end once first, unless `wrap_negative_indices=False`. Index arrays are converted to the index
+dtype of the indexed shape (int32 unless the shape needs more), so int32, int64 and unsigned index arrays mix.
 """
 
 import operator
@@ -15,17 +20,17 @@ import numpy as np
 from numax import lax
 from numax.core import dtypes
 from numax.core.trace import Tracer
-from numax.lax.gather_scatter import gather_fill_value
-from numax.lax.slicing import index_dtype_of
 
 from . import _shape
 from ._array_methods import install_late
-from ._util import canonicalize_axis, is_array, materialize, shape, to_array
+from ._indexing import basic_getitem, empty_axis_error, is_basic_index, static_position, static_slice
+from ._take import index_dtype, integer_indices, normalize_indices, take
+from ._util import is_array, materialize, shape, to_array
 
 __all__ = [
     "NonConcreteBooleanIndexError", "argwhere", "compress", "diag_indices", "diag_indices_from", "extract",
-    "flatnonzero", "indices", "ix_", "put_along_axis", "ravel_multi_index", "take_along_axis", "tril_indices",
-    "tril_indices_from", "triu_indices", "triu_indices_from", "unravel_index",
+    "flatnonzero", "indices", "ix_", "ravel_multi_index", "tril_indices", "tril_indices_from", "triu_indices",
+    "triu_indices_from", "unravel_index",
 ]
 
 
@@ -41,18 +46,22 @@ class NonConcreteBooleanIndexError(IndexError):
 
 
 # --- parsing an index ---------------------------------------------------------------------------------------
-# Entries after parsing: ("new",), ("slice", axis, start, step, count), ("int", axis, value) for static
-# integers, ("array", axis, array) for integer arrays (axis None: a 0-d boolean mask, which indexes nothing).
+# Entries after parsing: ("new",), ("slice", axis, start, step, count), ("int", axis, position) for static
+# integers (negative ones already counted from the end, possibly out of bounds), ("array", axis, array) for
+# integer arrays in the index dtype, normalized likewise (axis None: a 0-d boolean mask, which indexes nothing).
 
 
-def _is_integer_dtype(dtype):
-    return dtypes.is_integer(np.dtype(dtype))
+def _not_an_index(item):
+    return IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and integer or boolean arrays are valid "
+                      f"indices; got {item!r} of type {type(item).__name__}")
 
 
 def _as_index_array(item):
     """An index item that is not None/Ellipsis/slice/int, as an array (numpy for host values)."""
     if is_array(item):
         return item
+    if isinstance(item, str):
+        raise TypeError(f"string indices are not supported; got {item!r}")
     if isinstance(item, (list, tuple)):
         if any(isinstance(x, (slice, type(None), type(Ellipsis))) for x in item):
             raise TypeError(f"a list index may hold only integers or booleans, got {item!r}; use a tuple of "
@@ -61,9 +70,12 @@ def _as_index_array(item):
         if not is_array(array) and np.size(array) == 0:
             return np.zeros(np.shape(array), np.int32)  # numpy reads an empty list as an integer index
         return array
-    array = np.asarray(item)
+    try:
+        array = np.asarray(item)
+    except (TypeError, ValueError):
+        raise _not_an_index(item) from None
     if array.dtype == object:
-        raise TypeError(f"index {item!r} of type {type(item).__name__} is not an integer, slice, array or None")
+        raise _not_an_index(item)
     return array
 
 
@@ -84,28 +96,29 @@ def _dims_consumed(kind, item):
     return 1
 
 
-def parse_index(index, a_shape):
+def _classify(item):
+    """(kind, item) of one index item: 'basic' (None, Ellipsis, slice), 'int', 'mask' or 'array'."""
+    if item is None or item is Ellipsis or isinstance(item, slice):
+        return "basic", item
+    if isinstance(item, (bool, np.bool_)):
+        return "mask", np.asarray(item)
+    if isinstance(item, (int, np.integer)):
+        return "int", item
+    array = _as_index_array(item)
+    dtype = np.dtype(array.dtype)
+    if dtype == np.bool_:
+        return "mask", _concrete_mask(array)
+    if dtypes.is_integer(dtype):
+        return "array", array
+    # (JAX's class: a float index is a type error, not an index error.)
+    raise TypeError(f"indexer must have an integer or boolean dtype, got {dtype.name}; only integers, slices, None, "
+                    "Ellipsis and integer or boolean arrays are valid indices")
+
+
+def parse_index(index, a_shape, wrap_negative=True):
     """The entries of `index` for an array of `a_shape`, with Ellipsis expanded and masks made integer."""
     items = index if isinstance(index, tuple) else (index,)
-    parsed = []  # (kind, item) before axes are known
-    for item in items:
-        if item is None or item is Ellipsis or isinstance(item, slice):
-            parsed.append(("basic", item))
-        elif isinstance(item, (bool, np.bool_)):
-            parsed.append(("mask", np.asarray(item)))
-        elif isinstance(item, (int, np.integer)):
-            parsed.append(("int", int(item)))
-        else:
-            array = _as_index_array(item)
-            dtype = np.dtype(array.dtype)
-            if dtype == np.bool_:
-                parsed.append(("mask", _concrete_mask(array)))
-            elif _is_integer_dtype(dtype):
-                parsed.append(("array", array))
-            else:
-                raise IndexError(f"indexing arrays must have an integer or boolean dtype, got {dtype.name}; "
-                                 "only integers, slices, None, Ellipsis and integer or boolean arrays are valid "
-                                 "indices")
+    parsed = [_classify(item) for item in items]
     if sum(1 for kind, item in parsed if item is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(_dims_consumed(kind, item) for kind, item in parsed)
@@ -114,48 +127,56 @@ def parse_index(index, a_shape):
         raise IndexError(f"too many indices for array: array is {rank}-dimensional, but {consumed} were indexed")
     if not any(item is Ellipsis for _, item in parsed):
         parsed.append(("basic", Ellipsis))
+    # Scalar indices into an empty axis are an error, unless they join an advanced block (then, as in JAX, a
+    # write drops them and a read fails when it gathers).
+    advanced = any(kind == "mask" or (kind == "array" and np.ndim(item) > 0) for kind, item in parsed)
+    dtype = index_dtype(a_shape)
     entries, axis = [], 0
     for kind, item in parsed:
         if item is None:
             entries.append(("new",))
-        elif item is Ellipsis:
+            continue
+        if item is Ellipsis:
             for _ in range(rank - consumed):
                 entries.append(_slice_entry(slice(None), axis, a_shape[axis]))
                 axis += 1
-        elif kind == "basic":
+            continue
+        if kind == "basic":
             entries.append(_slice_entry(item, axis, a_shape[axis]))
             axis += 1
-        elif kind == "int":
-            size = a_shape[axis]
-            if not -size <= item < size:
-                raise IndexError(f"index {item} is out of bounds for axis {axis} with size {size}")
-            entries.append(("int", axis, item % size))
+            continue
+        if kind in ("int", "array") and a_shape[axis] == 0 and not advanced and np.ndim(item) == 0:
+            raise empty_axis_error(axis)
+        if kind == "int":
+            entries.append(("int", axis, static_position(item, a_shape[axis], wrap_negative)))
             axis += 1
         elif kind == "array":
-            entries.append(("array", axis, item))
+            entries.append(("array", axis, normalize_indices(item, a_shape[axis], dtype, wrap_negative)))
             axis += 1
+        elif item.ndim == 0:
+            entries.append(("array", None, np.zeros(int(item), dtype)))
         else:
-            mask = item
-            if mask.ndim == 0:
-                entries.append(("array", None, np.zeros(int(mask), np.int32)))
-                continue
-            mask_shape = tuple(a_shape[axis:axis + mask.ndim])
-            if mask.shape != mask_shape:
-                raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed dimensions "
-                                 f"{mask_shape} (axes {axis}..{axis + mask.ndim - 1}) of an array of shape {a_shape}")
-            for positions in np.nonzero(mask):
-                entries.append(("array", axis, positions.astype(np.int32)))
+            mask_shape = tuple(a_shape[axis:axis + item.ndim])
+            if item.shape != mask_shape:
+                raise IndexError(f"boolean index of shape {item.shape} does not match the indexed dimensions "
+                                 f"{mask_shape} (axes {axis}..{axis + item.ndim - 1}) of an array of shape {a_shape}")
+            for positions in np.nonzero(item):
+                entries.append(("array", axis, positions.astype(dtype)))
                 axis += 1
     return entries
 
 
 def _slice_entry(item, axis, size):
-    start, stop, step = (None if v is None else operator.index(v) for v in (item.start, item.stop, item.step))
-    if step == 0:
+    item = static_slice(item)
+    if item.step == 0:
         raise ValueError("slice step cannot be zero")
-    first, _, step = slice(start, stop, step).indices(size)
-    count = len(range(*slice(start, stop, step).indices(size)))
-    return ("slice", axis, first, step, count)
+    first, _, step = item.indices(size)
+    return ("slice", axis, first, step, len(range(*item.indices(size))))
+
+
+def _has_advanced(entries):
+    """Whether an index array with dimensions takes part (JAX's test for 'the indices may repeat')."""
+    return any(e[0] == "array" and (e[1] is None or np.ndim(e[2]) > 0) for e in entries)
 
 
 # --- plans ------------------------------------------------------------------------------------------------------
@@ -170,20 +191,6 @@ class IndexPlan(NamedTuple):
     gather_shape: tuple  # the gather's result shape: the indexed shape without the new (None) axes
     newaxis_dims: tuple  # positions of the None axes in the final shape
     final_shape: tuple
-
-
-def _normalize_indices(array, size, dtype):
-    """Integer index array with negative entries wrapped (i + size), converted to the index dtype."""
-    if not is_array(array):
-        array = np.asarray(array)
-        if not dtypes.is_unsigned(array.dtype):
-            array = np.where(array < 0, array + size, array)
-        return array.astype(dtype)
-    signed = not dtypes.is_unsigned(array.dtype)
-    array = lax.convert_element_type(array, dtype)
-    if signed:
-        array = lax.select(lax.lt(array, dtype.type(0)), lax.add(array, dtype.type(size)), array)
-    return array
 
 
 def _place(array, batch_shape, dims):
@@ -205,17 +212,22 @@ def _stack_last(components, batch_shape, dtype):
     return lax.concatenate([lax.expand_dims(lax.convert_element_type(c, dtype), (rank,)) for c in components], rank)
 
 
+def _block_shape(advanced):
+    try:
+        return np.broadcast_shapes(*(np.shape(e[2]) if e[0] == "array" else () for e in advanced))
+    except ValueError:
+        shapes = " ".join(str(tuple(np.shape(e[2]))) for e in advanced if e[0] == "array")
+        # (JAX's class: a ValueError, where numpy raises IndexError.)
+        raise ValueError(f"shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         f"{shapes}") from None
+
+
 def make_plan(entries, a_shape):
     """The gather/scatter plan of parsed entries (see `parse_index`)."""
     advanced = [e for e in entries if e[0] in ("int", "array")]
     positions = [i for i, e in enumerate(entries) if e[0] in ("int", "array")]
     contiguous = positions == list(range(positions[0], positions[0] + len(positions))) if positions else True
-    try:
-        block_shape = np.broadcast_shapes(*(np.shape(e[2]) if e[0] == "array" else () for e in advanced))
-    except ValueError:
-        shapes = " ".join(str(tuple(np.shape(e[2]))) for e in advanced if e[0] == "array")
-        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes "
-                         f"{shapes}") from None
+    block_shape = _block_shape(advanced)
     tokens = [("block",)] if advanced and not contiguous else []
     for i, entry in enumerate(entries):
         if entry[0] in ("int", "array"):
@@ -224,7 +236,8 @@ def make_plan(entries, a_shape):
         else:
             tokens.append(entry)
 
-    batch_shape, pending = [], []  # pending: (operand axis, value, dims in batch_shape)
+    dtype = index_dtype(a_shape)
+    batch_shape, pending = [], []  # pending: (operand axis, index value, dims in batch_shape)
     offset_dims, collapsed, newaxis_dims, gather_shape = [], [], [], []
     slice_sizes = list(a_shape)
     final_position = 0
@@ -238,11 +251,13 @@ def make_plan(entries, a_shape):
             batch_shape.extend(block_shape)
             gather_shape.extend(block_shape)
             final_position += len(block_shape)
-            for entry in advanced:
-                kind, axis, value = entry
+            for kind, axis, value in advanced:
                 if axis is None:
                     continue
-                rank = np.ndim(value) if kind == "array" else 0
+                if kind == "int":
+                    # Just outside the axis stays out of bounds on the same side, and fits the index dtype.
+                    value = np.asarray(min(max(value, -1), a_shape[axis]), dtype)
+                rank = np.ndim(value)
                 dims = list(range(start + len(block_shape) - rank, start + len(block_shape)))
                 pending.append((axis, value, dims))
                 collapsed.append(axis)
@@ -253,9 +268,9 @@ def make_plan(entries, a_shape):
             offset_dims.append(len(gather_shape))
             slice_sizes[axis] = count
             if count != a_shape[axis]:
-                pending.append((axis, np.asarray(first), []))
+                pending.append((axis, np.asarray(first, dtype), []))
         else:
-            pending.append((axis, first + step * np.arange(count), [len(batch_shape)]))
+            pending.append((axis, (first + step * np.arange(count)).astype(dtype), [len(batch_shape)]))
             batch_shape.append(count)
             collapsed.append(axis)
             slice_sizes[axis] = 1
@@ -264,82 +279,111 @@ def make_plan(entries, a_shape):
     final_shape = list(gather_shape)
     for d in newaxis_dims:
         final_shape.insert(d, 1)
-    index_dtype = index_dtype_of([value for _, value, _ in pending])
-    components = [_place(_normalize_indices(value, a_shape[axis], index_dtype), tuple(batch_shape), dims)
-                  for axis, value, dims in pending]
-    if int(np.prod(final_shape, dtype=np.int64)) != 0:
-        for axis in collapsed:
-            if a_shape[axis] == 0:
-                raise IndexError(f"index is out of bounds for axis {axis} with size 0")
-    return IndexPlan(_stack_last(components, batch_shape, index_dtype), tuple(offset_dims), tuple(sorted(collapsed)),
+    components = [_place(value, tuple(batch_shape), dims) for axis, value, dims in pending]
+    return IndexPlan(_stack_last(components, batch_shape, dtype), tuple(offset_dims), tuple(sorted(collapsed)),
                      tuple(axis for axis, _, _ in pending), tuple(slice_sizes), tuple(gather_shape),
                      tuple(newaxis_dims), tuple(final_shape))
 
 
-# --- reading ------------------------------------------------------------------------------------------------------
-def _dynamic_scalar_getitem(a, entries):
-    """`a[...]` where the only non-static indices are integer scalars: one dynamic_slice, then basic indexing."""
-    from ._indexing import basic_getitem
+def _is_empty(shape_):
+    return int(np.prod(shape_, dtype=np.int64)) == 0
 
+
+# --- reading ------------------------------------------------------------------------------------------------------
+def _reads_by_dynamic_slice(entries):
+    """JAX reads with one dynamic_slice when the index has integer scalars, unit-step slices and None only."""
+    return (any(e[0] == "array" for e in entries) and not _has_advanced(entries)
+            and all(e[0] != "slice" or e[3] in (1, -1) for e in entries))
+
+
+def _dynamic_scalar_getitem(a, entries):
+    """`a[...]` where the only non-static indices are integer scalars: one dynamic_slice, then the slices."""
     a_shape = shape(a)
-    starts, sizes, squeezed, basic = [0] * len(a_shape), list(a_shape), [], []
+    starts, sizes, squeezed, rest = [0] * len(a_shape), list(a_shape), [], []
+    dtype = index_dtype(a_shape)
     for entry in entries:
-        if entry[0] == "array":
-            starts[entry[1]] = entry[2]
-            sizes[entry[1]] = 1
-            squeezed.append(entry[1])
-        elif entry[0] == "int":
-            basic.append(entry[2])
+        if entry[0] in ("int", "array"):
+            # Positions were counted from the end once already: one still below zero clamps to 0 here, as
+            # dynamic_slice would count it from the end a second time.
+            _, axis, position = entry
+            if is_array(position):
+                starts[axis] = lax.max(position, dtype.type(0))
+            else:
+                starts[axis] = min(max(int(position), 0), a_shape[axis] - 1)
+            sizes[axis] = 1
+            squeezed.append(axis)
         elif entry[0] == "new":
-            basic.append(None)
+            rest.append(None)
         else:
             _, axis, first, step, count = entry
             stop = first + step * count
-            basic.append(slice(first, stop if stop >= 0 else None, step))
+            rest.append(slice(first, stop if stop >= 0 else None, step))
     out = lax.squeeze(lax.dynamic_slice(a, starts, sizes), squeezed)
-    return basic_getitem(out, tuple(basic))
+    return basic_getitem(out, tuple(rest))
 
 
 def _gather_mode(mode):
     return lax.GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else lax.GatherScatterMode.from_any(mode)
 
 
-def advanced_getitem(a, index, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
-    """`a[index]` for any numpy index (out-of-bounds array indices are clamped unless `mode` says otherwise)."""
-    a = to_array(a)
+def _scalar_fill_value(fill_value):
+    if fill_value is not None and np.ndim(fill_value) != 0:
+        raise ValueError(f"fill_value of an indexed get() must be a scalar, got shape {np.shape(fill_value)}")
+    return fill_value
+
+
+def gather_getitem(a, entries, gather_mode, *, indices_are_sorted=False, unique_indices=False, fill_value=None):
+    """`a[index]` for parsed entries, as one gather."""
     a_shape = shape(a)
-    entries = parse_index(index, a_shape)
-    gather_mode = _gather_mode(mode)
-    scalar_only = all(np.ndim(e[2]) == 0 for e in entries if e[0] == "array")
-    if scalar_only and gather_mode is not lax.GatherScatterMode.FILL_OR_DROP and any(
-            e[0] == "array" and e[1] is not None for e in entries):
-        return materialize(_dynamic_scalar_getitem(a, entries))
     plan = make_plan(entries, a_shape)
-    if int(np.prod(plan.final_shape, dtype=np.int64)) == 0:
+    if _is_empty(plan.final_shape):
         return lax.full(plan.final_shape, np.zeros((), dtypes.dtype(a)))
+    for axis in plan.collapsed_slice_dims:
+        if a_shape[axis] == 0:
+            raise empty_axis_error(axis)
     dimension_numbers = lax.GatherDimensionNumbers(plan.offset_dims, plan.collapsed_slice_dims, plan.start_index_map)
     out = lax.gather(a, plan.indices, dimension_numbers, plan.slice_sizes, indices_are_sorted=indices_are_sorted,
-                     unique_indices=unique_indices, mode=gather_mode, fill_value=fill_value)
+                     unique_indices=unique_indices or not _has_advanced(entries), mode=gather_mode,
+                     fill_value=fill_value)
     if plan.newaxis_dims:
         out = lax.expand_dims(out, plan.newaxis_dims)
     return materialize(out)
 
 
+def advanced_getitem(a, index, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None,
+                     wrap_negative_indices=True):
+    """`a[index]` for any numpy index. Out-of-bounds indices are clamped, or filled with `fill_value` in mode
+    'fill' (JAX's default fill: NaN, the extreme integer, True)."""
+    a = to_array(a)
+    gather_mode = _gather_mode(mode)
+    fill_value = _scalar_fill_value(fill_value)
+    items = index if isinstance(index, tuple) else (index,)
+    filling = gather_mode is lax.GatherScatterMode.FILL_OR_DROP
+    if not filling and all(is_basic_index(i) for i in items):
+        return materialize(basic_getitem(a, items, wrap_negative=wrap_negative_indices,
+                                         clip=gather_mode is lax.GatherScatterMode.CLIP))
+    entries = parse_index(items, shape(a), wrap_negative_indices)
+    if not filling and _reads_by_dynamic_slice(entries):
+        return materialize(_dynamic_scalar_getitem(a, entries))
+    return gather_getitem(a, entries, gather_mode, indices_are_sorted=indices_are_sorted,
+                          unique_indices=unique_indices, fill_value=fill_value)
+
+
 # --- writing: the .at property ----------------------------------------------------------------------------------
-def scatter_update(a, index, values, scatter_op, *, indices_are_sorted=False, unique_indices=False, mode=None):
+def scatter_update(a, index, values, scatter_op, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                   wrap_negative_indices=True):
     """`a` with `values` combined into `a[index]` by `scatter_op` (one of lax's scatter functions)."""
     a = to_array(a)
     a_shape = shape(a)
     a_dtype, a_weak = dtypes.dtype_and_weak_of(a)
     values = to_array(values)
-    entries = parse_index(index, a_shape)
-    if not any(e[0] == "array" for e in entries):
-        # Integers and slices alone address distinct elements (JAX marks them unique, which makes scatter_mul
-        # differentiable with respect to the updates). Not necessarily sorted: a negative-step slice descends.
-        unique_indices = True
+    entries = parse_index(index, a_shape, wrap_negative_indices)
+    # Integers and slices alone address distinct elements (JAX marks them unique, which makes scatter_mul
+    # differentiable with respect to the updates). Not necessarily sorted: a negative-step slice descends.
+    unique_indices = unique_indices or not _has_advanced(entries)
     plan = make_plan(entries, a_shape)
-    if int(np.prod(plan.final_shape, dtype=np.int64)) == 0:
-        return materialize(a)
+    if _is_empty(plan.final_shape) or any(a_shape[axis] == 0 for axis in plan.collapsed_slice_dims):
+        return materialize(a)  # nothing to write, or every write falls outside an empty axis
     values = lax.convert_element_type(values, a_dtype, a_weak)
     values = _shape.broadcast_to(values, plan.final_shape)
     values = lax.reshape(values, plan.gather_shape)
@@ -348,8 +392,31 @@ def scatter_update(a, index, values, scatter_op, *, indices_are_sorted=False, un
                                   unique_indices=unique_indices, mode=mode))
 
 
+def _apply_at(a, index, func, **options):
+    """`func` applied at `a[index]`, once per occurrence of an element in the index (JAX's `.at[].apply`)."""
+    from ._creation import zeros
+
+    a = to_array(a)
+    dtype = dtypes.dtype(a)
+    counts = scatter_update(zeros(shape(a), np.int32), index, np.int32(1), lax.scatter_add, **options)
+
+    def more_to_apply(state):
+        done, _ = state
+        return lax.reduce_or(lax.lt(done, counts), tuple(range(len(shape(a)))))
+
+    def apply_once(state):
+        done, x = state
+        applied = lax.convert_element_type(func(x), dtype)
+        return lax.add(done, np.int32(1)), lax.select(lax.lt(done, counts), applied, x)
+
+    return materialize(lax.while_loop(more_to_apply, apply_once, (zeros(shape(a), np.int32), a))[1])
+
+
 class _IndexUpdateRef:
-    """`x.at[index]`: functional updates of the elements `x[index]`, returning new arrays."""
+    """`x.at[index]`: functional updates of the elements `x[index]`, returning new arrays.
+
+    Every method takes JAX's keyword options: `indices_are_sorted`, `unique_indices` (promises that allow
+    faster code), `mode` (out-of-bounds handling, see the module docstring) and `wrap_negative_indices`."""
 
     __slots__ = ("array", "index")
 
@@ -360,58 +427,60 @@ class _IndexUpdateRef:
     def __repr__(self):
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
-    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
-        """`x[index]`, with a choice of out-of-bounds `mode` ('clip', 'fill', 'promise_in_bounds')."""
+    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None,
+            wrap_negative_indices=True):
+        """`x[index]`; out-of-bounds reads clamp, or give `fill_value` with mode='fill'."""
         return advanced_getitem(self.array, self.index, indices_are_sorted=indices_are_sorted,
-                                unique_indices=unique_indices, mode=mode, fill_value=fill_value)
+                                unique_indices=unique_indices, mode=mode, fill_value=fill_value,
+                                wrap_negative_indices=wrap_negative_indices)
 
-    def _update(self, values, scatter_op, indices_are_sorted, unique_indices, mode):
-        return scatter_update(self.array, self.index, values, scatter_op, indices_are_sorted=indices_are_sorted,
-                              unique_indices=unique_indices, mode=mode)
+    def _update(self, values, scatter_op, options, operand=None):
+        return scatter_update(self.array if operand is None else operand, self.index, values, scatter_op, **options)
 
-    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def set(self, values, **options):
         """`x` with `x[index] = values` (out-of-bounds updates are dropped unless mode='clip')."""
-        return self._update(values, lax.scatter, indices_are_sorted, unique_indices, mode)
+        return self._update(values, lax.scatter, options)
 
-    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def add(self, values, **options):
         """`x` with `x[index] += values`; repeated indices accumulate."""
-        return self._update(values, lax.scatter_add, indices_are_sorted, unique_indices, mode)
+        return self._update(values, lax.scatter_add, options)
 
-    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def subtract(self, values, **options):
         from ._ufuncs import negative
 
-        return self._update(negative(to_array(values)), lax.scatter_add, indices_are_sorted, unique_indices, mode)
+        return self._update(negative(to_array(values)), lax.scatter_add, options)
 
-    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def multiply(self, values, **options):
         """`x` with `x[index] *= values`; repeated indices multiply."""
-        return self._update(values, lax.scatter_mul, indices_are_sorted, unique_indices, mode)
+        return self._update(values, lax.scatter_mul, options)
 
     mul = multiply
 
-    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def divide(self, values, **options):
         """`x / y` where y is 1 outside `index` and the product of the values at it (as JAX computes it)."""
         from ._creation import ones_like
         from ._ufuncs import divide
 
-        denominators = scatter_update(ones_like(self.array), self.index, values, lax.scatter_mul,
-                                      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
-        return divide(self.array, denominators)
+        return divide(self.array, self._update(values, lax.scatter_mul, options, ones_like(self.array)))
 
-    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def power(self, values, **options):
         from ._creation import ones_like
         from ._ufuncs import power
 
-        exponents = scatter_update(ones_like(self.array), self.index, values, lax.scatter_mul,
-                                   indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
-        return power(self.array, exponents)
+        return power(self.array, self._update(values, lax.scatter_mul, options, ones_like(self.array)))
 
-    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def min(self, values, **options):
         """`x` with `x[index] = minimum(x[index], values)`."""
-        return self._update(values, lax.scatter_min, indices_are_sorted, unique_indices, mode)
+        return self._update(values, lax.scatter_min, options)
 
-    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def max(self, values, **options):
         """`x` with `x[index] = maximum(x[index], values)`."""
-        return self._update(values, lax.scatter_max, indices_are_sorted, unique_indices, mode)
+        return self._update(values, lax.scatter_max, options)
+
+    def apply(self, func, **options):
+        """`x` with the unary function `func` applied at `index`: like `set(func(x[index]))`, but a repeated index
+        applies `func` repeatedly (numpy's `ufunc.at`). Not differentiable, as in JAX."""
+        return _apply_at(self.array, self.index, func, **options)
 
 
 class _IndexUpdateHelper:
@@ -430,123 +499,6 @@ class _IndexUpdateHelper:
 
 
 install_late("at", property(_IndexUpdateHelper))
-
-
-# --- take and friends ------------------------------------------------------------------------------------------
-def _take_mode(mode, indices, size, clip_wraps_negative=False):
-    """(indices, gather mode) for numpy's take modes, as JAX reads them (None means 'fill'). JAX's take clips
-    negative indices to 0 in mode 'clip', while take_along_axis first counts them from the end."""
-    if mode is None or mode == "fill":
-        return _normalize_indices(indices, size, index_dtype_of([indices])), lax.GatherScatterMode.FILL_OR_DROP
-    if mode == "clip":
-        if clip_wraps_negative:
-            indices = _normalize_indices(indices, size, index_dtype_of([indices]))
-        return indices, lax.GatherScatterMode.CLIP
-    if mode == "wrap":
-        from ._ufuncs import remainder
-
-        return remainder(indices, np.asarray(size, dtypes.dtype(indices))), lax.GatherScatterMode.PROMISE_IN_BOUNDS
-    if mode == "promise_in_bounds":
-        return _normalize_indices(indices, size, index_dtype_of([indices])), lax.GatherScatterMode.PROMISE_IN_BOUNDS
-    if mode == "raise":
-        raise NotImplementedError("take's mode='raise' needs the index values; use 'fill', 'clip' or 'wrap'")
-    raise ValueError(f"invalid take mode {mode!r}: expected 'fill', 'clip', 'wrap' or 'promise_in_bounds'")
-
-
-def _integer_indices(name, indices):
-    indices = to_array(indices)
-    if not _is_integer_dtype(dtypes.dtype(indices)):
-        raise TypeError(f"{name} requires integer indices, got {dtypes.dtype(indices).name}")
-    return indices
-
-
-def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indices_are_sorted=False,
-         fill_value=None):
-    """Elements of `a` at `indices` along `axis` (flattened when None); out-of-bounds indices give `fill_value`
-    (NaN, or the extreme integer) unless `mode` is 'clip' or 'wrap'."""
-    if out is not None:
-        raise NotImplementedError("take's out= argument is not supported: numax arrays are immutable")
-    a = to_array(a)
-    indices = _integer_indices("take", indices)
-    if axis is None:
-        a, axis = _shape.ravel(a), 0
-    a_shape = shape(a)
-    if not a_shape:
-        raise ValueError("take of a 0-d array needs axis=None")
-    axis = canonicalize_axis(axis, len(a_shape))
-    index_shape = shape(indices)
-    out_shape = a_shape[:axis] + index_shape + a_shape[axis + 1:]
-    size = a_shape[axis]
-    indices, gather_mode = _take_mode(mode, indices, size)
-    if size == 0 and int(np.prod(index_shape, dtype=np.int64)):
-        if gather_mode is not lax.GatherScatterMode.FILL_OR_DROP:
-            raise IndexError("cannot take a non-empty selection from an empty axis")
-        from ._creation import full
-
-        return full(out_shape, gather_fill_value(fill_value, dtypes.dtype(a)))
-    if int(np.prod(out_shape, dtype=np.int64)) == 0:
-        return lax.full(out_shape, np.zeros((), dtypes.dtype(a)))
-    offset_dims = tuple(range(axis)) + tuple(range(axis + len(index_shape), len(out_shape)))
-    slice_sizes = a_shape[:axis] + (1,) + a_shape[axis + 1:]
-    dimension_numbers = lax.GatherDimensionNumbers(offset_dims, (axis,), (axis,))
-    return materialize(lax.gather(a, _expand_last(indices), dimension_numbers, slice_sizes, mode=gather_mode,
-                                  fill_value=fill_value, unique_indices=unique_indices,
-                                  indices_are_sorted=indices_are_sorted))
-
-
-def _expand_last(indices):
-    return np.expand_dims(indices, -1) if not is_array(indices) else lax.expand_dims(indices, (len(shape(indices)),))
-
-
-def _along_axis_operands(name, arr, indices, axis):
-    """arr and indices broadcast against each other outside `axis` (numpy's take_along_axis rule)."""
-    arr = to_array(arr)
-    indices = _integer_indices(name, indices)
-    if axis is None:
-        arr, indices, axis = _shape.ravel(arr), _shape.ravel(indices), 0
-    arr_shape, index_shape = shape(arr), shape(indices)
-    if len(arr_shape) != len(index_shape):
-        raise ValueError(f"{name}: indices and arr must have the same number of dimensions, got shapes "
-                         f"{index_shape} and {arr_shape}")
-    axis = canonicalize_axis(axis, len(arr_shape))
-    others = [d for d in range(len(arr_shape)) if d != axis]
-    batch = np.broadcast_shapes(tuple(arr_shape[d] for d in others), tuple(index_shape[d] for d in others))
-    arr_target = list(batch)
-    arr_target.insert(axis, arr_shape[axis])
-    index_target = list(batch)
-    index_target.insert(axis, index_shape[axis])
-    return _shape.broadcast_to(arr, arr_target), _shape.broadcast_to(indices, index_target), axis, tuple(others)
-
-
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
-    """`arr` read at `indices` along `axis`, matching the other dimensions (out-of-bounds: fill, as in JAX)."""
-    arr, indices, axis, others = _along_axis_operands("take_along_axis", arr, indices, axis)
-    out_shape = shape(indices)
-    indices, gather_mode = _take_mode(mode, indices, shape(arr)[axis], clip_wraps_negative=True)
-    if int(np.prod(out_shape, dtype=np.int64)) == 0 or shape(arr)[axis] == 0:
-        return lax.full(out_shape, gather_fill_value(fill_value, dtypes.dtype(arr)))
-    dimension_numbers = lax.GatherDimensionNumbers((), (axis,), (axis,), others, others)
-    return materialize(lax.gather(arr, _expand_last(indices), dimension_numbers, (1,) * len(out_shape),
-                                  mode=gather_mode, fill_value=fill_value))
-
-
-def put_along_axis(arr, indices, values, axis, inplace=True, mode=None):
-    """`arr` with `values` written at `indices` along `axis` (pass inplace=False: arrays are immutable)."""
-    if inplace:
-        raise ValueError("numax arrays are immutable: call put_along_axis(..., inplace=False), which returns "
-                         "the updated array")
-    original = to_array(arr)
-    target_shape = shape(original)
-    arr, indices, axis, others = _along_axis_operands("put_along_axis", arr, indices, axis)
-    if shape(arr) != target_shape:
-        raise ValueError(f"put_along_axis: indices of shape {shape(indices)} do not fit arr of shape {target_shape}")
-    values = lax.convert_element_type(to_array(values), dtypes.dtype(arr), dtypes.dtype_and_weak_of(arr)[1])
-    values = _shape.broadcast_to(values, shape(indices))
-    if int(np.prod(shape(indices), dtype=np.int64)) == 0:
-        return materialize(arr)
-    indices = _normalize_indices(indices, target_shape[axis], index_dtype_of([indices]))
-    dimension_numbers = lax.ScatterDimensionNumbers((), (axis,), (axis,), others, others)
-    return materialize(lax.scatter(arr, _expand_last(indices), values, dimension_numbers, mode=mode))
 
 
 # --- nonzero and friends -------------------------------------------------------------------------------------
@@ -735,11 +687,11 @@ def unravel_index(indices, shape_):
     from ._logic import clip
     from ._ufuncs import floor_divide, remainder
 
-    indices = _integer_indices("unravel_index", indices)
+    indices = integer_indices("unravel_index", indices)
     dims = tuple(operator.index(d) for d in shape_)
     total = int(np.prod(dims, dtype=np.int64))
     dtype = dtypes.dtype(indices)
-    flat = clip(_normalize_indices(indices, total, dtype), 0, max(total - 1, 0))
+    flat = clip(normalize_indices(indices, total, dtype), 0, max(total - 1, 0))
     out, stride = [], total
     for size in dims:
         stride //= size if size else 1
@@ -757,7 +709,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         raise ValueError(f"ravel_multi_index: {len(multi_index)} index arrays for {len(dims)} dimensions")
     if order not in ("C", "F"):
         raise ValueError(f"ravel_multi_index order must be 'C' or 'F', got {order!r}")
-    arrays = [_integer_indices("ravel_multi_index", i) for i in multi_index]
+    arrays = [integer_indices("ravel_multi_index", i) for i in multi_index]
     if mode == "raise":
         for i, (array, size) in enumerate(zip(arrays, dims)):
             if isinstance(array, Tracer) and array.to_concrete_value() is None:

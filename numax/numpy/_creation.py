@@ -2,6 +2,7 @@
 logspace, eye/identity, meshgrid, tri/triu/tril."""
 
 import builtins
+import operator
 
 import numpy as np
 
@@ -65,14 +66,14 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
 
 def _shape_arg(shape_value):
     if isinstance(shape_value, (int, np.integer)) or (is_array(shape_value) and not aval(shape_value).shape):
-        return (int(shape_value),)
-    return tuple(int(d) for d in shape_value)
+        return (operator.index(shape_value),)
+    return tuple(operator.index(d) for d in shape_value)  # (a float dimension is a TypeError, as in JAX)
 
 
 def full(shape, fill_value, dtype=None, *, device=None):
     dtype = _canonical_dtype(dtype)
     shape = _shape_arg(shape)
-    if is_array(fill_value) and aval(fill_value).shape:
+    if aval(fill_value).shape:
         from ._shape import broadcast_to
 
         value = fill_value if dtype is None else lax.convert_element_type(fill_value, dtype)
@@ -204,7 +205,8 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
-    M = N if M is None else M
+    N = operator.index(N)
+    M = N if M is None else operator.index(M)
     dtype = _canonical_dtype(dtype) or dtypes.default_float_dtype()
     rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)

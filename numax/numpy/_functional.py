@@ -283,9 +283,9 @@ def choose(a, choices, out=None, mode="raise"):
 
 @functools.partial(jit, static_argnames=("mode",))
 def _choose(index, choices, *, mode):
-    from ._advanced import take_along_axis
     from ._logic import clip
     from ._shape import broadcast_arrays, stack
+    from ._take import take_along_axis
     from ._ufuncs import remainder
 
     if mode == "wrap":

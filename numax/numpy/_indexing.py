@@ -1,18 +1,34 @@
 """Indexing: `x[...]`. Static basic indices (ints, slices, None, Ellipsis) become one static slice here;
-everything else (integer and boolean arrays, traced integers) goes to `_advanced`, which gathers."""
+everything else (integer and boolean arrays, traced integers) goes to `_advanced`, which gathers.
+
+Out-of-bounds integers follow JAX, not numpy: a read clamps them into the array after counting negative ones
+from the end once, so `arange(10)[11]` is 9 and `arange(10)[-11]` is 0 (numpy raises IndexError).
+"""
+
+import operator
 
 import numpy as np
 
 from numax import lax
+from numax.core.errors import ConcretizationTypeError
+from numax.core.trace import Tracer
 
 from ._util import shape, to_array
+
+
+class NonConcreteSliceError(ConcretizationTypeError, IndexError):
+    """A slice in an index has a traced start, stop or step. Also an IndexError: the class jax raises here."""
+
+    def __init__(self, tracer):
+        super().__init__(tracer, "a slice's start, stop and step in an index must be static; for a window at a "
+                                 "traced position use `numax.lax.dynamic_slice` (its size is static)")
 
 
 def slice_along(a, axis, start, stop, step=1):
     return lax.slice_in_dim(a, start, stop, step, axis)
 
 
-def _is_basic(index):
+def is_basic_index(index):
     if isinstance(index, (bool, np.bool_)):
         return False  # a boolean scalar is a 0-d mask, not the integer 0 or 1
     return index is None or index is Ellipsis or isinstance(index, (int, np.integer, slice))
@@ -35,22 +51,47 @@ def _expand_ellipsis(indices, rank):
     return out
 
 
-def basic_getitem(a, indices):
-    """Static indexing: slices (any step), integers, None and Ellipsis."""
+def static_slice(index):
+    """`index` (a slice) with its start, stop and step as Python ints or None."""
+    bounds = []
+    for value in (index.start, index.stop, index.step):
+        if isinstance(value, Tracer):
+            concrete = value.to_concrete_value()
+            if concrete is None:
+                raise NonConcreteSliceError(value)
+            value = concrete
+        bounds.append(None if value is None else operator.index(value))
+    return slice(*bounds)
+
+
+def empty_axis_error(axis):
+    return IndexError(f"index is out of bounds for axis {axis} with size 0")
+
+
+def static_position(index, size, wrap_negative=True):
+    """A static integer index as JAX reads it: negative ones count from the end once (unless not
+    `wrap_negative`); the result may still lie outside [0, size)."""
+    position = int(index)
+    return position + size if wrap_negative and position < 0 else position
+
+
+def basic_getitem(a, indices, *, wrap_negative=True, clip=False):
+    """Static indexing: slices (any step), integers (clamped into range), None and Ellipsis."""
     a_shape = shape(a)
-    indices = _expand_ellipsis(indices, len(a_shape))
+    expanded = _expand_ellipsis(indices, len(a_shape))
     start, limit, strides, reversed_axes, squeezed, new_axes = [], [], [], [], [], []
     axis = 0
     out_axis = 0
-    result_shape = []
-    for index in indices:
+    clamped = strided = False
+    for index in expanded:
         if index is None:
             new_axes.append(out_axis)
             out_axis += 1
             continue
         size = a_shape[axis]
         if isinstance(index, slice):
-            first, last, step = index.indices(size)
+            first, last, step = static_slice(index).indices(size)
+            strided |= abs(step) != 1
             if step > 0:
                 count = max(0, (last - first + step - 1) // step)
                 start.append(first)
@@ -63,18 +104,24 @@ def basic_getitem(a, indices):
                 limit.append(first + 1 if count else 0)
                 strides.append(-step)
                 reversed_axes.append(axis)
-            result_shape.append(count)
             out_axis += 1
         else:
-            position = int(index)
-            if not -size <= position < size:
-                raise IndexError(f"index {position} is out of bounds for axis {axis} with size {size}")
-            position %= size
+            if size == 0:
+                raise empty_axis_error(axis)
+            position = static_position(index, size, wrap_negative)
+            clamped |= not 0 <= position < size
+            position = min(max(position, 0), size - 1)
             start.append(position)
             limit.append(position + 1)
             strides.append(1)
             squeezed.append(axis)
         axis += 1
+    if clamped and strided and not clip:
+        # JAX reads this case with a gather that promises in-bounds indices (so its gradient drops the
+        # out-of-bounds read), not with a slice: do the same.
+        from ._advanced import gather_getitem, parse_index
+
+        return gather_getitem(a, parse_index(indices, a_shape, wrap_negative), lax.GatherScatterMode.PROMISE_IN_BOUNDS)
     out = lax.slice(a, start, limit, strides)
     if reversed_axes:
         out = lax.rev(out, reversed_axes)
@@ -86,10 +133,10 @@ def basic_getitem(a, indices):
 
 
 def getitem(a, index):
-    """`a[index]` as numpy defines it."""
+    """`a[index]` as JAX defines it (numpy's, but out-of-bounds integers are clamped)."""
     a = to_array(a)
     indices = index if isinstance(index, tuple) else (index,)
-    if all(_is_basic(i) for i in indices):
+    if all(is_basic_index(i) for i in indices):
         from ._util import materialize
 
         return materialize(basic_getitem(a, indices))
@@ -100,8 +147,8 @@ def getitem(a, index):
 
 def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indices_are_sorted=False,
          fill_value=None):
-    """Elements of `a` at `indices` along `axis` (see `_advanced.take`)."""
-    from ._advanced import take as take_
+    """Elements of `a` at `indices` along `axis` (see `_take.take`)."""
+    from ._take import take as take_
 
     return take_(a, indices, axis=axis, out=out, mode=mode, unique_indices=unique_indices,
                  indices_are_sorted=indices_are_sorted, fill_value=fill_value)

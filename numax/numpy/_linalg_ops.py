@@ -22,7 +22,7 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     a_core = a_shape[-1]
     b_core = b_shape[0] if b_vector else b_shape[-2]
     if a_core != b_core:
-        raise ValueError(f"matmul: input operand 1 has a mismatch in its core dimension 0 (size {b_core} "
+        raise TypeError(f"matmul: input operand 1 has a mismatch in its core dimension 0 (size {b_core} "
                          f"is different from {a_core}); shapes {a_shape} and {b_shape}")
     if a_vector or b_vector:
         # A vector operand is contracted directly: its partner's other dimensions come out in order.
@@ -115,6 +115,10 @@ def vecdot(x1, x2, /, *, axis=-1):
     from ._reductions import sum as sum_
     from ._ufuncs import conjugate, multiply
 
+    x1_shape, x2_shape = shape(x1), shape(x2)
+    if x1_shape[canonicalize_axis(axis, len(x1_shape))] != x2_shape[canonicalize_axis(axis, len(x2_shape))]:
+        raise ValueError(f"vecdot: the axes to contract must match, got shapes {x1_shape} and {x2_shape} with "
+                         f"axis={axis}")
     return sum_(multiply(conjugate(x1), x2), axis=axis)
 
 
@@ -174,7 +178,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     rank = len(a_shape)
     axis1, axis2 = canonicalize_axis(axis1, rank), canonicalize_axis(axis2, rank)
     if axis1 == axis2:
-        raise ValueError("axis1 and axis2 cannot be the same")
+        raise TypeError("axis1 and axis2 cannot be the same")  # (JAX's class)
     rest = [i for i in range(rank) if i not in (axis1, axis2)]
     a = lax.transpose(a, rest + [axis1, axis2])
     n, m = a_shape[axis1], a_shape[axis2]

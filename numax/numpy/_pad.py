@@ -101,7 +101,7 @@ def _pad_axis(x, axis, before, after, mode, options):
     if size == 0:
         raise ValueError(f"pad: can't extend empty axis {axis} using modes other than 'constant' or 'empty'")
     if mode in ("edge", "wrap", "reflect", "symmetric"):
-        from ._advanced import take
+        from ._take import take
 
         return take(x, np.asarray(_host_indices(mode, size, before, after), np.int32), axis=axis)
     pieces = []
@@ -151,7 +151,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
         raise NotImplementedError("pad: a callable mode is not supported")
     known = ("constant", "empty", "edge", "wrap", "reflect", "symmetric", "linear_ramp") + _STAT_MODES
     if mode not in known:
-        raise ValueError(f"pad: unimplemented padding mode {mode!r}; expected one of {known}")
+        raise NotImplementedError(f"pad: unimplemented padding mode {mode!r}; expected one of {known}")
     allowed = {"constant": {"constant_values"}, "linear_ramp": {"end_values"},
                "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}.get(mode, set())
     if mode in _STAT_MODES:

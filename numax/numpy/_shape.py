@@ -26,14 +26,15 @@ def _resolve_shape(new_shape, size):
     new_shape = [operator.index(d) for d in new_shape]
     unknown = [i for i, d in enumerate(new_shape) if d == -1]
     if len(unknown) > 1:
-        raise ValueError("can only specify one unknown dimension (-1)")
+        raise TypeError("can only specify one unknown dimension (-1)")
     if unknown:
         known = int(np.prod([d for d in new_shape if d != -1], dtype=np.int64))
         if known == 0 or size % known:
-            raise ValueError(f"cannot reshape array of size {size} into shape {tuple(new_shape)}")
+            raise TypeError(f"cannot reshape array of size {size} into shape {tuple(new_shape)}")
         new_shape[unknown[0]] = size // known
     if int(np.prod(new_shape, dtype=np.int64)) != size:
-        raise ValueError(f"cannot reshape array of size {size} into shape {tuple(new_shape)}")
+        # (JAX's class for arrays: a TypeError; jax.numpy hands numpy inputs to numpy, which raises ValueError.)
+        raise TypeError(f"cannot reshape array of size {size} into shape {tuple(new_shape)}")
     return tuple(new_shape)
 
 
@@ -69,7 +70,7 @@ def transpose(a, axes=None):
         axes = tuple(range(rank))[::-1]
     axes = tuple(canonicalize_axis(ax, rank) for ax in axes)
     if sorted(axes) != list(range(rank)):
-        raise ValueError(f"axes {axes} don't match array of rank {rank}")
+        raise TypeError(f"transpose: axes {axes} are not a permutation of the {rank} axes of the array")
     return _as_array(lax.transpose(a, axes))
 
 

@@ -314,7 +314,7 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     a_shape = shape(a)
     rank = len(a_shape)
     axes = canonicalize_axes(axis, rank)
-    from ._advanced import take_along_axis
+    from ._take import take_along_axis
 
     kept_axes = [d for d in range(rank) if d not in axes]
     n = int(np.prod([a_shape[d] for d in axes], dtype=int))

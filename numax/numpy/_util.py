@@ -134,7 +134,10 @@ def promote_shapes(name, *args):
         len({d for d in dims if d != 1}) <= 1 for dims in zip(*[s for s in shapes if s])
     ):
         return list(args)
-    result = broadcast_shapes(*shapes)
+    try:
+        result = broadcast_shapes(*shapes)
+    except ValueError as error:
+        raise TypeError(f"{name}: {error}") from None  # (JAX's class: its lax op rejects the shapes)
     rank = len(result)
     return [a if not s or len(s) == rank else lax.broadcast_to_rank(a, rank) for a, s in zip(args, shapes)]
 
@@ -177,7 +180,8 @@ def promote_args_numeric(name, *args):
 def canonicalize_axis(axis, rank):
     axis = int(axis)
     if not -rank <= axis < rank:
-        raise ValueError(f"axis {axis} is out of bounds for array of dimension {rank}")
+        # numpy's AxisError is both a ValueError and an IndexError: jax raises either, depending on the function.
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {rank}")
     return axis % rank
 
 

@@ -17,13 +17,13 @@ from numax.core import dtypes
 from numax.lax import linalg as lax_linalg
 from numax.transforms.custom_derivatives import custom_jvp
 
-from ._advanced import take_along_axis
 from ._creation import eye
 from ._cumulative import cumprod
 from ._linalg_ops import cross, diagonal, matmul, outer, tensordot, trace, vecdot  # noqa: F401  (re-exports)
 from ._logic import where
 from ._reductions import amax, amin, any, sum
 from ._shape import broadcast_to, expand_dims, matrix_transpose, moveaxis, reshape  # noqa: F401
+from ._take import take_along_axis
 from ._ufuncs import (
     abs,
     conjugate,
@@ -80,18 +80,19 @@ def _inexact(name, *args):
     return promote_dtypes_inexact(*[to_array(a) for a in args])
 
 
-def _square(name, a):
+def _square(name, a, error=ValueError):
+    """The shape of `a`, a (stack of) square matrices; `error` is the class jax raises for `name` otherwise."""
     a_shape = shape(a)
     if len(a_shape) < 2 or a_shape[-1] != a_shape[-2]:
-        raise ValueError(f"{name}: argument must be a square matrix or a stack of them (shape [..., n, n]), "
+        raise error(f"{name}: argument must be a square matrix or a stack of them (shape [..., n, n]), "
                          f"got shape {a_shape}")
     return a_shape
 
 
-def _matrix(name, a):
+def _matrix(name, a, error=ValueError):
     a_shape = shape(a)
     if len(a_shape) < 2:
-        raise ValueError(f"{name}: argument must have at least two dimensions (shape [..., m, n]), got {a_shape}")
+        raise error(f"{name}: argument must have at least two dimensions (shape [..., m, n]), got {a_shape}")
     return a_shape
 
 
@@ -127,7 +128,7 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
     """The Cholesky factor of Hermitian positive-definite matrices: lower L (a = L @ L^H) or, if `upper`, U = L^H.
     Matrices that are not positive definite give NaNs."""
     (a,) = _inexact("cholesky", a)
-    _square("cholesky", a)
+    _square("cholesky", a, TypeError)
     factor = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
     return _adjoint(factor) if upper else factor
 
@@ -136,7 +137,7 @@ def qr(a, mode="reduced"):
     """QR decomposition. `mode`: 'reduced' (Q is m x k), 'complete' (Q is m x m), 'r' (R only), or 'raw'
     (LAPACK's Householder form: (h, tau) with h transposed, as numpy returns it)."""
     (a,) = _inexact("qr", a)
-    _matrix("qr", a)
+    _matrix("qr", a, TypeError)
     if mode == "raw":
         h, taus = lax_linalg.geqrf(a)
         return QRResult(matrix_transpose(h), taus)
@@ -150,7 +151,7 @@ def eigh(a, UPLO=None, symmetrize_input=True):
     """Eigenvalues (ascending) and eigenvectors (columns) of Hermitian matrices, reading the 'L' (default) or
     'U' triangle."""
     (a,) = _inexact("eigh", a)
-    _square("eigh", a)
+    _square("eigh", a, TypeError)
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
     v, w = lax_linalg.eigh(a, lower=UPLO != "U", symmetrize_input=symmetrize_input)
@@ -181,7 +182,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index
     """Singular value decomposition a = U @ diag(S) @ Vh, S descending. `hermitian` is accepted and computed
     by the general algorithm (the same factorization up to the signs of singular vectors)."""
     (a,) = _inexact("svd", a)
-    _matrix("svd", a)
+    _matrix("svd", a, TypeError)
     if not compute_uv:
         return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=False, subset_by_index=subset_by_index)
     u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=True, subset_by_index=subset_by_index)
@@ -376,7 +377,7 @@ def matrix_power(a, n):
     """a @ a @ ... (n times) by repeated squaring; n = 0 gives the identity, n < 0 powers of inv(a)."""
     check_arraylike("matrix_power", a)
     a = to_array(a)
-    a_shape = _square("matrix_power", a)
+    a_shape = _square("matrix_power", a, TypeError)
     try:
         n = operator.index(n)
     except TypeError:
@@ -630,6 +631,10 @@ def multi_dot(arrays, *, precision=None):
         if a_rank not in allowed:
             raise ValueError(f"multi_dot: array {i} has rank {a_rank}; the first and last may be 1-d or 2-d, "
                              "the others must be 2-d")
+    for i, (a, b) in enumerate(zip(arrays, arrays[1:])):
+        if shape(a)[-1] != shape(b)[0]:
+            raise ValueError(f"multi_dot: the last dimension of array {i} {shape(a)} must match the first of array "
+                             f"{i + 1} {shape(b)}")
     result = arrays[0]
     for a in arrays[1:]:
         result = matmul(result, a, precision=precision)

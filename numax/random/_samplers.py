@@ -382,7 +382,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
         raise ValueError("categorical: logits must have at least one dimension")
     axis = int(axis)
     if not -len(logits_shape) <= axis < len(logits_shape):
-        raise ValueError(f"axis {axis} is out of bounds for logits of rank {len(logits_shape)}")
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for logits of rank {len(logits_shape)}")
     batch_shape = tuple(np.delete(np.array(logits_shape, dtype=np.int64), axis).tolist())
     shape = batch_shape if shape is None else _canonical_shape("categorical", shape)
     _check_shape("categorical", shape, batch_shape)
@@ -446,7 +446,7 @@ def permutation(key, x, axis=0, independent=False):
         return _shuffle(key_words, xnp.arange(int(x)), 0)
     axis = int(axis)
     if not -aval.ndim <= axis < aval.ndim:
-        raise ValueError(f"axis {axis} is out of bounds for array of dimension {aval.ndim}")
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {aval.ndim}")
     axis %= aval.ndim
     if independent or aval.ndim == 1:
         return _shuffle(key_words, x, axis)
@@ -470,7 +470,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
         n_inputs = int(a)
     else:
         if not -arr.ndim <= axis < arr.ndim:
-            raise ValueError(f"axis {axis} is out of bounds for array of dimension {arr.ndim}")
+            raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {arr.ndim}")
         axis %= arr.ndim
         n_inputs = arr.shape[axis]
     n_draws = math.prod(shape)
