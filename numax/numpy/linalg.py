@@ -17,10 +17,10 @@ from numax.core import dtypes
 from numax.lax import linalg as lax_linalg
 from numax.transforms.custom_derivatives import custom_jvp
 
+from . import _linalg_ops
 from ._advanced import take_along_axis
 from ._creation import eye
 from ._cumulative import cumprod
-from . import _linalg_ops
 from ._linalg_ops import matmul, vecdot  # noqa: F401  (re-exports: the array API's forms)
 from ._logic import where
 from ._reductions import amax, amin, any, sum
