@@ -315,4 +315,4 @@ def isrealobj(x):
 
 
 def astype(x, dtype, /, *, copy=False, device=None):
-    return asarray(x).astype(dtype)
+    return asarray(x).astype(dtype, device=device)

@@ -296,6 +296,9 @@ def _dynamic_scalar_getitem(a, entries):
             _, axis, first, step, count = entry
             stop = first + step * count
             basic.append(slice(first, stop if stop >= 0 else None, step))
+    # Scalar index arrays of different integer dtypes (x[i8, u32]) share one: dynamic_slice takes only that.
+    index_dtype = index_dtype_of([s for s in starts if is_array(s)])
+    starts = [lax.convert_element_type(s, index_dtype) if is_array(s) else s for s in starts]
     out = lax.squeeze(lax.dynamic_slice(a, starts, sizes), squeezed)
     return basic_getitem(out, tuple(basic))
 

@@ -32,7 +32,8 @@ def _is_operand(value):
 
 
 def _astype(self, dtype, copy=False, device=None):
-    return elementwise.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+    result = elementwise.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+    return result if device is None else result.to_device(device)
 
 
 def _setitem(self, index, value):

@@ -638,7 +638,7 @@ def outer(x1, x2, /):
     if aval(x1).ndim != 1 or aval(x2).ndim != 1:
         raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={aval(x1).ndim} "
                          f"x2.ndim={aval(x2).ndim}")
-    return _linalg_ops.outer(x1, x2)
+    return multiply(expand_dims(x1, 1), expand_dims(x2, 0))  # multiply, not lax.mul: bools are allowed
 
 
 def cross(x1, x2, /, *, axis=-1):
