@@ -12,7 +12,6 @@ from ._scalar_types import narrow_types
 __array_api_version__ = "2024.12"
 
 
-
 def _narrow(prefix):
     return tuple(scalar_type.dtype for name, scalar_type in narrow_types.items() if name.startswith(prefix))
 
