@@ -5,6 +5,8 @@ class). Values are read back lazily, once, and cached; operators and methods are
 `numax.numpy`, which defines their semantics for arrays and tracers alike.
 """
 
+import enum
+
 import numpy as np
 
 from ..core import avals as avals_module
@@ -167,17 +169,77 @@ class Array:
     def __reduce__(self):
         return (_rebuild, (self._value(), self.aval.weak_type))
 
-    def __dlpack__(self, stream=None, **kwargs):
-        value = self._value()
-        try:
-            return value.__dlpack__(stream=stream, **kwargs)
-        except BufferError:
-            # The cached host value is read-only, which consumers of older DLPack versions cannot be
-            # told; they get a private copy instead.
-            return value.copy().__dlpack__(stream=stream, **kwargs)
+    # --- devices and DLPack ---
+    def to_device(self, device, /, *, stream=None):
+        """This array on `device` (itself when it lives there already, or when `device` is None)."""
+        if stream is not None:
+            raise NotImplementedError("stream argument of array.to_device()")
+        return transfer(self, device)
 
     def __dlpack_device__(self):
-        return (1, 0)
+        if self._backend.platform == "cpu":
+            return DLDeviceType.kDLCPU, 0
+        return DLDeviceType.kDLCUDA, self._device.local_hardware_id
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of the array's values, on its own device or on `dl_device` (the CPU, or a
+        GPU of the same backend). The capsule never holds numax's own device buffer: deleting or
+        donating a buffer that a consumer still holds aborts the process. CPU arrays export their host
+        value (read once, then shared), GPU arrays a private copy made on the device."""
+        own_device = self.__dlpack_device__()
+        target = own_device if dl_device is None else (int(dl_device[0]), int(dl_device[1]))
+        if target == (DLDeviceType.kDLCPU, 0):
+            if stream is not None:
+                raise BufferError(f"a DLPack export to the CPU takes stream=None, got stream={stream!r}")
+            if copy is False and own_device != target:
+                raise BufferError("exporting a GPU array to the CPU needs a copy, but copy=False")
+            return _host_capsule(self._value(), max_version, copy)
+        if target[0] != DLDeviceType.kDLCUDA or self._backend.platform == "cpu":
+            raise BufferError(f"numax cannot export an array on {self.device} to the DLPack device {dl_device}")
+        if copy is False:
+            raise BufferError("numax exports GPU arrays as a private copy (a consumer holding numax's own "
+                              "buffer crashes the process once the array is deleted); pass copy=None or True")
+        self._check_alive()
+        device = _device_with_hardware_id(self._backend, target[1])
+        buffer = xla.copy_to_device(self._buffer, self.shape, self.dtype, self._backend, device)
+        return xla.dlpack_capsule(buffer, stream)
+
+
+class DLDeviceType(enum.IntEnum):
+    """DLPack's device types that numax arrays live on."""
+
+    kDLCPU = 1
+    kDLCUDA = 2
+
+
+def _host_capsule(host: np.ndarray, max_version, copy):
+    try:
+        return host.__dlpack__(max_version=max_version, copy=copy)
+    except BufferError:
+        if copy is False or host.flags.writeable:
+            raise
+        # The cached host value is read-only, which consumers of DLPack before 1.0 cannot be told:
+        # they get a private copy instead.
+        return host.copy().__dlpack__(max_version=max_version)
+
+
+def _device_with_hardware_id(backend, local_hardware_id):
+    for device in backend.devices:
+        if device.local_hardware_id == local_hardware_id:
+            return device
+    raise BufferError(f"no {backend.platform} device has the local hardware id {local_hardware_id}")
+
+
+def transfer(array: Array, device) -> Array:
+    """`array` on `device`: itself when it lives there already (or `device` is None), else a copy."""
+    if device is None or device == array._device:
+        return array
+    array._check_alive()
+    backend = xla.backend_of_device(device)
+    if backend is not array._backend:
+        return put(array._value(), device, backend, array.aval.weak_type)
+    buffer = xla.copy_to_device(array._buffer, array.shape, array.dtype, backend, device)
+    return Array(array.aval, buffer, backend, device)
 
 
 def _rebuild(value, weak_type=False):

@@ -387,10 +387,15 @@ class _DLPackView:
         self.buffer = buffer
 
     def __dlpack__(self, stream=None, **_):
-        return _jax.buffer_to_dlpack_managed_tensor(self.buffer, stream=None)
+        return dlpack_capsule(self.buffer)
 
     def __dlpack_device__(self):
         return (1, 0)
+
+
+def dlpack_capsule(buffer, stream=None):
+    """A DLPack capsule sharing `buffer` (the consumer's `stream`, on GPUs, waits for it to be ready)."""
+    return _jax.buffer_to_dlpack_managed_tensor(buffer, stream=stream)
 
 
 def to_numpy(buffer) -> np.ndarray:

@@ -294,7 +294,7 @@ def test_array_namespace():
     x = xnp.ones(2)
     assert x.__array_namespace__() is xnp
     assert hasattr(x, "__array_namespace__")
-    namespace = x.__array_namespace__(api_version="2023.12")
+    namespace = x.__array_namespace__(api_version="2024.12")
     assert namespace.sum(x) == 2.0
 
 

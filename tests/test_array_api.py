@@ -1,7 +1,9 @@
-"""The Python array API standard as jax.numpy supports it: namespace, names, promotion, special cases."""
+"""The Python array API standard as jax.numpy supports it: namespace, names, isdtype, type promotion,
+integer division by zero, and standard semantics under jit."""
 
 import itertools
 
+import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
@@ -10,7 +12,7 @@ import pytest
 import numax
 import numax.numpy as xnp
 
-# The standard's names (2023.12: functions, constants, dtypes); each one jax.numpy has must exist here.
+# The standard's names (2024.12: functions, constants, dtypes); each one jax.numpy has must exist here.
 STANDARD_NAMES = """
 abs acos acosh add asin asinh atan atan2 atanh bitwise_and bitwise_left_shift bitwise_invert bitwise_or
 bitwise_right_shift bitwise_xor ceil clip conj copysign cos cosh divide equal exp expm1 floor floor_divide greater
@@ -25,7 +27,7 @@ unstack
 argmax argmin count_nonzero nonzero searchsorted where
 unique_all unique_counts unique_inverse unique_values argsort sort
 cumulative_sum cumulative_prod max mean min prod std sum var all any diff
-matmul matrix_transpose tensordot vecdot
+matmul matrix_transpose tensordot vecdot reciprocal take take_along_axis
 e inf nan newaxis pi
 bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64 complex64 complex128
 """.split()
@@ -34,7 +36,7 @@ bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64 complex64
 def test_namespace():
     x = xnp.asarray([1.0, 2.0])
     assert x.__array_namespace__() is xnp
-    assert x.__array_namespace__(api_version="2023.12") is xnp
+    assert x.__array_namespace__(api_version="2024.12") is xnp
 
 
 @pytest.mark.parametrize("name", [n for n in STANDARD_NAMES if hasattr(jnp, n)])
@@ -60,7 +62,7 @@ def test_array_attributes_and_methods():
 def test_isdtype_matches_jnp(dtype, kind, expected):
     assert xnp.isdtype(xnp.dtype(dtype), kind) is expected
     assert jnp.isdtype(jnp.dtype(dtype), kind) is expected
-    with pytest.raises(ValueError, match="unknown dtype kind"):
+    with pytest.raises(ValueError, match="Unrecognized kind='floating point'"):
         xnp.isdtype(np.float32, "floating point")
 
 
@@ -70,10 +72,13 @@ PROMOTION_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.uint8, np.uint16, 
 
 def test_array_promotion_table_matches_jax():
     # Mixed-kind promotion (int with float, uint with int, bfloat16 with float16) as JAX defines it.
+    # The operator's result types by tracing (no compile per pair); eagerly for equal dtypes (a fast path).
     for a, b in itertools.product(PROMOTION_DTYPES, repeat=2):
-        x, y = np.ones(2, a), np.ones(2, b)
-        want = (jnp.asarray(x) + jnp.asarray(y)).dtype
-        assert (xnp.asarray(x) + xnp.asarray(y)).dtype == want, (a, b)
+        want = jax.eval_shape(lambda u, v: u + v, jax.ShapeDtypeStruct((2,), a), jax.ShapeDtypeStruct((2,), b))
+        got = numax.eval_shape(lambda u, v: u + v, numax.ShapeDtypeStruct((2,), a), numax.ShapeDtypeStruct((2,), b))
+        assert got.dtype == want.dtype, (a, b)
+        if a == b:
+            assert (xnp.ones(2, a) + xnp.ones(2, b)).dtype == want.dtype, a
         assert xnp.result_type(a, b) == jnp.result_type(a, b), (a, b)
         assert xnp.promote_types(a, b) == jnp.promote_types(a, b), (a, b)
 
@@ -96,36 +101,7 @@ def _try(fn):
         return None
 
 
-# (function, arguments, expected): a sample of the standard's special cases.
-SPECIAL_CASES = [
-    (xnp.sqrt, [-0.0], -0.0), (xnp.sqrt, [-1.0], np.nan), (xnp.sqrt, [np.inf], np.inf),
-    (xnp.log, [0.0], -np.inf), (xnp.log, [-0.0], -np.inf), (xnp.log, [-1.0], np.nan), (xnp.log1p, [-1.0], -np.inf),
-    (xnp.exp, [-np.inf], 0.0), (xnp.expm1, [-0.0], -0.0), (xnp.tanh, [np.inf], 1.0), (xnp.sin, [-0.0], -0.0),
-    (xnp.atan2, [0.0, -0.0], np.pi), (xnp.atan2, [-0.0, -0.0], -np.pi), (xnp.atan2, [1.0, 0.0], np.pi / 2),
-    (xnp.maximum, [np.nan, 1.0], np.nan), (xnp.maximum, [1.0, np.nan], np.nan), (xnp.minimum, [np.nan, 1.0], np.nan),
-    (xnp.floor_divide, [1.0, 0.0], np.inf), (xnp.floor_divide, [-1.0, 0.0], -np.inf),
-    (xnp.floor_divide, [0.0, 0.0], np.nan), (xnp.remainder, [1.0, 0.0], np.nan),
-    (xnp.remainder, [-1.0, np.inf], np.inf),
-    (xnp.divide, [1.0, -0.0], -np.inf), (xnp.pow, [np.nan, 0.0], 1.0), (xnp.pow, [0.0, -1.0], np.inf),
-    (xnp.floor, [-0.0], -0.0), (xnp.ceil, [-0.5], -0.0), (xnp.trunc, [-0.5], -0.0), (xnp.round, [0.5], 0.0),
-    (xnp.round, [-2.5], -2.0), (xnp.sign, [-0.0], -0.0), (xnp.sign, [np.nan], np.nan), (xnp.abs, [-0.0], 0.0),
-    (xnp.hypot, [np.inf, np.nan], np.inf), (xnp.logaddexp, [-np.inf, -np.inf], -np.inf),
-    (xnp.copysign, [1.0, -0.0], -1.0), (xnp.signbit, [-0.0], True), (xnp.isnan, [np.nan], True),
-]
-
-
-@pytest.mark.parametrize("fn, args, expected", SPECIAL_CASES, ids=lambda v: getattr(v, "__name__", None))
-def test_special_cases(fn, args, expected):
-    values = [np.float32(a) for a in args]
-    got = np.asarray(fn(*values))
-    want = np.asarray(getattr(jnp, fn.__name__ if hasattr(jnp, fn.__name__) else "pow")(*values))
-    for result in (got, want):
-        if isinstance(expected, bool):
-            assert bool(result) is expected
-        elif np.isnan(expected):
-            assert np.isnan(result)
-        else:
-            assert result == expected and np.signbit(result) == np.signbit(expected), (fn.__name__, args, result)
+# The standard's special cases of the elementwise functions: tests/test_array_api_special_cases*.py.
 
 
 def test_integer_floor_divide_by_zero_matches_jax():

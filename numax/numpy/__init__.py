@@ -1,6 +1,5 @@
 """`numax.numpy`: numpy's API over numax arrays, with JAX's semantics (`import numax.numpy as xnp`)."""
 
-import ml_dtypes as _ml_dtypes
 import numpy as _np
 
 from numax.core import dtypes as _dtypes
@@ -15,6 +14,7 @@ from numax.lowering.array import Array as ndarray  # noqa: F401
 
 from . import _array_methods  # noqa: F401  (installs operators on arrays and tracers)
 from ._advanced import *  # noqa: F401, F403
+from ._array_api import __array_api_version__, __array_namespace_info__, isdtype  # noqa: F401
 from ._creation import (  # noqa: F401
     arange,
     array,
@@ -77,6 +77,24 @@ from ._reductions import (  # noqa: F401
     sum,
     var,
 )
+from ._scalar_types import (  # noqa: F401
+    bfloat16,
+    bool_,
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from ._scalar_types import narrow_types as _narrow_types
 from ._shape import (  # noqa: F401
     append,
     array_split,
@@ -238,75 +256,11 @@ from ._ufuncs import (  # noqa: F401
     trunc,
 )
 
-
-class _ScalarType:
-    """`numax.numpy.float32` and friends: usable wherever a dtype is (`np.dtype(xnp.float32)`), and callable
-    like jax.numpy's scalar types: `xnp.float32(3)` is a 0-d float32 array."""
-
-    def __init__(self, dtype):
-        self.dtype = _np.dtype(dtype)
-        self.__name__ = self.dtype.name if self.dtype != _np.bool_ else "bool_"
-
-    def __call__(self, value=0):
-        return asarray(value, dtype=self.dtype)
-
-    def __repr__(self):
-        return f"numax.numpy.{self.__name__}"
-
-    def __eq__(self, other):
-        try:
-            return self.dtype == _np.dtype(other)
-        except TypeError:
-            return NotImplemented
-
-    def __hash__(self):
-        return hash(self.dtype)
-
-
-bool_ = _ScalarType(_dtypes.bool_)
-int8, int16, int32, int64 = (_ScalarType(d) for d in (_dtypes.int8, _dtypes.int16, _dtypes.int32, _dtypes.int64))
-uint8, uint16, uint32, uint64 = (_ScalarType(d) for d in (_dtypes.uint8, _dtypes.uint16, _dtypes.uint32,
-                                                          _dtypes.uint64))
-bfloat16, float16, float32, float64 = (_ScalarType(d) for d in (_dtypes.bfloat16, _dtypes.float16, _dtypes.float32,
-                                                                _dtypes.float64))
-complex64, complex128 = _ScalarType(_dtypes.complex64), _ScalarType(_dtypes.complex128)
 bool = bool_  # the array API's name (shadows the builtin inside this module only)
-# jax.numpy's aliases: numpy's C-type names for the sized types, numpy's abstract non-numeric types, and the
-# narrow ml_dtypes types (names usable as dtypes; numax may not compute in them).
+# jax.numpy's aliases: numpy's C-type names for the sized types and numpy's abstract non-numeric types.
 double, single, cdouble, csingle, uint = float64, float32, complex128, complex64, uint64
 character, flexible, object_ = _np.character, _np.flexible, _np.object_
-for _name in ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
-              "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2",
-              "int4", "uint1", "uint2", "uint4"):
-    if hasattr(_ml_dtypes, _name):
-        globals()[_name] = _ScalarType(getattr(_ml_dtypes, _name))
-del _name
-
-_isdtype_kinds = {
-    "bool": lambda d: d == _dtypes.bool_,
-    "signed integer": lambda d: d in _dtypes.signed_integers,
-    "unsigned integer": lambda d: d in _dtypes.unsigned_integers,
-    "integral": lambda d: d in _dtypes.integers,
-    "real floating": lambda d: d in _dtypes.floats,
-    "complex floating": lambda d: d in _dtypes.complexes,
-    "numeric": lambda d: d in _dtypes.integers + _dtypes.floats + _dtypes.complexes,
-}
-
-
-def isdtype(dtype, kind):
-    """The array API's `isdtype`: whether `dtype` is of `kind` (a dtype, a kind name, or a tuple of them)."""
-    dtype = _np.dtype(dtype)
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    for k in kinds:
-        if isinstance(k, str):
-            if k not in _isdtype_kinds:
-                raise ValueError(f"unknown dtype kind {k!r}; expected one of {sorted(_isdtype_kinds)}")
-            if _isdtype_kinds[k](dtype):
-                return True
-        elif dtype == _np.dtype(k):
-            return True
-    return False
-
+globals().update(_narrow_types)
 
 pi = _np.pi
 e = _np.e
@@ -341,7 +295,7 @@ def isrealobj(x):
 
 
 def astype(x, dtype, /, *, copy=False, device=None):
-    return asarray(x).astype(dtype)
+    return asarray(x).astype(dtype, device=device)
 
 
 # Loaded on first use: each module maps to the names it provides here (its `__all__`; tests/test_import.py

@@ -8,7 +8,7 @@ from numax.lax import elementwise
 from numax.lowering.array import Array
 from numax.lowering.dispatch import eager_same_aval
 
-from . import _creation, _indexing, _linalg_ops, _logic, _reductions, _shape, _ufuncs
+from . import _array_api, _creation, _indexing, _linalg_ops, _logic, _reductions, _shape, _ufuncs
 
 
 def _reflected(fn):
@@ -32,7 +32,20 @@ def _is_operand(value):
 
 
 def _astype(self, dtype, copy=False, device=None):
-    return elementwise.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+    result = elementwise.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+    return result if device is None else result.to_device(device)
+
+
+def _setitem(self, index, value):
+    raise TypeError("numax arrays are immutable and do not support in-place item assignment. Instead of "
+                    "x[idx] = y, use x = x.at[idx].set(y) or another .at[] method")
+
+
+def _tracer_to_device(self, device, /, *, stream=None):
+    # A traced value is placed where its program runs: it stays as it is (as numax.device_put leaves it).
+    if stream is not None:
+        raise NotImplementedError("stream argument of array.to_device()")
+    return self
 
 
 def _reshape(self, *shape, order="C"):
@@ -59,7 +72,7 @@ _comparisons = {"eq": _ufuncs.equal, "ne": _ufuncs.not_equal, "lt": _ufuncs.less
 
 _methods = {
     "__neg__": _ufuncs.negative, "__pos__": _ufuncs.positive, "__abs__": _ufuncs.absolute,
-    "__invert__": _ufuncs.invert, "__getitem__": _indexing.getitem,
+    "__invert__": _ufuncs.invert, "__getitem__": _indexing.getitem, "__setitem__": _setitem,
     "__round__": lambda self, ndigits=None: _ufuncs.round(self, ndigits or 0),
     "astype": _astype, "reshape": _reshape, "transpose": _transpose,
     "T": property(lambda self: _shape.transpose(self)),
@@ -74,7 +87,7 @@ _methods = {
     "clip": _logic.clip, "round": _ufuncs.round, "dot": _linalg_ops.dot, "trace": _linalg_ops.trace,
     "diagonal": _linalg_ops.diagonal, "take": _indexing.take, "nonzero": _indexing.nonzero,
     "copy": lambda self: _creation.array(self, copy=True),
-    "__array_namespace__": lambda self, api_version=None: __import__("numax.numpy", fromlist=["numpy"]),
+    "__array_namespace__": _array_api.array_namespace,
 }
 
 
@@ -123,6 +136,7 @@ def install_late(name, fn):
 
 for _cls in (Array, Tracer):
     install(_cls)
+Tracer.to_device = _tracer_to_device  # Array's own moves the buffer
 for _name, _fn in {**_binary_operators, **_comparisons}.items():
     if _name in _same_dtype_primitives:
         setattr(Array, f"__{_name}__", _with_fast_path(_name, _fn))

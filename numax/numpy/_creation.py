@@ -8,7 +8,7 @@ import numpy as np
 
 from numax import lax
 from numax.core import dtypes
-from numax.core.trace import Tracer
+from numax.core.trace import Tracer, concrete_or_error
 from numax.lowering.array import Array, put
 from numax.transforms.jit import jit
 
@@ -19,7 +19,12 @@ def _canonical_dtype(dtype):
     return None if dtype is None else dtypes.canonicalize_dtype(dtype)
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0):
+def _placed(value, device):
+    """A creation function's result on its `device` keyword (None: where it was made, the default placement)."""
+    return value if device is None else value.to_device(device)
+
+
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
     """A numax array from any array-like (Python scalars stay weakly typed, as in JAX)."""
     dtype = _canonical_dtype(dtype)
     if isinstance(object, (Array, Tracer)):
@@ -38,12 +43,12 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
         # An array built from a sequence is strongly typed, even from weakly typed elements (as in JAX).
         out = lax.convert_element_type(out, dtype if dtype is not None else aval(out).dtype)
     elif hasattr(object, "__jax_array__"):
-        return array(object.__jax_array__(), dtype, copy, order, ndmin)
+        return array(object.__jax_array__(), dtype, copy, order, ndmin, device=device)
     else:
         out = put(_host(np.asarray(object), dtype))
     if ndmin > len(shape(out)):
         out = lax.broadcast_to_rank(out, ndmin)
-    return out
+    return _placed(out, device)
 
 
 _fresh_copy = jit(lambda x: x)  # an identity program's output is a new buffer
@@ -58,10 +63,10 @@ def _host(value, dtype):
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     if copy:
-        return array(a, dtype=dtype, copy=True)
+        return array(a, dtype=dtype, copy=True, device=device)
     if isinstance(a, (Array, Tracer)) and (dtype is None or aval(a).dtype == dtypes.canonicalize_dtype(dtype)):
-        return a
-    return array(a, dtype=dtype)
+        return _placed(a, device)
+    return array(a, dtype=dtype, device=device)
 
 
 def _shape_arg(shape_value):
@@ -77,20 +82,20 @@ def full(shape, fill_value, dtype=None, *, device=None):
         from ._shape import broadcast_to
 
         value = fill_value if dtype is None else lax.convert_element_type(fill_value, dtype)
-        return broadcast_to(value, shape)
-    return lax.full(shape, fill_value, dtype)
+        return _placed(broadcast_to(value, shape), device)
+    return _placed(lax.full(shape, fill_value, dtype), device)
 
 
 def zeros(shape, dtype=None, *, device=None):
-    return lax.full(_shape_arg(shape), 0, _canonical_dtype(dtype) or dtypes.default_float_dtype())
+    return _placed(lax.full(_shape_arg(shape), 0, _canonical_dtype(dtype) or dtypes.default_float_dtype()), device)
 
 
 def ones(shape, dtype=None, *, device=None):
-    return lax.full(_shape_arg(shape), 1, _canonical_dtype(dtype) or dtypes.default_float_dtype())
+    return _placed(lax.full(_shape_arg(shape), 1, _canonical_dtype(dtype) or dtypes.default_float_dtype()), device)
 
 
 def empty(shape, dtype=None, *, device=None):
-    return zeros(shape, dtype)
+    return zeros(shape, dtype, device=device)
 
 
 def _keep_weak(result, a_aval, dtype):
@@ -105,7 +110,7 @@ def _like(fill):
         a_aval = aval(to_array(a))
         target = a_aval.shape if shape is None else _shape_arg(shape)
         result = lax.full(target, fill if fill is not None else 0, _canonical_dtype(dtype) or a_aval.dtype)
-        return _keep_weak(result, a_aval, dtype)
+        return _placed(_keep_weak(result, a_aval, dtype), device)
 
     return like
 
@@ -118,37 +123,44 @@ empty_like = _like(None)
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     a_aval = aval(to_array(a))
     result = full(a_aval.shape if shape is None else shape, fill_value, _canonical_dtype(dtype) or a_aval.dtype)
-    return _keep_weak(result, a_aval, dtype)
+    return _placed(_keep_weak(result, a_aval, dtype), device)
+
+
+def _concrete_scalar(name, value, function):
+    value = concrete_or_error(value, f"{function}'s {name} argument must be a concrete value (its size depends on it)")
+    if value is not None and np.ndim(value) != 0:
+        raise ValueError(f"numax.numpy.{function}: arguments must be scalars; got {name}={value}")
+    return value
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None):
-    """Evenly spaced values in [start, stop); bounds must be concrete."""
-    for name, value in (("start", start), ("stop", stop), ("step", step)):
-        if isinstance(value, Tracer):
-            from numax.core.trace import concrete_or_error
-
-            concrete_or_error(value, f"arange's {name} argument must be a concrete value (its size depends on it)")
-    if stop is None and step is None:
+    """Evenly spaced values in [start, stop): `start + step * i`, computed as jax.numpy does (in `dtype`, or
+    float32 for narrower floats, from start and step converted to it). Bounds must be concrete scalars."""
+    start_name = "stop" if stop is None and step is None else "start"
+    start, stop, step = (_concrete_scalar(name, value, "arange") for name, value in (
+        (start_name, start), ("stop", stop), ("step", step)))
+    bounds = [v for v in (start, stop, step) if v is not None]
+    if builtins.any(dtypes.is_complex(dtypes.dtype(v)) for v in bounds):
+        raise ValueError("numax.numpy.arange takes real start, stop and step, not complex ones")
+    dtype = dtypes.canonicalize_dtype(dtypes.result_type(*bounds) if dtype is None else dtype)
+    if dtype == dtypes.bool_:
+        raise TypeError("numax.numpy.arange cannot make bool arrays; ask for a numeric dtype")
+    start, stop, step = (v if v is None or type(v) in dtypes.python_scalar_types else np.asarray(v).item()
+                         for v in (start, stop, step))
+    if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
-    values = [v for v in (start, stop, step) if v is not None]
-    if dtype is None:
-        dtype = dtypes.result_type(*[np.asarray(v) if is_array(v) else v for v in values])
-        if builtins.all(type(v) is int or (is_array(v) and dtypes.is_integer(aval(v).dtype)) for v in values):
-            dtype = dtypes.default_int_dtype()
-        elif dtypes.is_integer(dtype) or dtype == dtypes.bool_:
-            dtype = dtypes.default_float_dtype()
-    dtype = dtypes.canonicalize_dtype(dtype)
-    start, stop, step = (np.asarray(v).item() if is_array(v) else v for v in (start, stop, step))
     size = builtins.max(int(np.ceil((stop - start) / step)), 0)
-    if size == 0:
-        return lax.full((0,), 0, dtype)
     if dtypes.is_integer(dtype) and type(start) is int and type(step) is int:
         values = lax.iota(dtype, size)
         if step != 1:
             values = lax.mul(values, lax.convert_element_type(step, dtype))
-        return values if start == 0 else lax.add(values, lax.convert_element_type(start, dtype))
-    return put(np.arange(start, stop, step).astype(dtype))
+        values = values if start == 0 else lax.add(values, lax.convert_element_type(start, dtype))
+        return _placed(values, device)
+    working = dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = np.asarray(start).astype(working) + np.asarray(step).astype(working) * np.arange(size, dtype=working)
+    return put(values.astype(dtype), device)
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
@@ -185,7 +197,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         step = lax.full_like(delta, np.nan)
         values = start_b
     values = moveaxis(values, 0, canonicalize_axis(axis, len(bounds_shape) + 1)) if bounds_shape else values
-    values = lax.convert_element_type(values, out_dtype)
+    values = _placed(lax.convert_element_type(values, out_dtype), device)
     return (values, step) if retstep else values
 
 
@@ -210,7 +222,8 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
     dtype = _canonical_dtype(dtype) or dtypes.default_float_dtype()
     rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
-    return lax.convert_element_type(lax.eq(lax.add(rows, lax.convert_element_type(int(k), dtypes.int32)), cols), dtype)
+    diagonal = lax.eq(lax.add(rows, lax.convert_element_type(int(k), dtypes.int32)), cols)
+    return _placed(lax.convert_element_type(diagonal, dtype), device)
 
 
 def identity(n, dtype=None):
@@ -300,5 +313,17 @@ def vander(x, N=None, increasing=False):
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
-    """An array from any object with `__dlpack__` (copied to the default device)."""
-    return put(np.from_dlpack(x))
+    """An array from any object with `__dlpack__` and `__dlpack_device__` (numpy, numax, torch, ...), on
+    `device` (None: a numax array's own device, else the default placement). Other libraries' values are
+    always copied into a buffer of numax's own (numax arrays are immutable), so `copy=False` takes only
+    numax arrays that need no move."""
+    if isinstance(x, Array):
+        if copy is False and device is not None and device != x.device:
+            raise ValueError(f"moving the array from {x.device} to {device} needs a copy, but copy=False")
+        return _placed(_fresh_copy(x) if copy else x, device)
+    if not hasattr(x, "__dlpack__") or not hasattr(x, "__dlpack_device__"):
+        raise TypeError(f"from_dlpack takes an object with __dlpack__ and __dlpack_device__, got {type(x)}")
+    if copy is False:
+        raise ValueError("numax copies other libraries' DLPack values into its own buffers, but copy=False; "
+                         "pass copy=None or copy=True")
+    return put(np.from_dlpack(x, device="cpu"), device)

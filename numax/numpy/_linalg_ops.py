@@ -111,15 +111,25 @@ def vdot(a, b, *, precision=None):
     return dot(ravel(conjugate(a)), ravel(b), precision=precision)
 
 
-def vecdot(x1, x2, /, *, axis=-1):
-    from ._reductions import sum as sum_
-    from ._ufuncs import conjugate, multiply
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+    """The dot products of the vectors along `axis` (an axis of each operand, counted from the end), over
+    the broadcast other axes; complex `x1` is conjugated. The result keeps the promoted dtype (as jax's)."""
+    from ._shape import broadcast_to, moveaxis
+    from ._ufuncs import conjugate
+    from ._util import broadcast_shapes
 
-    x1_shape, x2_shape = shape(x1), shape(x2)
-    if x1_shape[canonicalize_axis(axis, len(x1_shape))] != x2_shape[canonicalize_axis(axis, len(x2_shape))]:
-        raise ValueError(f"vecdot: the axes to contract must match, got shapes {x1_shape} and {x2_shape} with "
-                         f"axis={axis}")
-    return sum_(multiply(conjugate(x1), x2), axis=axis)
+    check_arraylike("vecdot", x1, x2)
+    x1, x2 = promote_dtypes(x1, x2)
+    if shape(x1)[axis] != shape(x2)[axis]:
+        raise ValueError(f"axes must match; got shapes {shape(x1)} and {shape(x2)} with axis={axis}")
+    if dtypes.is_complex(aval(x1).dtype):
+        x1 = conjugate(x1)
+    x1, x2 = moveaxis(x1, axis, -1), moveaxis(x2, axis, -1)
+    batch = broadcast_shapes(shape(x1)[:-1], shape(x2)[:-1])
+    x1, x2 = broadcast_to(x1, batch + shape(x1)[-1:]), broadcast_to(x2, batch + shape(x2)[-1:])
+    batch_dims = tuple(range(len(batch)))
+    return lax.dot_general(x1, x2, (((len(batch),), (len(batch),)), (batch_dims, batch_dims)), precision,
+                           preferred_element_type)
 
 
 def inner(a, b, *, precision=None):

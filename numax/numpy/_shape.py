@@ -264,18 +264,18 @@ def dsplit(ary, indices_or_sections):
     return split(ary, indices_or_sections, axis=2)
 
 
-def broadcast_to(array, shape_):
+def broadcast_to(array, shape):
     array = to_array(array)
-    shape_ = (int(shape_),) if isinstance(shape_, (int, np.integer)) else tuple(int(d) for d in shape_)
-    a_shape = shape(array)
-    if a_shape == shape_:
+    target = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    a_shape = aval(array).shape
+    if a_shape == target:
         return _as_array(array)
-    if len(a_shape) > len(shape_) or broadcast_shapes(a_shape, shape_) != shape_:
-        raise ValueError(f"cannot broadcast an array of shape {a_shape} to shape {shape_}")
-    offset = len(shape_) - len(a_shape)
-    kept = [i for i, d in enumerate(a_shape) if d == shape_[offset + i]]
+    if len(a_shape) > len(target) or broadcast_shapes(a_shape, target) != target:
+        raise ValueError(f"cannot broadcast an array of shape {a_shape} to shape {target}")
+    offset = len(target) - len(a_shape)
+    kept = [i for i, d in enumerate(a_shape) if d == target[offset + i]]
     squeezed = lax.reshape(array, [a_shape[i] for i in kept]) if len(kept) != len(a_shape) else array
-    return _as_array(lax.broadcast_in_dim(squeezed, shape_, [offset + i for i in kept]))
+    return _as_array(lax.broadcast_in_dim(squeezed, target, [offset + i for i in kept]))
 
 
 def broadcast_arrays(*args):

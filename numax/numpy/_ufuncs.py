@@ -235,12 +235,7 @@ def sign(x, /):
     dtype = aval(x).dtype
     if dtypes.is_unsigned(dtype):
         return lax.convert_element_type(lax.ne(x, 0), dtype)
-    if dtypes.is_complex(dtype):
-        magnitude = lax.abs(x)
-        safe = lax.select(lax.eq(magnitude, 0), lax.full_like(magnitude, 1), magnitude)
-        quotient = lax.div(x, lax.complex(safe, lax.full_like(safe, 0)))
-        return lax.select(lax.eq(magnitude, 0), lax.full_like(x, 0), quotient)
-    return lax.sign(x)
+    return lax.sign(x)  # complex: x / |x| as XLA computes it (0 at 0), the array API's and jax's sign
 
 
 def true_divide(x1, x2, /):

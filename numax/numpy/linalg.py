@@ -17,9 +17,10 @@ from numax.core import dtypes
 from numax.lax import linalg as lax_linalg
 from numax.transforms.custom_derivatives import custom_jvp
 
+from . import _linalg_ops
 from ._creation import eye
 from ._cumulative import cumprod
-from ._linalg_ops import cross, diagonal, matmul, outer, tensordot, trace, vecdot  # noqa: F401  (re-exports)
+from ._linalg_ops import matmul, vecdot  # noqa: F401  (re-exports: the array API's forms)
 from ._logic import where
 from ._reductions import amax, amin, any, sum
 from ._shape import broadcast_to, expand_dims, matrix_transpose, moveaxis, reshape  # noqa: F401
@@ -267,7 +268,7 @@ def _det(a):
 def _det_jvp(primals, tangents):
     (a,), (a_dot,) = primals, tangents
     determinant, adjugate_times_tangent = _cofactor_solve(a, a_dot)
-    return determinant, trace(adjugate_times_tangent, axis1=-2, axis2=-1)
+    return determinant, trace(adjugate_times_tangent)
 
 
 def _cofactor_solve(a, b):
@@ -283,7 +284,7 @@ def _cofactor_solve(a, b):
         return lax.squeeze(a, (-2, -1)), b
     batch = a_shape[:-2]
     lu, pivots, permutation = lax_linalg.lu(a)
-    diag = diagonal(lu, 0, -2, -1)
+    diag = diagonal(lu)
     partial_det = cumprod(diag, axis=-1) * lax.expand_dims(_lu_parity_sign(pivots, dtype), (len(batch),))
     lu = lu.at[..., -1, -1].set(1.0 / partial_det[..., -2])
     ones = lax.full(batch + (n, 1), 1, dtype)
@@ -353,7 +354,7 @@ def _slogdet_lu(a):
     a_shape = shape(a)
     dtype = aval(a).dtype
     lu, pivots, _ = lax_linalg.lu(a)
-    diag = diagonal(lu, 0, -2, -1)
+    diag = diagonal(lu)
     magnitude = abs(diag)
     is_zero = any(lax.eq(diag, lax.full_like(diag, 0)), axis=-1)
     units = lax.div(diag, lax.convert_element_type(where(lax.eq(magnitude, lax.full_like(magnitude, 0)),
@@ -369,7 +370,7 @@ def _slogdet_lu(a):
 def _slogdet_jvp(primals, tangents):
     (a,), (a_dot,) = primals, tangents
     sign, logdet = _slogdet_lu(a)
-    logdet_dot = trace(solve(a, a_dot), axis1=-2, axis2=-1)
+    logdet_dot = trace(solve(a, a_dot))
     return (sign, logdet), _slogdet_tangents(a, sign, logdet_dot)
 
 
@@ -617,6 +618,43 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     (x,) = _inexact("matrix_norm", x)
     rank = len(_matrix("matrix_norm", x))
     return _matrix_norm(x, ord, (rank - 2, rank - 1), keepdims)
+
+
+# --- the array API's forms of numpy functions: matrices are the last two axes ---------------------------------
+def diagonal(x, /, *, offset=0):
+    """The diagonal (`offset` above the main one, below when negative) of each matrix of `x`."""
+    check_arraylike("diagonal", x)
+    return _linalg_ops.diagonal(x, offset, -2, -1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """The sum of each matrix's diagonal (`offset` as in `diagonal`), in `dtype` (default: as `sum` gives)."""
+    check_arraylike("trace", x)
+    return _linalg_ops.trace(x, offset, -2, -1, dtype)
+
+
+def outer(x1, x2, /):
+    """The outer product of two vectors."""
+    check_arraylike("outer", x1, x2)
+    if aval(x1).ndim != 1 or aval(x2).ndim != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={aval(x1).ndim} "
+                         f"x2.ndim={aval(x2).ndim}")
+    return multiply(expand_dims(x1, 1), expand_dims(x2, 0))  # multiply, not lax.mul: bools are allowed
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """The cross product of 3-vectors along `axis` (leading axes broadcast)."""
+    check_arraylike("cross", x1, x2)
+    x1, x2 = to_array(x1), to_array(x2)
+    if shape(x1)[axis] != 3 or shape(x2)[axis] != 3:
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but they have "
+                         f"x1.shape[axis]={shape(x1)[axis]} and x2.shape[axis]={shape(x2)[axis]}")
+    return _linalg_ops.cross(x1, x2, axis=axis)
+
+
+def tensordot(x1, x2, /, *, axes=2, precision=None):
+    """Contracts the last `axes` axes of x1 with the first of x2 (or the axis lists `axes` names)."""
+    return _linalg_ops.tensordot(x1, x2, axes, precision=precision)
 
 
 # --- products and tensor equations ----------------------------------------------------------------------------
