@@ -20,6 +20,15 @@ def user_frame_summary() -> str:
     return "<unknown>"
 
 
+def user_stacklevel() -> int:
+    """The `stacklevel` for `warnings.warn`, called from numax's code, that points at the user's line."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (frame.f_code.co_filename.startswith(_engine_dirs)
+                                 or "contextlib" in frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 class NumaxTypeError(TypeError):
     pass
 

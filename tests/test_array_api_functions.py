@@ -168,3 +168,13 @@ def test_arange_errors_as_jax(bits64):  # noqa: F811
             xnp.arange(*arguments)
     with pytest.raises(numax.errors.ConcretizationTypeError, match="arange's stop argument"):
         numax.jit(lambda n: xnp.arange(n))(3)
+
+
+def test_outer_of_bools_and_unravel_index_keywords_match_jax():
+    a, b = np.array([True, False, True]), np.array([True, False])
+    ours, theirs = xnp.outer(a, b), jnp.outer(a, b)
+    assert ours.dtype == theirs.dtype
+    np.testing.assert_array_equal(ours, theirs)
+    for got, want in zip(xnp.unravel_index(np.array([0, 5, 7]), shape=(2, 3)),
+                         jnp.unravel_index(np.array([0, 5, 7]), shape=(2, 3))):
+        np.testing.assert_array_equal(got, want)

@@ -133,3 +133,43 @@ def test_debug_checks_match_jax(debug_flags, flags):
 def test_debug_nans_off_lets_nan_through(debug_flags):
     debug_flags(False, False)
     assert np.isnan(float(numax.jit(lambda x: xnp.log(x))(-1.0)))
+
+
+# --- 64-bit requests with 64-bit mode off --------------------------------------------------------------
+_DTYPE_REQUESTS = [
+    ("zeros", lambda np_, rnd: np_.zeros(2, "float64")),
+    ("asarray", lambda np_, rnd: np_.asarray([1.0], dtype=np.float64)),
+    ("arange", lambda np_, rnd: np_.arange(3, dtype="int64")),
+    ("astype", lambda np_, rnd: np_.ones(2).astype(np.dtype("float64"))),
+    ("ones_like", lambda np_, rnd: np_.ones_like(np_.ones(2), dtype=np.int64)),
+    ("sum", lambda np_, rnd: np_.sum(np_.ones(3), dtype=np.float64)),
+    ("cumsum", lambda np_, rnd: np_.cumsum(np_.ones(3), dtype=np.float64)),
+    ("normal", lambda np_, rnd: rnd.normal(rnd.PRNGKey(0), (2,), dtype=np.float64)),
+    ("randint", lambda np_, rnd: rnd.randint(rnd.PRNGKey(0), (2,), 0, 3, dtype=np.int64)),
+    (None, lambda np_, rnd: np_.zeros(2, float)),  # Python's types name the defaults: no warning
+    (None, lambda np_, rnd: np_.zeros(2, np.float32)),
+    (None, lambda np_, rnd: np_.arange(3.0)),
+]
+
+
+@pytest.mark.parametrize("function, call", _DTYPE_REQUESTS, ids=[f"{f}-{i}" for i, (f, _) in
+                                                                  enumerate(_DTYPE_REQUESTS)])
+def test_64_bit_requests_warn_as_in_jax_while_x64_is_off(function, call):
+    import warnings
+
+    def caught(np_, rnd):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = call(np_, rnd)
+        return out, [w for w in seen if "Explicitly requested dtype" in str(w.message)]
+
+    ours, our_warnings = caught(xnp, numax.random)
+    theirs, their_warnings = caught(jnp, jax.random)
+    assert ours.dtype == theirs.dtype and bool(our_warnings) == bool(their_warnings) == (function is not None)
+    if function is not None:
+        message = str(our_warnings[0].message)
+        assert our_warnings[0].category is UserWarning and f"requested in {function} " in message
+        assert our_warnings[0].filename == __file__  # points at the caller's line
+    with numax.enable_x64(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing is truncated with 64-bit mode on
+        call(xnp, numax.random)

@@ -681,14 +681,14 @@ def ix_(*args):
     return tuple(out)
 
 
-def unravel_index(indices, shape_):
-    """Flat indices as a tuple of coordinate arrays for an array of `shape_` (negative indices count from the end;
+def unravel_index(indices, shape):
+    """Flat indices as a tuple of coordinate arrays for an array of `shape` (negative indices count from the end;
     out-of-bounds ones are clipped, as in JAX)."""
     from ._logic import clip
     from ._ufuncs import floor_divide, remainder
 
     indices = integer_indices("unravel_index", indices)
-    dims = tuple(operator.index(d) for d in shape_)
+    dims = tuple(operator.index(d) for d in shape)
     total = int(np.prod(dims, dtype=np.int64))
     dtype = dtypes.dtype(indices)
     flat = clip(normalize_indices(indices, total, dtype), 0, max(total - 1, 0))

@@ -9,6 +9,7 @@ from numax.lowering.array import Array
 from numax.lowering.dispatch import eager_same_aval
 
 from . import _array_api, _creation, _indexing, _linalg_ops, _logic, _reductions, _shape, _ufuncs
+from ._util import requested_dtype
 
 
 def _reflected(fn):
@@ -32,7 +33,7 @@ def _is_operand(value):
 
 
 def _astype(self, dtype, copy=False, device=None):
-    result = elementwise.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+    result = elementwise.convert_element_type(self, requested_dtype(dtype, "astype"))
     return result if device is None else result.to_device(device)
 
 

@@ -12,11 +12,16 @@ from numax.core.trace import Tracer, concrete_or_error
 from numax.lowering.array import Array, put
 from numax.transforms.jit import jit
 
-from ._util import asarray_from_sequence, aval, canonicalize_axis, is_array, promote_dtypes, shape, to_array
-
-
-def _canonical_dtype(dtype):
-    return None if dtype is None else dtypes.canonicalize_dtype(dtype)
+from ._util import (
+    asarray_from_sequence,
+    aval,
+    canonicalize_axis,
+    is_array,
+    promote_dtypes,
+    requested_dtype,
+    shape,
+    to_array,
+)
 
 
 def _placed(value, device):
@@ -26,7 +31,7 @@ def _placed(value, device):
 
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
     """A numax array from any array-like (Python scalars stay weakly typed, as in JAX)."""
-    dtype = _canonical_dtype(dtype)
+    dtype = requested_dtype(dtype, "array")
     if isinstance(object, (Array, Tracer)):
         out = object if dtype is None else lax.convert_element_type(object, dtype)
         if copy and out is object and type(object) is Array:
@@ -64,7 +69,8 @@ def _host(value, dtype):
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     if copy:
         return array(a, dtype=dtype, copy=True, device=device)
-    if isinstance(a, (Array, Tracer)) and (dtype is None or aval(a).dtype == dtypes.canonicalize_dtype(dtype)):
+    dtype = requested_dtype(dtype, "asarray")
+    if isinstance(a, (Array, Tracer)) and (dtype is None or aval(a).dtype == dtype):
         return _placed(a, device)
     return array(a, dtype=dtype, device=device)
 
@@ -76,7 +82,7 @@ def _shape_arg(shape_value):
 
 
 def full(shape, fill_value, dtype=None, *, device=None):
-    dtype = _canonical_dtype(dtype)
+    dtype = requested_dtype(dtype, "full")
     shape = _shape_arg(shape)
     if aval(fill_value).shape:
         from ._shape import broadcast_to
@@ -87,11 +93,13 @@ def full(shape, fill_value, dtype=None, *, device=None):
 
 
 def zeros(shape, dtype=None, *, device=None):
-    return _placed(lax.full(_shape_arg(shape), 0, _canonical_dtype(dtype) or dtypes.default_float_dtype()), device)
+    dtype = requested_dtype(dtype, "zeros") or dtypes.default_float_dtype()
+    return _placed(lax.full(_shape_arg(shape), 0, dtype), device)
 
 
 def ones(shape, dtype=None, *, device=None):
-    return _placed(lax.full(_shape_arg(shape), 1, _canonical_dtype(dtype) or dtypes.default_float_dtype()), device)
+    dtype = requested_dtype(dtype, "ones") or dtypes.default_float_dtype()
+    return _placed(lax.full(_shape_arg(shape), 1, dtype), device)
 
 
 def empty(shape, dtype=None, *, device=None):
@@ -105,24 +113,25 @@ def _keep_weak(result, a_aval, dtype):
     return result
 
 
-def _like(fill):
+def _like(fill, name):
     def like(a, dtype=None, shape=None, *, device=None):
         a_aval = aval(to_array(a))
         target = a_aval.shape if shape is None else _shape_arg(shape)
-        result = lax.full(target, fill if fill is not None else 0, _canonical_dtype(dtype) or a_aval.dtype)
+        result = lax.full(target, fill if fill is not None else 0, requested_dtype(dtype, name) or a_aval.dtype)
         return _placed(_keep_weak(result, a_aval, dtype), device)
 
     return like
 
 
-zeros_like = _like(0)
-ones_like = _like(1)
-empty_like = _like(None)
+zeros_like = _like(0, "zeros_like")
+ones_like = _like(1, "ones_like")
+empty_like = _like(None, "empty_like")
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     a_aval = aval(to_array(a))
-    result = full(a_aval.shape if shape is None else shape, fill_value, _canonical_dtype(dtype) or a_aval.dtype)
+    out_dtype = requested_dtype(dtype, "full_like") or a_aval.dtype
+    result = full(a_aval.shape if shape is None else shape, fill_value, out_dtype)
     return _placed(_keep_weak(result, a_aval, dtype), device)
 
 
@@ -142,7 +151,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     bounds = [v for v in (start, stop, step) if v is not None]
     if builtins.any(dtypes.is_complex(dtypes.dtype(v)) for v in bounds):
         raise ValueError("numax.numpy.arange takes real start, stop and step, not complex ones")
-    dtype = dtypes.canonicalize_dtype(dtypes.result_type(*bounds) if dtype is None else dtype)
+    dtype = requested_dtype(dtype, "arange") or dtypes.canonicalize_dtype(dtypes.result_type(*bounds))
     if dtype == dtypes.bool_:
         raise TypeError("numax.numpy.arange cannot make bool arrays; ask for a numeric dtype")
     start, stop, step = (v if v is None or type(v) in dtypes.python_scalar_types else np.asarray(v).item()
@@ -169,7 +178,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         raise ValueError(f"number of samples, {num}, must be non-negative")
     start, stop = promote_dtypes(start, stop)
     computation_dtype = dtypes.result_type(start, stop, dtypes.default_float_dtype())
-    out_dtype = dtypes.canonicalize_dtype(dtype) if dtype is not None else computation_dtype
+    out_dtype = requested_dtype(dtype, "linspace") or computation_dtype
     start = lax.convert_element_type(start, computation_dtype)
     stop = lax.convert_element_type(stop, computation_dtype)
     start_shape, stop_shape = shape(start), shape(stop)
@@ -219,7 +228,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 def eye(N, M=None, k=0, dtype=None, *, device=None):
     N = operator.index(N)
     M = N if M is None else operator.index(M)
-    dtype = _canonical_dtype(dtype) or dtypes.default_float_dtype()
+    dtype = requested_dtype(dtype, "eye") or dtypes.default_float_dtype()
     rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
     diagonal = lax.eq(lax.add(rows, lax.convert_element_type(int(k), dtypes.int32)), cols)
@@ -232,7 +241,7 @@ def identity(n, dtype=None):
 
 def tri(N, M=None, k=0, dtype=None):
     M = N if M is None else M
-    dtype = _canonical_dtype(dtype) or dtypes.default_float_dtype()
+    dtype = requested_dtype(dtype, "tri") or dtypes.default_float_dtype()
     rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
     return lax.convert_element_type(lax.ge(lax.add(rows, lax.convert_element_type(int(k), dtypes.int32)), cols), dtype)

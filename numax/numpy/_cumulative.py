@@ -11,7 +11,7 @@ from ._array_methods import install_late
 from ._logic import where
 from ._shape import broadcast_to, concatenate, ravel
 from ._ufuncs import isnan, logical_not
-from ._util import aval, canonicalize_axis, promote_args, shape, to_array
+from ._util import aval, canonicalize_axis, promote_args, requested_dtype, shape, to_array
 
 __all__ = ["cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nancumsum", "nancumprod", "diff",
            "ediff1d", "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nanargmax",
@@ -30,7 +30,7 @@ def _cumulative(name, lax_fn, nan_identity=None):
         if nan_identity is not None and dtypes.is_inexact(aval(a).dtype):
             a = where(isnan(a), lax.full((), nan_identity, aval(a).dtype), a)
         if dtype is not None:
-            a = lax.convert_element_type(a, dtypes.canonicalize_dtype(dtype))
+            a = lax.convert_element_type(a, requested_dtype(dtype, name))
         elif aval(a).dtype == dtypes.bool_:
             a = lax.convert_element_type(a, dtypes.default_int_dtype())
         return lax_fn(a, axis)
@@ -200,7 +200,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     if not dtypes.is_inexact(aval(a).dtype):
         return _reductions.mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
     if dtype is not None:
-        a = lax.convert_element_type(a, dtypes.canonicalize_dtype(dtype))
+        a = lax.convert_element_type(a, requested_dtype(dtype, "nanmean"))
     cleaned, mask = _without_nans(a, 0)
     total = _reductions.sum(cleaned, axis=axis, keepdims=keepdims, where=where)
     count = _reductions.sum(logical_not(mask), axis=axis, keepdims=keepdims, where=where)

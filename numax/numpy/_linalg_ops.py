@@ -146,7 +146,8 @@ def outer(a, b):
 
     a, b = promote_dtypes(ravel(a), ravel(b))
     n, m = shape(a)[0], shape(b)[0]
-    return lax.mul(lax.broadcast_in_dim(a, (n, m), (0,)), lax.broadcast_in_dim(b, (n, m), (1,)))
+    product = lax.bitwise_and if aval(a).dtype == dtypes.bool_ else lax.mul  # of bools: logical and, as jax's
+    return product(lax.broadcast_in_dim(a, (n, m), (0,)), lax.broadcast_in_dim(b, (n, m), (1,)))
 
 
 def tensordot(a, b, axes=2, *, precision=None):

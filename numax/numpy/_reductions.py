@@ -7,7 +7,16 @@ import numpy as np
 from numax import lax
 from numax.core import dtypes
 
-from ._util import aval, canonicalize_axes, canonicalize_axis, promote_args, promote_dtypes, shape, to_array
+from ._util import (
+    aval,
+    canonicalize_axes,
+    canonicalize_axis,
+    promote_args,
+    promote_dtypes,
+    requested_dtype,
+    shape,
+    to_array,
+)
 
 
 def _upcast_small_ints(dtype):
@@ -39,7 +48,7 @@ def _reduction(name, lax_reduce, identity, upcast=False, bool_result=False, has_
         if bool_result:
             a = lax.convert_element_type(a, dtypes.bool_)
         elif dtype is not None:
-            a = lax.convert_element_type(a, dtypes.canonicalize_dtype(dtype))
+            a = lax.convert_element_type(a, requested_dtype(dtype, name))
         elif upcast and promote_integers:
             a = lax.convert_element_type(a, _upcast_small_ints(a_aval.dtype))
         axes = canonicalize_axes(axis, a_aval.ndim)
@@ -105,7 +114,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     a_aval = aval(a)
     if dtype is None:
         dtype = a_aval.dtype if dtypes.is_inexact(a_aval.dtype) else dtypes.default_float_dtype()
-    dtype = dtypes.canonicalize_dtype(dtype)
+    dtype = requested_dtype(dtype, "mean")
     axes = canonicalize_axes(axis, a_aval.ndim)
     total = sum(a, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     count = _count(a_aval.shape, axes, where)

@@ -1,9 +1,11 @@
 """Helpers for writing numpy functions over lax: argument checks, dtype promotion, broadcasting."""
 
+import warnings
+
 import numpy as np
 
 from numax import lax
-from numax.core import dtypes
+from numax.core import dtypes, errors
 from numax.core.avals import get_aval
 from numax.core.trace import Tracer, get_aval_of, is_tracing
 from numax.lowering.array import Array, put
@@ -202,3 +204,19 @@ def materialize(value):
     if is_array(value):
         return value
     return put(np.asarray(value))
+
+
+def requested_dtype(dtype, function):
+    """A user's `dtype=` argument as numax computes in it (None stays None): 64-bit types become 32-bit
+    unless 64-bit mode is on, with a UserWarning saying so, as jax.numpy warns. Python's `int`, `float`,
+    `complex` and `bool` name the default types and truncate silently."""
+    if dtype is None:
+        return None
+    canonical = dtypes.canonicalize_dtype(dtype)
+    if canonical != np.dtype(dtype) and not any(dtype is kind for kind in dtypes.python_scalar_types):
+        warnings.warn(
+            f"Explicitly requested dtype {np.dtype(dtype).name} requested in {function} is not available while "
+            f"64-bit mode is off, and will be truncated to dtype {canonical.name}. Turn 64-bit types on with "
+            "numax.config.update('jax_enable_x64', True) or the JAX_ENABLE_X64=1 environment variable.",
+            UserWarning, stacklevel=errors.user_stacklevel())
+    return canonical

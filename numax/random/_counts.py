@@ -11,6 +11,7 @@ import numpy as np
 from numax import lax
 from numax.core import dtypes
 from numax.core.trace import get_aval_of
+from numax.numpy._util import requested_dtype
 from numax.transforms.jit import named_jit
 
 from ._keys import split_impl, unwrap
@@ -38,7 +39,7 @@ def _any(x):
 
 
 def _int_dtype(name, dtype):
-    dtype = dtypes.canonicalize_dtype(int if dtype is None else dtype)
+    dtype = requested_dtype(int if dtype is None else dtype, name)
     if not dtypes.is_integer(dtype):
         raise ValueError(f"dtype argument to `{name}` must be an int dtype, got {dtype}")
     return dtype

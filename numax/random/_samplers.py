@@ -13,6 +13,7 @@ from numax import lax
 from numax.core import dtypes
 from numax.core.trace import Tracer, get_aval_of
 from numax.lowering.array import Array
+from numax.numpy._util import requested_dtype
 from numax.transforms.jit import named_jit
 
 from ._keys import UINT_DTYPES, random_bits, random_bits_impl, split_impl, unwrap
@@ -35,7 +36,7 @@ def _shape_or_none(name, shape):
 
 
 def _float_dtype(name, dtype, allow_complex=False):
-    dtype = dtypes.canonicalize_dtype(float if dtype is None else dtype)
+    dtype = requested_dtype(float if dtype is None else dtype, name)
     ok = dtypes.is_inexact(dtype) if allow_complex else dtypes.is_float(dtype)
     if not ok:
         kind = "a float or complex" if allow_complex else "a float"
@@ -80,7 +81,7 @@ def _const(value, dtype):
 def bits(key, shape=(), dtype=None):
     """Uniform random unsigned integers of `dtype` (default uint32)."""
     key_words, _ = unwrap("bits", key)
-    dtype = dtypes.canonicalize_dtype(dtypes.default_uint_dtype() if dtype is None else dtype)
+    dtype = requested_dtype(dtypes.default_uint_dtype() if dtype is None else dtype, "bits")
     if not dtypes.is_unsigned(dtype):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
     return random_bits(key_words, dtype.itemsize * 8, _canonical_shape("bits", shape))
@@ -289,7 +290,7 @@ def _as_int_operand(value):
 def randint(key, shape, minval, maxval, dtype=None):
     """Uniform integers in [minval, maxval)."""
     key_words, _ = unwrap("randint", key)
-    dtype = dtypes.canonicalize_dtype(int if dtype is None else dtype)
+    dtype = requested_dtype(int if dtype is None else dtype, "randint")
     if not dtypes.is_integer(dtype):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
     shape = _canonical_shape("randint", shape)
@@ -523,7 +524,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     if method not in ("svd", "eigh", "cholesky"):
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
     mean, cov = (xnp.asarray(v) for v in promote_dtypes_inexact(_as_operand(mean), _as_operand(cov)))
-    dtype = mean.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+    dtype = requested_dtype(dtype, "multivariate_normal") or mean.dtype
     if not dtypes.is_float(dtype):
         raise ValueError(f"dtype argument to `multivariate_normal` must be a float dtype, got {dtype}")
     if mean.ndim < 1:
@@ -670,5 +671,5 @@ _rademacher = named_jit(_rademacher_impl, "rademacher", static_argnums=(1, 2))
 def rademacher(key, shape=(), dtype=None):
     """-1 or +1 with equal probability (integers by default)."""
     key_words, _ = unwrap("rademacher", key)
-    dtype = dtypes.canonicalize_dtype(int if dtype is None else dtype)
+    dtype = requested_dtype(int if dtype is None else dtype, "rademacher")
     return _rademacher(key_words, _canonical_shape("rademacher", shape), dtype)
