@@ -188,10 +188,13 @@ tree.register_pytree_node(
 )
 
 
-def custom_gradient(fun):
+def custom_gradient(fun, *, with_logs=False):
     """A function with the gradient `fun` gives, TensorFlow style: `fun(*args)` returns `(value, vjp)`,
     `vjp(output_cotangent)` the cotangents of the arguments (a tuple, or one value for one argument).
-    Built on `custom_vjp`: the vjp is traced in the forward pass and run in the backward pass."""
+    Built on `custom_vjp`: the vjp is traced in the forward pass and run in the backward pass. (JAX 0.11's
+    backward-pass logging, `with_logs`, is not supported yet.)"""
+    if with_logs:
+        raise NotImplementedError("numax.custom_gradient: `with_logs` (new in JAX 0.11) is not supported yet")
 
     @custom_vjp
     def wrapped(*args):

@@ -4,6 +4,8 @@ the functions run on, and the check of results against a table of (condition, re
 
 import numpy as np
 
+import numax
+
 NAN = float("nan")
 INF = float("inf")
 
@@ -238,7 +240,13 @@ def assert_values(got, want, exact, context):
     assert np.array_equal(np.signbit(got[numbers]), np.signbit(want[numbers])), (context, got, want)
 
 
+# XLA's CPU code flushes subnormal results to zero (for numax and jax alike); its GPU code keeps them.
+FLUSHES_SUBNORMALS = numax.default_backend() == "cpu"
+
+
 def _flush_subnormals(values):
+    if not FLUSHES_SUBNORMALS:
+        return values
     if np.iscomplexobj(values):
         out = np.empty_like(values)
         out.real, out.imag = _flush_subnormals(values.real), _flush_subnormals(values.imag)

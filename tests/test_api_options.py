@@ -90,7 +90,7 @@ def test_jit_static_and_donated_argument_names():
 
 
 def test_jit_device_and_backend_fix_the_placement():
-    devices = numax.devices()
+    devices = numax.devices("cpu")  # several devices on any machine (the suite asks XLA for 8 host devices)
     target = devices[-1]
     on_first = numax.device_put(xnp.arange(4.0), devices[0])
     out = numax.jit(lambda v: v * 2, device=target)(on_first)
@@ -164,9 +164,19 @@ def test_checkpoint_static_argnames_and_the_removed_concrete_option():
     assert float(numax.grad(lambda x: g(x, power=3))(2.0)) == 12.0
     assert float(numax.grad(lambda x: g(x, power=2))(2.0)) == 4.0
     assert sorted(set(traces)) == [2, 3]
-    for lib in (jax, numax):
-        with pytest.raises(NotImplementedError, match="concrete"):
-            lib.checkpoint(np.sin, concrete=True)
+    with pytest.raises(NotImplementedError, match="concrete"):
+        numax.checkpoint(np.sin, concrete=True)
+    with pytest.raises((NotImplementedError, TypeError), match="concrete"):  # jax 0.10 says why, 0.11 has no such option
+        jax.checkpoint(np.sin, concrete=True)
+
+
+def test_newer_jax_options_name_themselves():
+    for call, option in [(lambda: numax.vjp(xnp.sin, 1.0, saveable_args=False), "saveable_args"),
+                         (lambda: numax.vjp(xnp.sin, 1.0, in_nzs=[True]), "in_nzs"),
+                         (lambda: numax.linearize(xnp.sin, 1.0, in_nzs=[True]), "in_nzs"),
+                         (lambda: numax.custom_gradient(xnp.sin, with_logs=True), "with_logs")]:
+        with pytest.raises(NotImplementedError, match=option):
+            call()
 
 
 def test_make_jaxpr_axis_env_names_itself():
@@ -175,8 +185,8 @@ def test_make_jaxpr_axis_env_names_itself():
 
 
 def test_device_put_donate_and_may_alias():
-    devices = numax.devices()
-    x = xnp.arange(3.0)
+    devices = numax.devices("cpu")
+    x = xnp.arange(3.0, device=devices[0])
     assert numax.device_put(x) is x and numax.device_put(x, may_alias=True) is x
     copy = numax.device_put(x, may_alias=False)
     assert copy is not x and not x.is_deleted()
@@ -198,7 +208,7 @@ def test_debug_print_options(capsys):
 
 
 def test_default_device_takes_jax_parameter_name():
-    device = numax.devices()[1]
+    device = numax.devices("cpu")[1]
     with numax.default_device(new_val=device):
         assert xnp.zeros(2).device == device
     assert xnp.zeros(2).device == numax.devices()[0]

@@ -16,8 +16,18 @@ DLPACK_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.uint8, np.uint16, np.
 
 
 def _second_device():
+    """A device other than the default one: the default platform's second, or (one GPU) a CPU device."""
     devices = numax.devices()
-    return devices[1] if len(devices) > 1 else None
+    return devices[1] if len(devices) > 1 else numax.devices("cpu")[1]
+
+
+def _cpu_device():
+    """Where DLPack exchanges with numpy happen (numpy reads CPU memory only)."""
+    return numax.devices("cpu")[0]
+
+
+def _to_numpy(array):
+    return np.from_dlpack(array, device="cpu")  # asks a GPU array for a host copy
 
 
 def test_to_device_moves_values_and_keeps_type():
@@ -64,10 +74,12 @@ def test_creation_functions_place_on_their_device(make):
 
 
 def test_dlpack_device_names_the_array_platform():
-    for array in (xnp.ones(3), xnp.ones(2).to_device(_second_device())):
-        device_type, device_id = array.__dlpack_device__()
-        assert (int(device_type), device_id) == (1, 0) and type(device_id) is int
-        assert device_type.name == jnp.ones(3).__dlpack_device__()[0].name == "kDLCPU"
+    # The default device's array, as jax's on the same platform (kDLCPU here, kDLCUDA on a GPU), and a CPU one.
+    device_type, device_id = xnp.ones(3).__dlpack_device__()
+    jax_type, jax_id = jnp.ones(3).__dlpack_device__()
+    assert (device_type.name, device_id) == (jax_type.name, jax_id) and type(device_id) is int
+    device_type, device_id = xnp.ones(2).to_device(numax.devices("cpu")[-1]).__dlpack_device__()
+    assert (int(device_type), device_id, device_type.name) == (1, 0, "kDLCPU")
 
 
 @given(dtype=st.sampled_from(DLPACK_DTYPES), shape=st.sampled_from([(), (0,), (3,), (2, 3)]),
@@ -75,7 +87,7 @@ def test_dlpack_device_names_the_array_platform():
        dl_device=st.sampled_from([None, (1, 0)]))
 def test_dlpack_export_round_trips_through_numpy(dtype, shape, copy, max_version, dl_device):
     values = (np.arange(int(np.prod(shape))).reshape(shape) % 3).astype(dtype)
-    x = xnp.asarray(values)
+    x = xnp.asarray(values, device=_cpu_device())
     capsule_owner = _Exporter(x, copy=copy, max_version=max_version, dl_device=dl_device)
     back = np.from_dlpack(capsule_owner)
     np.testing.assert_array_equal(back, values)
@@ -99,17 +111,17 @@ class _Exporter:
 def test_dlpack_exports_never_alias_the_device_buffer():
     # A consumer holding numax's own buffer would abort the process once the array is deleted or donated.
     x = xnp.arange(4.0) * 2
-    view = np.from_dlpack(x)
+    view = _to_numpy(x)
     x.delete()
     donated = xnp.arange(4.0) * 3
-    view_of_donated = np.from_dlpack(donated)
+    view_of_donated = _to_numpy(donated)
     numax.jit(lambda v: v + 1, donate_argnums=0)(donated)
     np.testing.assert_array_equal(view, [0.0, 2.0, 4.0, 6.0])
     np.testing.assert_array_equal(view_of_donated, [0.0, 3.0, 6.0, 9.0])
 
 
 def test_dlpack_export_errors():
-    x = xnp.ones(3)
+    x = xnp.ones(3, device=_cpu_device())
     with pytest.raises(BufferError, match="stream=None"):
         x.__dlpack__(stream=1)
     with pytest.raises(BufferError, match="cannot export"):
@@ -118,7 +130,23 @@ def test_dlpack_export_errors():
         x.__dlpack__(copy=False)  # DLPack before 1.0 cannot mark the shared host value read-only
     assert x.__dlpack__(copy=False, max_version=(1, 0)) is not None
     with pytest.raises(BufferError, match="DLPack"):
-        xnp.ones(2, xnp.bfloat16).__dlpack__()
+        xnp.ones(2, xnp.bfloat16, device=_cpu_device()).__dlpack__()
+
+
+@pytest.mark.skipif(numax.default_backend() != "gpu", reason="GPU arrays: their DLPack exports are CUDA capsules")
+def test_dlpack_exports_gpu_arrays_as_private_copies():
+    values = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = xnp.asarray(values)
+    through_jax = jnp.from_dlpack(x)  # a CUDA capsule of a copy on the same GPU
+    assert through_jax.devices() == {jnp.ones(1).device}
+    x.delete()  # the consumer keeps its copy
+    np.testing.assert_array_equal(np.asarray(through_jax), values)
+    y = xnp.asarray(values)
+    np.testing.assert_array_equal(_to_numpy(y), values)  # a host copy, asked for with dl_device
+    with pytest.raises(BufferError, match="copy"):
+        y.__dlpack__(copy=False)
+    with pytest.raises(BufferError, match="copy=False"):
+        y.__dlpack__(dl_device=(1, 0), copy=False)
 
 
 def test_from_dlpack_round_trips_numpy_and_numax():
@@ -133,7 +161,7 @@ def test_from_dlpack_round_trips_numpy_and_numax():
     from_numpy.delete()
     np.testing.assert_array_equal(np.asarray(copied), values)
     np.testing.assert_array_equal(np.asarray(xnp.from_dlpack(jnp.asarray(values))), values)
-    back = np.from_dlpack(xnp.from_dlpack(values[::-1]))  # a strided producer
+    back = _to_numpy(xnp.from_dlpack(values[::-1]))  # a strided producer
     np.testing.assert_array_equal(back, values[::-1])
 
 

@@ -87,17 +87,22 @@ def _namespace_error(array, version):
 
 
 def test_namespace_and_version_as_jax():
-    assert xnp.__array_api_version__ == jnp.__array_api_version__
+    # numax implements (and these tests check) the 2024.12 standard, the version jax 0.10 claims; jax 0.11
+    # claims 2025.12. Error messages are compared with jax's where the two claim the same version.
+    assert xnp.__array_api_version__ == "2024.12" <= jnp.__array_api_version__
+    same_version = xnp.__array_api_version__ == jnp.__array_api_version__
     ours, theirs = xnp.asarray([1.0, 2.0]), jnp.asarray([1.0, 2.0])
     assert ours.__array_namespace__() is xnp and ours.__array_namespace__(api_version=None) is xnp
     assert ours.__array_namespace__(api_version=xnp.__array_api_version__) is xnp
     for version in ("2021.12", "2022.12", "2023.12", "2025.12", "2024", "latest"):
-        message = _namespace_error(theirs, version)
-        assert message is not None and _namespace_error(ours, version) == message
+        message = _namespace_error(ours, version)
+        assert message is not None and "['2024.12']" in message, version
+        if same_version:
+            assert message == _namespace_error(theirs, version), version
     # Tracers answer the same, inside a jitted function.
     found = []
     numax.jit(lambda x: found.append((x.__array_namespace__(), _namespace_error(x, "2023.12"))) or x)(ours)
-    assert found[0][0] is xnp and found[0][1] == _namespace_error(theirs, "2023.12")
+    assert found[0][0] is xnp and found[0][1] == _namespace_error(ours, "2023.12")
 
 
 KINDS = ["bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating", "numeric",

@@ -103,10 +103,17 @@ def _materialize(tangent):
     return instantiate(tangent)
 
 
-def linearize(fun, *primals, has_aux=False):
+def _not_yet(function, option, value, default):
+    """JAX 0.11's newer autodiff options: accepted at their defaults, else a NotImplementedError naming them."""
+    if value is not default:
+        raise NotImplementedError(f"numax.{function}: the `{option}` option (new in JAX 0.11) is not supported yet")
+
+
+def linearize(fun, *primals, has_aux=False, in_nzs=None):
     """`(fun(*primals), f_jvp)` where `f_jvp(*tangents)` evaluates the linearized function (its program
     holds only tangent work; the primal computation is done once, here). With `has_aux`, `fun` returns
     `(output, aux)` and linearize returns `(output, f_jvp, aux)`."""
+    _not_yet("linearize", "in_nzs", in_nzs, None)
     primal_leaves, in_tree = tree.tree_flatten(primals)
     _check_arrays("linearize", primal_leaves)
     flat = _flat_function(fun, in_tree, has_aux)
@@ -130,11 +137,13 @@ def linearize(fun, *primals, has_aux=False):
 
 
 # --- reverse mode ----------------------------------------------------------------------------------------
-def vjp(fun, *primals, has_aux=False, reduce_axes=()):
+def vjp(fun, *primals, has_aux=False, reduce_axes=(), saveable_args=True, in_nzs=None):
     """`(fun(*primals), vjp_fun)`: `vjp_fun(cotangent)` is the tuple of cotangents of the primals.
     (`reduce_axes` is JAX's removed option: accepted empty only, as in JAX.)"""
     if reduce_axes:
         raise NotImplementedError("reduce_axes argument to vjp is deprecated")
+    _not_yet("vjp", "saveable_args", saveable_args, True)
+    _not_yet("vjp", "in_nzs", in_nzs, None)
     primal_leaves, in_tree = tree.tree_flatten(primals)
     _check_arrays("vjp", primal_leaves)
     flat = _flat_function(fun, in_tree, has_aux)

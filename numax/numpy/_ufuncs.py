@@ -488,7 +488,30 @@ def signbit(x, /):
 
 def copysign(x1, x2, /):
     x1, x2 = promote_args_inexact("copysign", x1, x2)
-    return where_(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
+    if dtypes.is_complex(aval(x1).dtype):
+        raise TypeError("copysign does not accept complex inputs")
+    return _copysign(x1, x2)
+
+
+@custom_jvp
+def _copysign(x1, x2):
+    """`x1`'s magnitude with `x2`'s sign bit, put together from their bits: exact for NaNs and zeros on every
+    platform (negating an absolute value left a float64 NaN's sign unset on the GPU)."""
+    dtype = aval(x1).dtype
+    bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
+    sign = bits(1 << (8 * dtype.itemsize - 1))
+    magnitude = lax.bitwise_and(lax.bitcast_convert_type(x1, bits), bits(~sign))
+    sign_of_x2 = lax.bitwise_and(lax.bitcast_convert_type(x2, bits), sign)
+    result = lax.bitcast_convert_type(lax.bitwise_or(magnitude, sign_of_x2), dtype)
+    return lax.convert_element_type(result, dtype, weak_type=aval(x1).weak_type)
+
+
+@_copysign.defjvp
+def _copysign_jvp(primals, tangents):
+    # As JAX differentiates where(signbit(x2), -abs(x1), abs(x1)), with abs'(0) = 1: no gradient reaches x2.
+    (x1, x2), (t1, _) = primals, tangents
+    keeps_sign = lax.ne(lax.ge(x1, lax.full_like(x1, 0)), signbit(x2))
+    return _copysign(x1, x2), where_(keeps_sign, t1, lax.neg(t1))
 
 
 def where_(condition, x, y):
