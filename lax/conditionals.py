@@ -20,7 +20,7 @@ from ..core.evaluation import eval_closed_program
 from ..core.ir import ClosedProgram, Literal, Program, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import trace_to_closed_program, trace_to_program
-from ..core.trace import get_aval_of
+from ..core.trace import get_aval_of, is_concrete
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
 
@@ -234,7 +234,8 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     """`true_fun(*operands)` if `pred` else `false_fun(*operands)`; only the chosen branch runs.
 
     Both branches are traced; their outputs must agree in tree structure, shapes and dtypes. Under `vmap`
-    with a batched `pred`, both branches run and the results are selected elementwise."""
+    with a batched `pred`, both branches run and the results are selected elementwise. Under
+    `numax.disable_jit()` with a concrete `pred`, the chosen branch is simply called."""
     if not (callable(true_fun) and callable(false_fun)):
         # JAX's old form: cond(pred, true_operand, true_fun, false_operand, false_fun).
         if callable(false_fun) and len(operands) == 2 and callable(operands[1]):
@@ -261,16 +262,20 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
         if pred_dtype.kind not in "iuf":
             raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
         pred = ne(pred, np.zeros((), pred_dtype))
-    functions = (false_fun, true_fun)
+    if config.disable_jit and is_concrete(pred):
+        # As in JAX: only the chosen branch runs, as plain Python on the operands (nothing is traced or checked).
+        return true_fun(*operands) if pred else false_fun(*operands)
+    functions = (true_fun, false_fun)  # traced in this order, as JAX does (visible to side effects)
     programs, consts, leaves, out_trees = _trace_branches(functions, operands)
-    _check_branch_outputs("cond", ("true_fun", "false_fun"), functions[::-1], programs[::-1], out_trees[::-1])
+    _check_branch_outputs("cond", ("true_fun", "false_fun"), functions, programs, out_trees)
     index = convert_element_type(pred, dtypes.int32)
-    outs = cond_p.bind(index, *consts, *leaves, branches=tuple(programs))
-    return out_trees[1].unflatten(outs)
+    outs = cond_p.bind(index, *consts, *leaves, branches=tuple(programs[::-1]))  # index 0: the false branch
+    return out_trees[0].unflatten(outs)
 
 
 def switch(index, branches, *operands, operand=_no_operand):
-    """`branches[index](*operands)`, with `index` clamped to the valid range; only that branch runs."""
+    """`branches[index](*operands)`, with `index` clamped to the valid range; only that branch runs (under
+    `numax.disable_jit()` with a concrete `index`, it is simply called)."""
     if not all(callable(branch) for branch in branches):
         raise TypeError("lax.switch: branches argument should be a sequence of callables.")
     if operand is not _no_operand:
@@ -295,6 +300,8 @@ def switch(index, branches, *operands, operand=_no_operand):
 
     index = convert_element_type(index, dtypes.int32)
     index = clamp(np.array(0, np.int32), index, np.array(len(branches) - 1, np.int32))
+    if config.disable_jit and is_concrete(index):
+        return branches[int(index)](*operands)  # as in JAX: the chosen branch runs as plain Python
     programs, consts, leaves, out_trees = _trace_branches(branches, operands)
     _check_branch_outputs("switch", [f"branch {i}" for i in range(len(branches))], branches, programs, out_trees)
     outs = cond_p.bind(index, *consts, *leaves, branches=tuple(programs))

@@ -16,6 +16,7 @@ from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import UndefinedPrimal, Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
+from ..core.config import config
 from ..core.dce import dce_program
 from ..core.evaluation import eval_closed_program
 from ..core.ir import ClosedProgram, Program
@@ -485,12 +486,15 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
 
     `xs` and the carry may be pytrees; with `xs=None`, `length` gives the number of steps. `reverse` runs
     from the last slice to the first (ys stay in order); `unroll` steps are done per loop trip (True: all).
+    Under `numax.disable_jit()` the loop runs in Python, as in JAX.
     """
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
     init_flat, init_tree = tree.tree_flatten(init)
     xs_flat, xs_tree = tree.tree_flatten(xs)
     length = _scan_length(xs_flat, length)
+    if config.disable_jit:
+        return _scan_in_python(f, init, xs_flat, xs_tree, length, reverse)
     unroll = concrete_or_error(unroll, "The `unroll` argument to `scan` expects a concrete `int` or `bool` value.")
     if isinstance(unroll, (bool, np.bool_)):
         unroll = max(length, 1) if unroll else 1
@@ -513,10 +517,30 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     return carry_tree.unflatten(outs[:len(init_flat)]), y_tree.unflatten(outs[len(init_flat):])
 
 
+def _scan_in_python(f, init, xs_flat, xs_tree, length, reverse):
+    """`scan` under `disable_jit`, as JAX runs it: a Python loop over the slices of `xs`, the carry passed
+    along unchecked (`unroll` unused), each leaf of the ys stacked along a new leading axis."""
+    from .shapes import concatenate, expand_dims
+    from .slicing import index_in_dim
+
+    if length == 0:
+        raise ValueError("zero-length scan is not supported in disable_jit() mode because the output type is "
+                         "unknown.")
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+    carry, ys = init, []
+    for i in steps:
+        carry, y = f(carry, xs_tree.unflatten([index_in_dim(x, i, keepdims=False) for x in xs_flat]))
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    stacked = tree.tree_map(lambda *leaves: concatenate([expand_dims(y, (0,)) for y in leaves], 0), *ys)
+    return carry, stacked
+
+
 # --- lax.map ------------------------------------------------------------------------------------------
 def map(f, xs, *, batch_size=None):  # noqa: A001 (jax.lax's name)
     """`f` applied to each slice of `xs` along its leading axis, sequentially (a scan); with `batch_size`,
-    `f` is vmapped over batches of that many slices."""
+    `f` is vmapped over batches of that many slices (0: one batch of all)."""
     from .shapes import concatenate, reshape
 
     if batch_size is None:
@@ -527,20 +551,18 @@ def map(f, xs, *, batch_size=None):  # noqa: A001 (jax.lax's name)
     leaves, xs_tree = tree.tree_flatten(xs)
     length = _scan_length(leaves, None)
     batch_size = int(batch_size)
-    num_batches, remainder = divmod(length, batch_size)
+    num_batches, remainder = divmod(length, batch_size) if batch_size else (0, length)
     batched_f = vmap(f)
+    if not num_batches:  # batch_size 0 or fewer slices than one batch: one vmap over them all, as in JAX
+        return batched_f(xs)
     main = [reshape(_slice_leading(x, 0, num_batches * batch_size), (num_batches, batch_size) + x.shape[1:])
             for x in leaves]
-    if num_batches or not remainder:
-        _, ys = scan(lambda _, x: ((), batched_f(x)), (), xs_tree.unflatten(main))
-        ys_leaves, ys_tree = tree.tree_flatten(ys)
-        ys_leaves = [reshape(y, (num_batches * batch_size,) + y.shape[2:]) for y in ys_leaves]
+    _, ys = scan(lambda _, x: ((), batched_f(x)), (), xs_tree.unflatten(main))
+    ys_leaves, ys_tree = tree.tree_flatten(ys)
+    ys_leaves = [reshape(y, (num_batches * batch_size,) + y.shape[2:]) for y in ys_leaves]
     if remainder:
         rest = batched_f(xs_tree.unflatten([_slice_leading(x, num_batches * batch_size, length) for x in leaves]))
-        rest_leaves, rest_tree = tree.tree_flatten(rest)
-        if not num_batches:
-            return rest_tree.unflatten(rest_leaves)
-        ys_leaves = [concatenate([y, r], 0) for y, r in zip(ys_leaves, rest_leaves)]
+        ys_leaves = [concatenate([y, r], 0) for y, r in zip(ys_leaves, tree.tree_leaves(rest))]
     return ys_tree.unflatten(ys_leaves)
 
 

@@ -13,7 +13,10 @@ import numpy as np
 from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import Zero, tangent_aval
+from ..core.avals import ShapedArray
+from ..core.config import config
 from ..core.dce import dce_program
+from ..core.errors import ConcretizationTypeError
 from ..core.evaluation import eval_closed_program
 from ..core.ir import ClosedProgram, Equation, Program, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
@@ -129,12 +132,36 @@ def _trace_loop(cond_fun, body_fun, in_tree, in_avals):
     return (cond_program, cond_consts), (body_program, body_consts), body_tree
 
 
+def _as_carry_array(value):
+    """JAX's `lax.asarray`, applied to every carry leaf of a loop run in Python: arrays and tracers pass,
+    Python scalars become weakly typed arrays, numpy values arrays of their (canonical) dtype."""
+    from .shapes import as_array
+
+    if isinstance(getattr(value, "aval", None), ShapedArray):
+        return value
+    if not isinstance(value, (bool, int, float, complex, np.ndarray, np.generic)):
+        raise TypeError(f"asarray: expected ArrayLike, got {value} of type {type(value)}.")
+    if isinstance(value, int) and not isinstance(value, bool):
+        dtypes.check_int_fits(value, dtypes.default_int_dtype())
+    return as_array(value)
+
+
 def while_loop(cond_fun, body_fun, init_val):
     """`while cond_fun(val): val = body_fun(val)`, compiled into one loop; `val` may be any pytree.
 
-    Forward-mode differentiable; for reverse mode use `scan` or `fori_loop` with static bounds."""
+    Forward-mode differentiable; for reverse mode use `scan` or `fori_loop` with static bounds. Under
+    `numax.disable_jit()` the loop runs in Python (as in JAX: carries made arrays, their types unchecked),
+    unless its predicate is a tracer without a value (under `vmap`, say)."""
     if not (callable(body_fun) and callable(cond_fun)):
         raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
+    if config.disable_jit:
+        try:
+            val = tree.tree_map(_as_carry_array, init_val)
+            while cond_fun(val):
+                val = tree.tree_map(_as_carry_array, body_fun(val))
+            return val
+        except ConcretizationTypeError:
+            pass  # a predicate Python cannot read: the loop is traced after all, as JAX falls back
     from .elementwise import convert_element_type
 
     leaves, in_tree = tree.tree_flatten(init_val)
@@ -211,6 +238,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
                 return (i + 1, body_fun(i, val)), None
 
             length = max(static_upper - static_lower, 0)
+            if config.disable_jit and length == 0:
+                return init_val  # as in JAX, whose Python scan cannot run zero steps: the value as given
             (_, result), _ = scan(scan_body, (static_lower, init_val), None, length=length,
                                   unroll=False if unroll is None else unroll)
             return result
