@@ -166,7 +166,8 @@ def test_checkpoint_static_argnames_and_the_removed_concrete_option():
     assert sorted(set(traces)) == [2, 3]
     with pytest.raises(NotImplementedError, match="concrete"):
         numax.checkpoint(np.sin, concrete=True)
-    with pytest.raises((NotImplementedError, TypeError), match="concrete"):  # jax 0.10 says why, 0.11 has no such option
+    # jax 0.10 says why; jax 0.11 has no such option at all.
+    with pytest.raises((NotImplementedError, TypeError), match="concrete"):
         jax.checkpoint(np.sin, concrete=True)
 
 
