@@ -255,8 +255,11 @@ def make_plan(entries, a_shape):
                 if axis is None:
                     continue
                 if kind == "int":
-                    # Just outside the axis stays out of bounds on the same side, and fits the index dtype.
-                    value = np.asarray(min(max(value, -1), a_shape[axis]), dtype)
+                    # As jax passes it, clamped only into the index dtype's range (still out of bounds on its
+                    # side). Not to just outside the axis: XLA's GPU scatter wrote x.at[1, 4] of a (3, 4, 5)
+                    # array into x[2, 0] (an H100, jaxlib 0.11.2), where it drops jax's x.at[1, 9].
+                    limits = np.iinfo(dtype)
+                    value = np.asarray(min(max(value, int(limits.min)), int(limits.max)), dtype)
                 rank = np.ndim(value)
                 dims = list(range(start + len(block_shape) - rank, start + len(block_shape)))
                 pending.append((axis, value, dims))
