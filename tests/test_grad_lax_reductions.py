@@ -7,6 +7,7 @@ tangent equally, windowed max picks one element, sort follows its permutation) a
 compared with `jax.grad` separately, and numpy-level code is compared with `jax.grad` of the same `jnp` code.
 """
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -15,6 +16,7 @@ from harness import assert_close, jax, jnp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numax.core.dtypes import float0
+from oracle import jit_table
 
 import numax
 import numax.numpy as xnp
@@ -105,13 +107,33 @@ def test_check_grads(case, x64):
     check_grads(lambda *args: case.fn(nlax, *args), _args(case.shapes, np.float64), order=2, modes=("fwd", "rev"))
 
 
-def _compare_with_jax(fn, args, seed=1, reverse=True):
-    """JVP along random tangents and VJP of a random cotangent, numax against JAX (float32), both under jit
-    (one compilation instead of one per primitive: eager rules are exercised by test_check_grads)."""
+def _directions(fn, args, seed):
+    """(args, random tangents for them, a random cotangent for fn's outputs)."""
     rng = np.random.default_rng(seed)
     tangents = [rng.standard_normal(np.shape(a)).astype(a.dtype) for a in args]
-    out, tangent_out = numax.jit(lambda a, t: numax.jvp(lambda *a: fn(nlax, *a), a, t))(args, tangents)
-    expected_out, expected_tangent = jax.jit(lambda a, t: jax.jvp(lambda *a: fn(jax.lax, *a), a, t))(args, tangents)
+    out_shapes = jax.eval_shape(lambda *a: fn(jax.lax, *a), *args)
+    return args, tangents, jax.tree.map(lambda e: rng.standard_normal(e.shape).astype(e.dtype), out_shapes)
+
+
+def _jvp_and_vjp(lax, jvp, vjp, fn, reverse):
+    """fn's outputs and JVP along the tangents and, if `reverse`, its VJP of the cotangent: one program."""
+    def outputs(args, tangents, cotangent):
+        f = lambda *a: fn(lax, *a)  # noqa: E731
+        out, tangent_out = jvp(f, args, tangents)
+        return (out, tangent_out, vjp(f, *args)[1](cotangent)) if reverse else (out, tangent_out)
+
+    return outputs
+
+
+def _compare_with_jax(fn, args, seed=1, reverse=True, expected=None):
+    """JVP along random tangents and VJP of a random cotangent, numax against JAX (float32), both under jit
+    (one compilation instead of one per primitive: eager rules are exercised by test_check_grads). `expected`:
+    JAX's results when a table computed them already."""
+    inputs = _directions(fn, args, seed)
+    got = numax.jit(_jvp_and_vjp(nlax, numax.jvp, numax.vjp, fn, reverse))(*inputs)
+    if expected is None:
+        expected = jax.jit(_jvp_and_vjp(jax.lax, jax.jvp, jax.vjp, fn, reverse))(*inputs)
+    (out, tangent_out), (expected_out, expected_tangent) = got[:2], expected[:2]
     jax.tree.map(lambda a, e: assert_close(a, e, scale=10), tuple(out) if isinstance(out, (list, tuple)) else out,
                  tuple(expected_out) if isinstance(expected_out, (list, tuple)) else expected_out)
     jax.tree.map(lambda a, e: assert_close(a, e, scale=10),
@@ -119,24 +141,36 @@ def _compare_with_jax(fn, args, seed=1, reverse=True):
                  tuple(expected_tangent) if isinstance(expected_tangent, (list, tuple)) else expected_tangent)
     if not reverse:
         return
-    cotangent = jax.tree.map(lambda e: rng.standard_normal(np.shape(e)).astype(np.asarray(e).dtype), expected_out)
-    cts = numax.jit(lambda a, c: numax.vjp(lambda *a: fn(nlax, *a), *a)[1](c))(args, cotangent)
-    expected_cts = jax.jit(lambda a, c: jax.vjp(lambda *a: fn(jax.lax, *a), *a)[1](c))(args, cotangent)
+    cts, expected_cts = got[2], expected[2]
     assert len(cts) == len(args)
-    for ct, expected, arg in zip(cts, expected_cts, args):
+    for ct, expected_ct, arg in zip(cts, expected_cts, args):
         assert np.shape(ct) == np.shape(arg) and np.asarray(ct).dtype == arg.dtype
-        assert_close(ct, expected, scale=10)
+        assert_close(ct, expected_ct, scale=10)
+
+
+@functools.cache
+def _expected_against_jax():
+    """JAX's side of test_against_jax for every case, from one jax.jit program."""
+    return jit_table([case.name for case in CASES],
+                     [_jvp_and_vjp(jax.lax, jax.jvp, jax.vjp, case.fn, case.reverse_like_jax) for case in CASES],
+                     [_directions(case.fn, _args(case.shapes, np.float32), 1) for case in CASES])
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_against_jax(case):
-    _compare_with_jax(case.fn, _args(case.shapes, np.float32), reverse=case.reverse_like_jax)
+    _compare_with_jax(case.fn, _args(case.shapes, np.float32), reverse=case.reverse_like_jax,
+                      expected=_expected_against_jax()[case.name])
 
 
 # --- conventions at ties and zeros, against jax.grad ----------------------------------------------------------------
 TIES = np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 2.0], [0.5, -4.0, 0.5, -4.0]], np.float32)
 ZEROS = np.array([[1.5, 0.0, 2.0, -1.0], [0.0, 3.0, 0.0, 2.0], [0.0, 0.0, 0.0, 0.0], [1.0, -2.0, 0.5, 3.0]],
                  np.float32)
+
+def _out_shape(fn, x):
+    """The shape of fn(jax.lax, x), from abstract evaluation (nothing compiled)."""
+    return jax.eval_shape(lambda x: fn(jax.lax, x), x).shape
+
 
 TIE_CASES = {
     "reduce_max": lambda lax, x: lax.reduce_max(x, (1,)),
@@ -159,7 +193,7 @@ TIE_CASES = {
 @pytest.mark.parametrize("name", sorted(TIE_CASES))
 def test_ties_like_jax(name):
     fn = TIE_CASES[name]
-    weights = np.random.default_rng(2).standard_normal(np.shape(fn(jax.lax, TIES))).astype(np.float32)
+    weights = np.random.default_rng(2).standard_normal(_out_shape(fn, TIES)).astype(np.float32)
     grad = numax.jit(numax.grad(lambda x: nlax.reduce_sum(fn(nlax, x) * weights, tuple(range(weights.ndim)))))(TIES)
     expected = jax.jit(jax.grad(lambda x: jnp.sum(fn(jax.lax, x) * weights)))(TIES)
     assert_close(grad, expected)
@@ -208,7 +242,7 @@ LOW_PRECISION_CASES = {
 def test_low_precision_like_jax(name, dtype):
     fn = LOW_PRECISION_CASES[name]
     x = np.random.default_rng(7).permutation(np.linspace(-2, 2, 12)).reshape(3, 4).astype(dtype)
-    axes = tuple(range(np.ndim(fn(jax.lax, x))))
+    axes = tuple(range(len(_out_shape(fn, x))))
     grad = numax.jit(numax.grad(lambda x: nlax.reduce_sum(fn(nlax, x), axes)))(x)
     expected = jax.jit(jax.grad(lambda x: jnp.sum(fn(jax.lax, x))))(x)
     assert_close(grad, expected)
@@ -233,10 +267,10 @@ def test_products_with_zeros_like_jax(name):
           "reduce_prod_all": lambda lax, x: lax.reduce_prod(x[1:2, :3], (0, 1)),
           "cumprod": lambda lax, x: lax.cumprod(x, 1),
           "cumprod_reverse": lambda lax, x: lax.cumprod(x, 0, reverse=True)}[name]
-    weights = np.random.default_rng(4).standard_normal(np.shape(fn(jax.lax, ZEROS))).astype(np.float32)
+    weights = np.random.default_rng(4).standard_normal(_out_shape(fn, ZEROS)).astype(np.float32)
     numax_loss = lambda x: nlax.reduce_sum(fn(nlax, x) * weights, tuple(range(weights.ndim)))  # noqa: E731
     jax_loss = lambda x: jnp.sum(fn(jax.lax, x) * weights)  # noqa: E731
-    assert_close(numax.grad(numax_loss)(ZEROS), jax.grad(jax_loss)(ZEROS))
+    assert_close(numax.grad(numax_loss)(ZEROS), jax.jit(jax.grad(jax_loss))(ZEROS))
     # Second order: a Hessian-vector product (forward over reverse).
     direction = np.random.default_rng(5).standard_normal(ZEROS.shape).astype(np.float32)
     assert_close(numax.jit(lambda x, v: numax.jvp(numax.grad(numax_loss), (x,), (v,))[1])(ZEROS, direction),
@@ -333,7 +367,7 @@ def test_grad_under_jit(name):
         return fn
 
     numax_loss = loss(nlax, lambda y: nlax.reduce_sum(y, tuple(range(np.ndim(y)))))
-    expected = jax.grad(loss(jax.lax, jnp.sum), argnums)(*args)
+    expected = jax.jit(jax.grad(loss(jax.lax, jnp.sum), argnums))(*args)
     for grads in (numax.jit(numax.grad(numax_loss, argnums))(*args), numax.grad(numax.jit(numax_loss), argnums)(*args)):
         for g, e in zip(grads, expected):
             assert_close(g, e, scale=10)
@@ -369,9 +403,9 @@ def test_numpy_reductions_grad_like_jax(name):
     fn = NUMPY_CASES[name]
     rng = np.random.default_rng(5)
     x = rng.uniform(-2.0, 2.0, (3, 4)).astype(np.float32)
-    weights = rng.standard_normal(np.shape(fn(jnp, jnp.asarray(x)))).astype(np.float32)
+    weights = rng.standard_normal(jax.eval_shape(lambda x: fn(jnp, x), x).shape).astype(np.float32)
     grad = numax.grad(lambda x: xnp.sum(fn(xnp, x) * weights))(xnp.asarray(x))
-    expected = jax.grad(lambda x: jnp.sum(fn(jnp, x) * weights))(x)
+    expected = jax.jit(jax.grad(lambda x: jnp.sum(fn(jnp, x) * weights)))(x)
     assert_close(grad, expected, scale=10)
     if name in ("max_axis_keepdims", "var", "cumprod", "argsort_take", "median"):
         jitted = numax.jit(numax.grad(lambda x: xnp.sum(fn(xnp, x) * weights)))(xnp.asarray(x))
@@ -386,7 +420,7 @@ def test_logsumexp_grad_like_jax():
     x = _args([(3, 5)], np.float32)[0]
     for axis in (None, 1):
         assert_close(numax.grad(lambda x: xnp.sum(xsp.logsumexp(x, axis=axis)))(x),
-                     jax.grad(lambda x: jnp.sum(jsp.logsumexp(x, axis=axis)))(x))
+                     jax.jit(jax.grad(lambda x: jnp.sum(jsp.logsumexp(x, axis=axis))))(x))
 
 
 def test_max_pool_like_jax():
@@ -399,7 +433,7 @@ def test_max_pool_like_jax():
         average = lax.reduce_window(x, 0.0, lax.add, window, strides, "VALID") / 9.0
         return lax.reduce_sum(lax.sin(pooled), (0, 1, 2, 3)) + lax.reduce_sum(average * average, (0, 1, 2, 3))
 
-    expected = jax.grad(lambda x: pools(jax.lax, x))(images)
+    expected = jax.jit(jax.grad(lambda x: pools(jax.lax, x)))(images)
     assert_close(numax.grad(lambda x: pools(nlax, x))(images), expected, scale=10)
     assert_close(numax.jit(numax.grad(lambda x: pools(nlax, x)))(images), expected, scale=10)
 

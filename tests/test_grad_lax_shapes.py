@@ -6,6 +6,7 @@ VJP are compared with JAX's in float32. Numpy-level indexing is compared with `j
 `jnp` code.
 """
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -14,6 +15,7 @@ from harness import assert_close, jax, jnp, rand
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from numax.core import dtypes
+from oracle import jit_table
 
 import numax
 import numax.numpy as xnp
@@ -165,26 +167,53 @@ def _random(rng, like):
     return value.astype(like.dtype)
 
 
-def _compare_with_jax(fn, args, seed=1):
-    """JVP along random tangents and VJP of a random cotangent, numax against JAX (float32)."""
+def _directions(fn, args, seed):
+    """(args, random tangents for them, a random cotangent for fn's output)."""
     rng = np.random.default_rng(seed)
     tangents = [_random(rng, a) for a in args]
+    out = jax.eval_shape(lambda *a: fn(jax.lax, *a), *args)
+    return args, tangents, _random(rng, np.zeros(out.shape, out.dtype))
+
+
+def _jax_jvp_and_vjp(fn):
+    """JAX's output and JVP along the tangents, and its VJP of the cotangent."""
+    def outputs(args, tangents, cotangent):
+        f = lambda *a: fn(jax.lax, *a)  # noqa: E731
+        return (*jax.jvp(f, args, tangents), jax.vjp(f, *args)[1](cotangent))
+
+    return outputs
+
+
+def _compare_with_jax(fn, args, seed=1, expected=None):
+    """JVP along random tangents and VJP of a random cotangent, numax (eagerly) against JAX (float32; one jitted
+    program, or `expected` when a table computed it already)."""
+    args, tangents, cotangent = _directions(fn, args, seed)
+    if expected is None:
+        expected = jax.jit(_jax_jvp_and_vjp(fn))(args, tangents, cotangent)
+    expected_out, expected_tangent, expected_cts = expected
     out, tangent_out = numax.jvp(lambda *a: fn(nlax, *a), args, tangents)
-    expected_out, expected_tangent = jax.jvp(lambda *a: fn(jax.lax, *a), args, tangents)
     assert_close(out, expected_out)
     assert_close(tangent_out, expected_tangent, scale=10)
-    cotangent = _random(rng, np.asarray(expected_out))
     cts = numax.vjp(lambda *a: fn(nlax, *a), *args)[1](cotangent)
-    expected_cts = jax.vjp(lambda *a: fn(jax.lax, *a), *args)[1](cotangent)
     assert len(cts) == len(args)
-    for ct, expected, arg in zip(cts, expected_cts, args):
+    for ct, expected_ct, arg in zip(cts, expected_cts, args):
         assert np.shape(ct) == np.shape(arg) and np.asarray(ct).dtype == arg.dtype
-        assert_close(ct, expected, scale=10)
+        assert_close(ct, expected_ct, scale=10)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.like_jax], ids=lambda c: c.name)
+JAX_CASES = [c for c in CASES if c.like_jax]
+
+
+@functools.cache
+def _expected_against_jax():
+    """JAX's side of test_against_jax for every case, from one jax.jit program."""
+    return jit_table([case.name for case in JAX_CASES], [_jax_jvp_and_vjp(case.fn) for case in JAX_CASES],
+                     [_directions(case.fn, _args(case.shapes, np.float32), 1) for case in JAX_CASES])
+
+
+@pytest.mark.parametrize("case", JAX_CASES, ids=lambda c: c.name)
 def test_against_jax(case):
-    _compare_with_jax(case.fn, _args(case.shapes, np.float32))
+    _compare_with_jax(case.fn, _args(case.shapes, np.float32), expected=_expected_against_jax()[case.name])
 
 
 @pytest.mark.parametrize("dtype", [np.float16, dtypes.bfloat16, np.complex64], ids=["f16", "bf16", "c64"])
@@ -213,7 +242,7 @@ def test_scatter_ties_and_repeats_grad_like_jax():
     fn = _scatter_rows("scatter", ROWS)
     operand, updates = _args([(5, 3), (4, 3)], np.float32)
     grads = numax.grad(lambda x, u: nlax.reduce_sum(nlax.sin(fn(nlax, x, u)), (0, 1)), (0, 1))(operand, updates)
-    expected = jax.grad(lambda x, u: jnp.sum(jnp.sin(fn(jax.lax, x, u))), (0, 1))(operand, updates)
+    expected = jax.jit(jax.grad(lambda x, u: jnp.sum(jnp.sin(fn(jax.lax, x, u))), (0, 1)))(operand, updates)
     for g, e in zip(grads, expected):
         assert_close(g, e)
     # Exactly one of the two updates of row 1 wins; the overwritten operand row gets nothing.
@@ -228,7 +257,7 @@ def test_scatter_mul_updates_needs_unique_indices():
         numax.grad(lambda u: nlax.reduce_sum(fn(nlax, operand, u), (0, 1)))(updates)
     # ... while the operand's gradient is fine (as in JAX).
     grad = numax.grad(lambda x: nlax.reduce_sum(fn(nlax, x, updates), (0, 1)))(operand)
-    assert_close(grad, jax.grad(lambda x: jnp.sum(fn(jax.lax, x, updates)))(operand))
+    assert_close(grad, jax.jit(jax.grad(lambda x: jnp.sum(fn(jax.lax, x, updates))))(operand))
 
 
 def test_gather_out_of_bounds_grads():
@@ -375,7 +404,7 @@ def test_grad_under_jit(name):
         return lambda *a: sum_(lax.sin(case.fn(lax, *a)))
 
     numax_loss = loss(nlax, lambda y: nlax.reduce_sum(y, tuple(range(np.ndim(y)))))
-    expected = jax.grad(loss(jax.lax, jnp.sum), argnums)(*args)
+    expected = jax.jit(jax.grad(loss(jax.lax, jnp.sum), argnums))(*args)
     for grads in (numax.jit(numax.grad(numax_loss, argnums))(*args), numax.grad(numax.jit(numax_loss), argnums)(*args)):
         for g, e in zip(grads, expected):
             assert_close(g, e, scale=10)
@@ -397,8 +426,9 @@ def test_grad_with_traced_indices_under_jit():
         return f
 
     numax_loss = loss(nlax, lambda y: nlax.reduce_sum(y, tuple(range(np.ndim(y)))))
+    jax_grad = jax.jit(jax.grad(loss(jax.lax, jnp.sum)))  # one compile for the three starts
     for start in (np.int32(1), np.int32(-1), np.int32(4)):
-        expected = jax.grad(loss(jax.lax, jnp.sum))(x, start, OUT_OF_BOUNDS_ROWS)
+        expected = jax_grad(x, start, OUT_OF_BOUNDS_ROWS)
         assert_close(numax.jit(numax.grad(numax_loss))(x, start, OUT_OF_BOUNDS_ROWS), expected, scale=10)
         assert_close(numax.grad(numax.jit(numax_loss))(x, start, OUT_OF_BOUNDS_ROWS), expected, scale=10)
 
@@ -441,9 +471,9 @@ def test_numpy_indexing_grad_like_jax(name):
     fn = NUMPY_CASES[name]
     rng = np.random.default_rng(3)
     x = rng.uniform(-2.0, 2.0, (3, 4)).astype(np.float32)
-    weights = rng.standard_normal(np.shape(fn(jnp, jnp.asarray(x)))).astype(np.float32)
+    weights = rng.standard_normal(jax.eval_shape(lambda x: fn(jnp, x), x).shape).astype(np.float32)
     grad = numax.grad(lambda x: xnp.sum(xnp.sin(fn(xnp, x)) * weights))(xnp.asarray(x))
-    expected = jax.grad(lambda x: jnp.sum(jnp.sin(fn(jnp, x)) * weights))(x)
+    expected = jax.jit(jax.grad(lambda x: jnp.sum(jnp.sin(fn(jnp, x)) * weights)))(x)
     assert_close(grad, expected, scale=10)
     if name in ("array_2d", "at_set", "at_add", "at_max", "take_clip", "roll"):
         jitted = numax.jit(numax.grad(lambda x: xnp.sum(xnp.sin(fn(xnp, x)) * weights)))(xnp.asarray(x))

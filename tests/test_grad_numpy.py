@@ -7,6 +7,7 @@ Every table row is one function written once over a namespace `m`, run both with
 (m.np = numax.numpy, m.nn, m.sp = scipy.special, m.sl = scipy.linalg, m.stats) and with JAX's (jax.numpy, jax.nn, ...).
 """
 
+import functools
 import zlib
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -20,6 +21,7 @@ import pytest
 from harness import jax, jnp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import jit_table
 
 import numax
 import numax.nn as xnn
@@ -350,7 +352,10 @@ SPECIAL = [
       u(-2, 2, (4, 3)), u(-1, 1, (3,)), u(-1, 1, (3, 3)), tol=1e-4),
 ]
 
-ALL = UFUNCS + REDUCTIONS + SHAPES + LINALG + NN + SPECIAL
+TABLES = {"ufuncs": UFUNCS, "reductions": REDUCTIONS, "shapes": SHAPES, "linalg": LINALG, "nn": NN,
+          "special": SPECIAL}
+ALL = [case for table in TABLES.values() for case in table]
+_TABLE_OF = {case.name: name for name, table in TABLES.items() for case in table}
 
 
 # --- the comparison ---------------------------------------------------------------------------------------
@@ -391,16 +396,29 @@ def _assert_grads_close(actual, expected, tol, what=""):
         np.testing.assert_allclose(a, e, rtol=tol, atol=tol * scale, equal_nan=True, err_msg=what)
 
 
+@functools.cache
+def _expected_grads(table):
+    """JAX's gradients of every case of one table, from one jax.jit program."""
+    cases = TABLES[table]
+    inputs = [_inputs(case) for case in cases]
+    gradients = [jax.grad(_objective(case, JX, _weights(case, args)), _argnums(case, args))
+                 for case, args in zip(cases, inputs)]
+    return jit_table([case.name for case in cases], gradients, inputs)
+
+
+def _expected_grad(case):
+    return _expected_grads(_TABLE_OF[case.name])[case.name]
+
+
 @pytest.mark.parametrize("case", ALL, ids=[c.name for c in ALL])
 def test_grad_matches_jax(case):
-    # Both sides are jitted whole: compiling one program per function is far cheaper than compiling each
-    # primitive eagerly. The eager path is compared below on a subset and at the special points.
+    # numax is jitted whole: compiling one program per function is far cheaper than compiling each primitive
+    # eagerly. The eager path is compared below on a subset and at the special points.
     args = _inputs(case)
     argnums = _argnums(case, args)
     weights = _weights(case, args)
-    expected = jax.jit(jax.grad(_objective(case, JX, weights), argnums))(*args)
     actual = numax.jit(numax.grad(_objective(case, NX, weights), argnums))(*args)
-    _assert_grads_close(actual, expected, case.tol)
+    _assert_grads_close(actual, _expected_grad(case), case.tol)
 
 
 _EAGER_SUBSET = ["sin", "logaddexp", "maximum", "clip", "where_computed", "var", "max", "cumprod", "sort",
@@ -413,9 +431,8 @@ def test_grad_eager_matches_jax(name):
     (case,) = [c for c in ALL if c.name == name]
     args = _inputs(case)
     argnums = _argnums(case, args)
-    weights = _weights(case, args)
-    expected = jax.jit(jax.grad(_objective(case, JX, weights), argnums))(*args)
-    objective = _objective(case, NX, weights)
+    objective = _objective(case, NX, _weights(case, args))
+    expected = _expected_grad(case)
     _assert_grads_close(numax.grad(objective, argnums)(*args), expected, case.tol, "eager grad")
     _assert_grads_close(numax.grad(numax.jit(objective), argnums)(*args), expected, case.tol, "grad(jit)")
 
@@ -602,20 +619,41 @@ def _assert_same(actual, expected, what):
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6, equal_nan=True, err_msg=what)
 
 
+def _point_derivative(m, point):
+    return _nth_grad(m, functools.partial(point.fn, m), point.order, point.argnum)
+
+
+def _point_args(point):
+    return tuple(np.float32(a) for a in point.args)
+
+
+@functools.cache
+def _expected_at_points():
+    """JAX's derivatives at every point, from one jax.jit program."""
+    return jit_table([p.name for p in POINTS], [_point_derivative(JX, p) for p in POINTS],
+                     [_point_args(p) for p in POINTS])
+
+
 @pytest.mark.parametrize("point", POINTS, ids=[p.name for p in POINTS])
 def test_special_points_match_jax(point):
-    args = tuple(np.float32(a) for a in point.args)
-    expected = jax.jit(_nth_grad(JX, lambda *a: point.fn(JX, *a), point.order, point.argnum))(*args)
-    actual = _nth_grad(NX, lambda *a: point.fn(NX, *a), point.order, point.argnum)(*args)
-    _assert_same(actual, expected, point.name)
+    actual = _point_derivative(NX, point)(*_point_args(point))
+    _assert_same(actual, _expected_at_points()[point.name], point.name)
 
 
 _VECTOR_POINTS = _vector_points()
 
 
+@functools.cache
+def _expected_at_vector_points():
+    """JAX's gradients at every vector point, from one jax.jit program."""
+    return jit_table([name for name, _, _ in _VECTOR_POINTS],
+                     [jax.grad(functools.partial(fn, JX)) for _, fn, _ in _VECTOR_POINTS],
+                     [(x,) for _, _, x in _VECTOR_POINTS])
+
+
 @pytest.mark.parametrize("name,fn,x", _VECTOR_POINTS, ids=[p[0] for p in _VECTOR_POINTS])
 def test_special_vector_points_match_jax(name, fn, x):
-    expected = jax.jit(jax.grad(lambda a: fn(JX, a)))(x)
+    expected = _expected_at_vector_points()[name]
     actual = numax.grad(lambda a: fn(NX, a))(x)
     _assert_same(actual, expected, name)
     if name in ("det_4x4_rank3", "det_4x4_rank1", "pinv_identity"):

@@ -9,6 +9,7 @@ import pytest
 from harness import assert_close, jax, jnp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import jit_table
 
 import numax
 import numax.numpy as mnp
@@ -123,25 +124,34 @@ def _dtypes_of(dtype, count):
     return dtype if isinstance(dtype, tuple) else (dtype,) * count
 
 
-def _check_configs(rng, numax_fn, jax_fn, kinds, dtype, configs, scale=10.0, per_example=True):
-    """All `configs` of one primitive in one jitted program per side, against jax.vmap and (when
-    `per_example`) against numax applied to each example in turn, stacked."""
+def _config_inputs(rng, kinds, dtype, configs):
+    """The operands of every config (a list per config)."""
     dtypes = _dtypes_of(dtype, len(kinds))
-    inputs = [[_batched(rng, shape, d, kind, axis) for shape, d, kind, axis in zip(shapes, dtypes, kinds, in_axes)]
-              for in_axes, shapes, _ in configs]
+    return [[_batched(rng, shape, d, kind, axis) for shape, d, kind, axis in zip(shapes, dtypes, kinds, in_axes)]
+            for in_axes, shapes, _ in configs]
 
-    def run_all(vmap, fn):
-        def all_configs(*flat):
-            outs, start = [], 0
-            for (in_axes, shapes, out_axes) in configs:
-                outs.append(vmap(fn, in_axes=in_axes, out_axes=out_axes)(*flat[start:start + len(shapes)]))
-                start += len(shapes)
-            return outs
-        return all_configs
 
+def _all_configs(vmap, fn, configs):
+    """fn vmapped in every config, as one function of all the configs' operands (flattened)."""
+    def all_configs(*flat):
+        outs, start = [], 0
+        for (in_axes, shapes, out_axes) in configs:
+            outs.append(vmap(fn, in_axes=in_axes, out_axes=out_axes)(*flat[start:start + len(shapes)]))
+            start += len(shapes)
+        return outs
+
+    return all_configs
+
+
+def _check_configs(rng, numax_fn, jax_fn, kinds, dtype, configs, scale=10.0, per_example=True, expected=None):
+    """All `configs` of one primitive in one jitted program per side, against jax.vmap and (when
+    `per_example`) against numax applied to each example in turn, stacked. `expected`: jax's results when a
+    table computed them already."""
+    inputs = _config_inputs(rng, kinds, dtype, configs)
     flat = [a for args in inputs for a in args]
-    actual = numax.jit(run_all(numax.vmap, numax_fn))(*flat)
-    expected = jax.jit(run_all(jax.vmap, jax_fn))(*flat)
+    actual = numax.jit(_all_configs(numax.vmap, numax_fn, configs))(*flat)
+    if expected is None:
+        expected = jax.jit(_all_configs(jax.vmap, jax_fn, configs))(*flat)
     for got, want in zip(actual, expected):
         assert_close(got, want, scale=scale)
     if per_example:
@@ -156,20 +166,44 @@ def _cases(table):
             for row in table for dtype in row[4]]
 
 
+def _unary_configs(row, dtype):
+    return UNARY_CONFIGS if dtype == row[4][0] else UNARY_CONFIGS[2:3]
+
+
+def _binary_configs(row, dtype):
+    # The main dtype gets every layout; other dtypes (and polygamma, slow to compile) a few mixed ones.
+    return BINARY_CONFIGS if dtype == row[4][0] and row[0] != "polygamma" else BINARY_CONFIGS[2::3]
+
+
+TABLES = {"unary": (UNARY, _unary_configs), "binary": (BINARY, _binary_configs)}
+
+
+@functools.cache
+def _expected(table):
+    """jax.vmap's results for every (row, dtype) of a table, from one jax.jit program; the operands are those
+    the test draws from its `rng` fixture (a fresh default_rng(0))."""
+    rows, configs_of = TABLES[table]
+    cases = [(row, dtype) for row in rows for dtype in row[4]]
+    inputs = [_config_inputs(np.random.default_rng(0), row[3], dtype, configs_of(row, dtype)) for row, dtype in cases]
+    return jit_table([(row[0], dtype) for row, dtype in cases],
+                     [_all_configs(jax.vmap, row[2], configs_of(row, dtype)) for row, dtype in cases],
+                     [[a for args in case_inputs for a in args] for case_inputs in inputs])
+
+
+def _check_row(table, rng, row, dtype):
+    name, numax_fn, jax_fn, kinds, dtypes = row
+    _check_configs(rng, numax_fn, jax_fn, kinds, dtype, TABLES[table][1](row, dtype), per_example=dtype == dtypes[0],
+                   expected=_expected(table)[name, dtype])
+
+
 @pytest.mark.parametrize("row,dtype", _cases(UNARY))
 def test_unary(rng, row, dtype):
-    name, numax_fn, jax_fn, kinds, dtypes = row
-    main = dtype == dtypes[0]
-    _check_configs(rng, numax_fn, jax_fn, kinds, dtype, UNARY_CONFIGS if main else UNARY_CONFIGS[2:3], per_example=main)
+    _check_row("unary", rng, row, dtype)
 
 
 @pytest.mark.parametrize("row,dtype", _cases(BINARY))
 def test_binary(rng, row, dtype):
-    name, numax_fn, jax_fn, kinds, dtypes = row
-    # The main dtype gets every layout; other dtypes (and polygamma, slow to compile) a few mixed ones.
-    main = dtype == dtypes[0]
-    configs = BINARY_CONFIGS if main and name != "polygamma" else BINARY_CONFIGS[2::3]
-    _check_configs(rng, numax_fn, jax_fn, kinds, dtype, configs, per_example=main)
+    _check_row("binary", rng, row, dtype)
 
 
 # --- select_n and clamp: scalar selectors and bounds, batched and not ---------------------------------------
