@@ -24,6 +24,26 @@ from .batching import batch_at_front, move_axis
 __all__ = ["all_gather", "axis_index", "axis_size", "pmax", "pmean", "pmin", "psum", "psum_scatter"]
 
 
+# --- replica groups: which devices of a pmap take part in one collective ------------------------------
+def replica_groups(axis_env, axes):
+    """The replica groups of a collective over `axes` in a program replicated over `axis_env`
+    ((name, size), ... outermost first; a replica's id numbers its positions with the outermost axis most
+    significant): replicas that differ only in their positions along `axes` form one group, each group
+    ordered by those positions (the innermost of `axes` fastest), so that a collective's i-th member is the
+    one at position i along the collective's axes."""
+    names = [name for name, _ in axis_env]
+    missing = [a for a in axes if a not in names]
+    if missing:
+        raise NameError(f"unbound axis name: {missing[0]}. The following axis names are bound here: {names}")
+    sizes = [size for _, size in axis_env]
+    ids = np.arange(int(np.prod(sizes, dtype=np.int64))).reshape(sizes)
+    positions = [names.index(a) for a in axes]
+    others = [i for i in range(len(names)) if i not in positions]
+    grouped = ids.transpose(others + positions).reshape(-1, int(np.prod([sizes[i] for i in positions],
+                                                                        dtype=np.int64)))
+    return grouped.tolist()
+
+
 # --- binding: find the vmap that names the axis ---------------------------------------------------------
 def _batch_trace_types():
     from ..transforms.vmap import BatchTrace, BatchTracer, find_axis
