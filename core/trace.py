@@ -180,11 +180,13 @@ class Tracer:
 # --- the stack -------------------------------------------------------------------------------
 class TraceState(threading.local):
     """One thread's interpreters: `stack` holds them all, bottom (eager evaluation) first; `dynamic` the
-    staging (omnistaging) traces among them, the innermost last, or the eval trace when none stages."""
+    staging (omnistaging) traces among them, the innermost last, or the eval trace when none stages;
+    `axis_frames` the axis names that pmaps being traced bind (lax.collectives.AxisFrame), innermost last."""
 
     def __init__(self):
         self.stack = [MainTrace(0, EvalTrace, None)]
         self.dynamic = [self.stack[0]]
+        self.axis_frames = []
 
 
 trace_state = TraceState()

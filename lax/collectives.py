@@ -10,6 +10,8 @@ Params name the axes as a tuple (`axes`) so that a pmap lowering can later turn 
 into `stablehlo.all_reduce` / `all_gather` / `reduce_scatter` over replica groups.
 """
 
+import contextlib
+
 import numpy as np
 
 from ..core import dtypes
@@ -19,6 +21,7 @@ from ..core.avals import ShapedArray
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.trace import find_top_trace, full_lower, get_aval_of, trace_state
 from ..lowering.lower import register_lowering
+from ..lowering.stablehlo import aval_type, i64_attr, tensor_type
 from .batching import batch_at_front, move_axis
 
 __all__ = ["all_gather", "axis_index", "axis_size", "pmax", "pmean", "pmin", "psum", "psum_scatter"]
@@ -44,7 +47,31 @@ def replica_groups(axis_env, axes):
     return grouped.tolist()
 
 
-# --- binding: find the vmap that names the axis ---------------------------------------------------------
+# --- binding: find the transformation that names the axis -------------------------------------------------
+class AxisFrame:
+    """An axis name bound by a pmap while its function is traced or transformed: collectives over it are
+    staged into the per-device program (and lowered to collectives between devices). `level` is the top of
+    the trace stack when it was bound: a vmap of the same name pushed later (above it) shadows it."""
+
+    __slots__ = ("name", "size", "level")
+
+    def __init__(self, name, size, level):
+        self.name = name
+        self.size = size
+        self.level = level
+
+
+@contextlib.contextmanager
+def extend_axis_env(name, size):
+    """Binds the axis `name` of `size` devices (a pmap's) for the duration of the block, in this thread."""
+    frames = trace_state.axis_frames
+    frames.append(AxisFrame(name, size, trace_state.stack[-1].level))
+    try:
+        yield
+    finally:
+        frames.pop()
+
+
 def _batch_trace_types():
     from ..transforms.vmap import BatchTrace, BatchTracer, find_axis
 
@@ -53,8 +80,9 @@ def _batch_trace_types():
 
 def _bound_axis_names():
     BatchTrace, _, _ = _batch_trace_types()
-    return [main.global_data.name for main in trace_state.stack
-            if main.trace_type is BatchTrace and main.global_data.name is not None]
+    names = [frame.name for frame in trace_state.axis_frames]
+    return names + [main.global_data.name for main in trace_state.stack
+                    if main.trace_type is BatchTrace and main.global_data.name is not None]
 
 
 def _unbound_axis_error(name):
@@ -63,12 +91,20 @@ def _unbound_axis_error(name):
 
 
 def axis_main(name):
-    """The main trace of the innermost vmap naming its axis `name`; NameError when none does."""
+    """What binds the axis `name` innermost: a vmap's main trace, or a pmap's AxisFrame; NameError when
+    nothing does."""
     _, _, find_axis = _batch_trace_types()
     main = None if name is None else find_axis(name)  # an unnamed vmap binds no name, not even None
+    frame = next((f for f in reversed(trace_state.axis_frames) if f.name == name), None)
+    if frame is not None and (main is None or main.level <= frame.level):
+        return frame
     if main is None:
         raise _unbound_axis_error(name)
     return main
+
+
+def _binder_size(binder):
+    return binder.size if type(binder) is AxisFrame else binder.global_data.size
 
 
 def _axis_names(axis_name):
@@ -82,10 +118,10 @@ def _axis_names(axis_name):
 
 
 def axis_size(axis_name):
-    """The number of examples along the named axes (the product over a tuple of names)."""
+    """The number of examples (or devices) along the named axes (the product over a tuple of names)."""
     size = 1
     for name in _axis_names(axis_name):
-        size *= axis_main(name).global_data.size
+        size *= _binder_size(axis_main(name))
     return size
 
 
@@ -105,7 +141,9 @@ def bind_collective(primitive, args, params):
     names = params["axes"]
     if not names:  # nothing left to reduce over
         return list(args) if primitive.multiple_results else args[0]
-    mains = [axis_main(name) for name in names]
+    mains = [binder for binder in map(axis_main, names) if type(binder) is not AxisFrame]
+    if not mains:  # only pmaps bind these axes: staged into the per-device program like any primitive
+        return Primitive.bind(primitive, *args, **params)
     main = max(mains, key=lambda m: m.level)
     top = find_top_trace(args)
     if top.main.level > main.level:
@@ -121,10 +159,31 @@ def bind_collective(primitive, args, params):
     return full_lower(BatchTracer(trace, out, out_dims))
 
 
-def _unbound_lowering(name):
-    def rule(ctx, *args, axes, **params):
-        raise NameError(f"{name} over axes {axes} reached compilation outside any vmap binding them (unbound axis "
-                        "name); collectives run only under vmap(..., axis_name=...) for now (pmap comes later)")
+# --- lowering: collectives between the devices of a pmap -----------------------------------------------
+# A pmap's per-device program is lowered inside an `sdy.manual_computation` whose mesh axes are the pmap
+# axes (ctx.module.axis_env); devices are numbered as replica_groups numbers them (the logical ids of the
+# module's device assignment), hence `use_global_device_ids`.
+def collective_attributes(ctx, axes):
+    """replica_groups, channel_handle and use_global_device_ids for a collective over `axes`."""
+    groups = replica_groups(ctx.module.axis_env, axes)
+    return {"channel_handle": f"#stablehlo.channel_handle<handle = {ctx.module.next_channel()}, type = 1>",
+            "replica_groups": f"dense<{groups}> : tensor<{len(groups)}x{len(groups[0])}xi64>",
+            "use_global_device_ids": "unit"}
+
+
+def _reduction_region(builder, dtype, op_name):
+    scalar = tensor_type((), dtype)
+    return builder.region([scalar, scalar], lambda inner, args: [inner.op1(op_name, args, scalar)])
+
+
+def _all_reduce_lowering(op_name):
+    def rule(ctx, *operands, axes, axis_index_groups=None):
+        results = []
+        for operand, aval in zip(operands, ctx.avals_out):
+            region = _reduction_region(ctx.builder, aval.dtype, op_name)
+            results.append(ctx.builder.op1("stablehlo.all_reduce", [operand], aval_type(aval),
+                                           collective_attributes(ctx, axes), [region]))
+        return results
 
     return rule
 
@@ -138,7 +197,7 @@ def _same_avals(*avals, axes, axis_index_groups=None):
     return list(avals)
 
 
-def _define_reduction(name, reduce_batched, reduce_unbatched):
+def _define_reduction(name, op_name, reduce_batched, reduce_unbatched):
     primitive = CollectivePrimitive(name, multiple_results=True)
     primitive.def_abstract_eval(_same_avals)
 
@@ -151,7 +210,7 @@ def _define_reduction(name, reduce_batched, reduce_unbatched):
 
     rule.needs_axis = True
     batching_rules[primitive] = rule
-    register_lowering(primitive, _unbound_lowering(name))
+    register_lowering(primitive, _all_reduce_lowering(op_name))
     return primitive
 
 
@@ -179,9 +238,9 @@ def _min_batched(x, dim):
     return reduce_min(x, (dim,))
 
 
-psum_p = _define_reduction("psum", _sum_batched, _sum_unbatched)
-pmax_p = _define_reduction("pmax", _max_batched, lambda x, size: x)
-pmin_p = _define_reduction("pmin", _min_batched, lambda x, size: x)
+psum_p = _define_reduction("psum", "stablehlo.add", _sum_batched, _sum_unbatched)
+pmax_p = _define_reduction("pmax", "stablehlo.maximum", _max_batched, lambda x, size: x)
+pmin_p = _define_reduction("pmin", "stablehlo.minimum", _min_batched, lambda x, size: x)
 
 
 def _bind_over_leaves(primitive, x, axis_name, axis_index_groups, prepare=None):
@@ -294,7 +353,6 @@ def _all_gather_abstract_eval(x, axes, all_gather_dimension, axis_size, tiled):
 
 all_gather_p = CollectivePrimitive("all_gather")
 all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
-register_lowering(all_gather_p, _unbound_lowering("all_gather"))
 
 
 def _all_gather_batching(values, dims, axis, axes, all_gather_dimension, axis_size, tiled):
@@ -357,7 +415,6 @@ def _psum_scatter_abstract_eval(x, axes, scatter_dimension, axis_size, tiled):
 
 psum_scatter_p = CollectivePrimitive("psum_scatter")
 psum_scatter_p.def_abstract_eval(_psum_scatter_abstract_eval)
-register_lowering(psum_scatter_p, _unbound_lowering("psum_scatter"))
 
 
 def _psum_scatter_batching(values, dims, axis, axes, scatter_dimension, axis_size, tiled):
@@ -461,7 +518,6 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
 # --- axis_index -----------------------------------------------------------------------------------------
 axis_index_p = CollectivePrimitive("axis_index")
 axis_index_p.def_abstract_eval(lambda axes: ShapedArray((), np.dtype(np.int32)))
-register_lowering(axis_index_p, _unbound_lowering("axis_index"))
 
 
 def _axis_index_batching(values, dims, axis, axes):
@@ -480,3 +536,43 @@ def axis_index(axis_name):
     names = _single_axis("axis_index", axis_name)
     axis_main(names[0])
     return axis_index_p.bind(axes=names)
+
+
+def _all_gather_lowering(ctx, x, axes, all_gather_dimension, axis_size, tiled):
+    aval_in = ctx.avals_in[0]
+    if not tiled:  # a new dimension of size 1 to gather along
+        shape = aval_in.shape[:all_gather_dimension] + (1,) + aval_in.shape[all_gather_dimension:]
+        x = ctx.builder.op1("stablehlo.reshape", [x], tensor_type(shape, aval_in.dtype))
+    attributes = {"all_gather_dim": i64_attr(all_gather_dimension), **collective_attributes(ctx, axes)}
+    return ctx.builder.op1("stablehlo.all_gather", [x], aval_type(ctx.aval_out), attributes)
+
+
+def _psum_scatter_lowering(ctx, x, axes, scatter_dimension, axis_size, tiled):
+    aval_in, aval_out = ctx.avals_in[0], ctx.aval_out
+    shape = aval_in.shape[:scatter_dimension] + (aval_in.shape[scatter_dimension] // axis_size,) + \
+        aval_in.shape[scatter_dimension + 1:]
+    region = _reduction_region(ctx.builder, aval_in.dtype, "stablehlo.add")
+    attributes = {"scatter_dimension": i64_attr(scatter_dimension), **collective_attributes(ctx, axes)}
+    out = ctx.builder.op1("stablehlo.reduce_scatter", [x], tensor_type(shape, aval_in.dtype), attributes, [region])
+    if not tiled:
+        out = ctx.builder.op1("stablehlo.reshape", [out], aval_type(aval_out))
+    return out
+
+
+def _axis_index_lowering(ctx, axes):
+    """The device's position along the axis, from its logical id (outermost axis most significant)."""
+    names = [name for name, _ in ctx.module.axis_env]
+    replica_groups(ctx.module.axis_env, axes)  # NameError for an axis no pmap here binds
+    position = names.index(axes[0])
+    stride = int(np.prod([size for _, size in ctx.module.axis_env[position + 1:]], dtype=np.int64))
+    size = ctx.module.axis_env[position][1]
+    builder, u32 = ctx.builder, tensor_type((), np.dtype(np.uint32))
+    device = builder.op1("stablehlo.partition_id", [], u32)
+    quotient = builder.op1("stablehlo.divide", [device, builder.scalar(stride, np.dtype(np.uint32))], u32)
+    index = builder.op1("stablehlo.remainder", [quotient, builder.scalar(size, np.dtype(np.uint32))], u32)
+    return builder.op1("stablehlo.convert", [index], aval_type(ctx.aval_out))
+
+
+register_lowering(all_gather_p, _all_gather_lowering)
+register_lowering(psum_scatter_p, _psum_scatter_lowering)
+register_lowering(axis_index_p, _axis_index_lowering)

@@ -153,6 +153,8 @@ def _const_is_argument(value):
 def compile_program(closed: ClosedProgram, name="main", backend=None, device=None, arg_attributes=None,
                     reason=None, compiler_options=None) -> Executable:
     """Lowers and compiles a closed program. Large constants become leading device arguments."""
+    if _spans_devices(closed.program):
+        return InterpretedExecutable(closed, name)
     if backend is None:
         backend, device = xla.default_placement()
     device = device or backend.default_device
@@ -179,6 +181,41 @@ def compile_program(closed: ClosedProgram, name="main", backend=None, device=Non
     const_buffers = [to_buffer(v, var.aval, backend, device) for var, v in zip(hoisted_vars, hoisted)]
     return Executable(name, compiled, backend, device, program.in_avals, program.out_avals, const_buffers, text,
                       module.host_callbacks)
+
+
+class InterpretedExecutable:
+    """A program holding a computation over several devices (a pmap) inside a single-device one (a jit),
+    run equation by equation: each pmap compiles for its devices, the rest runs eagerly. (Compiling the
+    whole program for the pmap's devices comes with sharded jit.)"""
+
+    def __init__(self, closed, name):
+        self.closed = closed
+        self.name = name
+        self.in_avals = closed.program.in_avals
+        self.out_avals = closed.program.out_avals
+
+    def run_on(self, values):
+        from ..core.evaluation import eval_closed_program
+
+        return eval_closed_program(self.closed, *values)
+
+    def wrap_outputs(self, outputs):
+        return list(outputs)
+
+    def __call__(self, *args):
+        return self.run_on(args)
+
+
+def _spans_devices(program) -> bool:
+    """Whether a program holds a primitive running over several devices, here or in a sub-program."""
+    for eqn in program.equations:
+        if getattr(eqn.primitive, "spans_devices", False):
+            return True
+        for value in eqn.params.values():
+            values = value if isinstance(value, (tuple, list)) else (value,)
+            if any(isinstance(v, ClosedProgram) and _spans_devices(v.program) for v in values):
+                return True
+    return False
 
 
 def _signature_text(avals):

@@ -24,13 +24,22 @@ def register_lowering(primitive, rule, platform=None):
 
 
 class ModuleContext:
-    """What a whole module shares: the platform, host callbacks, and replica count."""
+    """What a whole module shares: the platform, host callbacks, the device meshes its per-device
+    (manual) computations run over, and the axes bound where a rule is lowered."""
 
     def __init__(self, platform, num_replicas=1, axis_env=()):
         self.platform = platform
         self.host_callbacks = []
         self.num_replicas = num_replicas
-        self.axis_env = axis_env  # ((axis name, size), ...) for collectives over replicas
+        self.num_partitions = 1  # the devices an SPMD program (one with a pmap) spans
+        self.axis_env = axis_env  # ((axis name, size), ...) of the enclosing per-device computation
+        self.meshes = {}  # symbol -> `sdy.mesh` body, declared at the top of the module
+        self.channels = 0
+
+    def next_channel(self) -> int:
+        """A fresh channel id for a collective between devices."""
+        self.channels += 1
+        return self.channels
 
     def add_host_callback(self, callback) -> int:
         self.host_callbacks.append(callback)
@@ -97,7 +106,7 @@ def lower_program_body(module, builder, program, consts, args):
 
 
 def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=None, num_replicas=1,
-                    axis_env=()):
+                    axis_env=(), result_attributes=None):
     """Returns (module text, ModuleContext) for a closed program; consts become constants."""
     program = closed_program.program
     module = ModuleContext(platform, num_replicas, axis_env)
@@ -108,7 +117,9 @@ def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=
         builder.types[arg] = aval_type(aval)
         args.append(arg)
     outs = lower_program_body(module, builder, program, closed_program.consts, args)
+    result_attributes = result_attributes or {}
     out_types = [aval_type(a) for a in program.out_avals]
+    results = [t + (f" {{{result_attributes[i]}}}" if i in result_attributes else "") for i, t in enumerate(out_types)]
     arg_attributes = arg_attributes or {}
     signature = ", ".join(
         f"{a}: {builder.types[a]}" + (f" {{{arg_attributes[i]}}}" if i in arg_attributes else "")
@@ -116,9 +127,10 @@ def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=
     )
     ret = f"    return {', '.join(outs)} : {', '.join(out_types)}" if outs else "    return"
     text = "\n".join([
-        f"module @{_symbol(name)} attributes {{mhlo.num_partitions = 1 : i32, "
+        f"module @{_symbol(name)} attributes {{mhlo.num_partitions = {module.num_partitions} : i32, "
         f"mhlo.num_replicas = {num_replicas} : i32}} {{",
-        f"  func.func public @main({signature}) -> ({', '.join(out_types)}) {{",
+        *(f"  sdy.mesh @{symbol} = {mesh}" for symbol, mesh in module.meshes.items()),
+        f"  func.func public @main({signature}) -> ({', '.join(results)}) {{",
         *builder.lines,
         ret,
         "  }",

@@ -116,7 +116,7 @@ class FunctionBuilder:
     def op1(self, name, operands, result_type, attributes=None, regions=None) -> str:
         return self.op(name, operands, [result_type], attributes, regions)[0]
 
-    def region(self, arg_types, body) -> str:
+    def region(self, arg_types, body, terminator="stablehlo.return") -> str:
         """A one-block region: `body(builder, args)` returns the values the block yields."""
         inner = FunctionBuilder(self.counter, self.indent + 4)
         args = [inner.fresh() for _ in arg_types]
@@ -124,7 +124,7 @@ class FunctionBuilder:
             inner.types[arg] = type_text
         inner.types.update(self.types)  # regions may use values of the enclosing function
         results = body(inner, args)
-        inner.op("stablehlo.return", list(results), [])
+        inner.op(terminator, list(results), [])
         header = ", ".join(f"{a}: {t}" for a, t in zip(args, arg_types))
         block = f"{' ' * (self.indent + 2)}^bb0({header}):\n" + "\n".join(inner.lines)
         return "{\n" + block + "\n" + " " * self.indent + "}"

@@ -6,6 +6,8 @@ LAPACK/cuSOLVER kernel registrations. Everything here is jax-free: see ../shared
 API facts and the traps this module guards against.
 """
 
+import _imp
+import contextlib
 import ctypes
 import functools
 import glob
@@ -99,7 +101,19 @@ _backends = {}
 
 
 def _make_cpu_backend():
+    _size_cpu_thread_pool()
     return Backend("cpu", xc.make_cpu_client())
+
+
+def _size_cpu_thread_pool():
+    """XLA's CPU client sizes its thread pool from the core count. With more (forced) devices than cores, a
+    program with collectives enqueued while another still runs waits for threads that never come, and XLA
+    aborts the process after 40 s (a pmap training loop does exactly this). A pool of at least 32 threads, or
+    4 per device, avoids it; numax sets PJRT_NPROC so before the client starts, unless the user set it."""
+    found = re.search(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
+    devices = int(found.group(1)) if found else 1
+    if devices > (os.cpu_count() or 1) and "PJRT_NPROC" not in os.environ:
+        os.environ["PJRT_NPROC"] = str(max(32, 4 * devices))
 
 
 def _preload_nvidia_libraries():
@@ -251,7 +265,7 @@ def _mlir_context():
 def _make_mlir_context():
     from jaxlib.mlir import ir
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-    from jaxlib.mlir.dialects import chlo, stablehlo
+    from jaxlib.mlir.dialects import chlo, sdy, stablehlo
 
     registry = ir.DialectRegistry()
     _jax_mlir_ext.register_dialects(registry)
@@ -260,6 +274,7 @@ def _make_mlir_context():
     context.load_all_available_dialects()
     stablehlo.register_dialect(context)
     chlo.register_dialect(context)
+    sdy.register_dialect(context)
     return context
 
 
@@ -283,14 +298,18 @@ def _numbered(text):
 
 
 def compile_module(text: str, backend: Backend, devices, host_callbacks=(), num_replicas=1, num_partitions=1,
-                   compiler_options=None):
+                   compiler_options=None, spmd=False):
     """Verifies and compiles a module for `devices`; returns the loaded executable. `compiler_options`
-    ({XLA option name: value}) override XLA's debug options for this compile, as jax.jit's do. Threads
-    compile concurrently: PJRT clients are thread-safe."""
+    ({XLA option name: value}) override XLA's debug options for this compile, as jax.jit's do. An `spmd`
+    module (over `num_partitions` devices) is split over the devices by XLA's Shardy partitioner.
+    Threads compile concurrently: PJRT clients are thread-safe."""
     module = parse_module(text)
     options = xc.CompileOptions()
     options.num_replicas = num_replicas
     options.num_partitions = num_partitions
+    if spmd:
+        options.executable_build_options.use_spmd_partitioning = True
+        options.executable_build_options.use_shardy_partitioner = True
     if compiler_options:
         options.env_option_overrides = [(str(name), _option_value(value)) for name, value in compiler_options.items()]
     # Always assigned: without it XLA runs a one-device program on device 0, whatever `devices` says.
@@ -378,6 +397,60 @@ def device_put(value: np.ndarray, backend: Backend, device):
 def execute(executable, buffers, handlers):
     """Runs a compiled program on device buffers; returns raw output buffers (asynchronously)."""
     return executable.execute_sharded(buffers).consume_with_handlers(handlers)
+
+
+# --- programs over several devices -----------------------------------------------------------------
+@functools.cache
+def hlo_sharding(ndim, sharded_dim, num_devices):
+    """The HLO sharding of an array split into `num_devices` blocks along `sharded_dim` (None: replicated)."""
+    if sharded_dim is None:
+        return xc.HloSharding.replicate()
+    tiles = ["1"] * ndim
+    tiles[sharded_dim] = str(num_devices)
+    return xc.HloSharding.from_string(f"{{devices=[{','.join(tiles)}]<=[{num_devices}]}}")
+
+
+def assemble(shape, dtype, devices, sharded_dim, shards):
+    """One raw array over `devices` from single-device buffers (one per device, in order), as a
+    multi-device program takes its arguments."""
+    sharding = _jax.GSPMDSharding(list(devices), hlo_sharding(len(shape), sharded_dim, len(devices)))
+    return _jax.ArrayImpl(_HostAval(shape, dtype), sharding, list(shards), True, _skip_checks=True)
+
+
+def _one_list(shards):
+    return shards
+
+
+def execute_split(executable, arguments, num_outputs):
+    """Runs a multi-device program; returns, per output, the single-device buffers of its shards (in the
+    order of the executable's devices)."""
+    results = executable.execute_sharded(arguments)
+    with _jax_imports_refused():
+        return results.consume_with_handlers([_one_list] * num_outputs)
+
+
+_JAX_MODULES = ("jax", "jax.core", "jax._src", "jax._src.sharding_impls")
+
+
+@contextlib.contextmanager
+def _jax_imports_refused():
+    """jaxlib, splitting an array into its shards, imports jax (when installed) to build jax's
+    single-device shardings: 0.4 s, and it changes jaxlib's array class for the whole process (RUNTIME.md
+    traps 1 and 2). While jax is not imported, its modules are marked unavailable for the call (under the
+    import lock, so that no other thread's import sees the marks), and jaxlib uses its own sharding class."""
+    if "jax" in sys.modules:
+        yield
+        return
+    _imp.acquire_lock()
+    try:
+        for name in _JAX_MODULES:
+            sys.modules[name] = None
+        yield
+    finally:
+        for name in _JAX_MODULES:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+        _imp.release_lock()
 
 
 class _DLPackView:

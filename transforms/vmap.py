@@ -114,25 +114,25 @@ def batch_flat(flat_fun, values, dims, axis: AxisData, out_dims_thunk, sum_match
 
 
 # --- numax.vmap ---------------------------------------------------------------------------------------
-def _axes_of_leaves(axes, args, what):
+def _axes_of_leaves(axes, args, what, transform="vmap"):
     """One axis (int or None) per leaf of `args`, from a prefix tree of `axes` (JAX's in_axes rules)."""
     prefix = tree.tree_structure(axes, is_leaf=lambda x: x is None)
     try:
         subtrees = prefix.flatten_up_to(args)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
+        raise ValueError(f"{transform} {what} specification must be a tree prefix of the corresponding value, got "
                          f"specification {axes} for value tree {tree.tree_structure(args)}: {error}") from None
     axis_leaves = tree.tree_leaves(axes, is_leaf=lambda x: x is None)
     result = []
     for axis, subtree in zip(axis_leaves, subtrees):
         if axis is not None and not isinstance(axis, int):
-            raise TypeError(f"vmap {what} must be an int, None, or (nested) container with those types as leaves, "
-                            f"but got {axis!r}")
+            raise TypeError(f"{transform} {what} must be an int, None, or (nested) container with those types as "
+                            f"leaves, but got {axis!r}")
         result += [axis] * len(tree.tree_leaves(subtree))
     return result
 
 
-def _mapped_size(leaves, axes, argument_names):
+def _mapped_size(leaves, axes, argument_names, transform="vmap"):
     """The size of the mapped axes; `argument_names()` names the leaves when the sizes disagree."""
     sizes = {}
     for index, (leaf, axis) in enumerate(zip(leaves, axes)):
@@ -140,7 +140,7 @@ def _mapped_size(leaves, axes, argument_names):
             continue
         aval = get_aval_of(leaf)
         if not -aval.ndim <= axis < aval.ndim:
-            raise ValueError(f"vmap was requested to map its argument along axis {axis}, which implies that its "
+            raise ValueError(f"{transform} was requested to map its argument along axis {axis}, which implies that its "
                              f"rank should be at least {axis + 1 if axis >= 0 else -axis}, but is only "
                              f"{aval.ndim} (its shape is {aval.shape})")
         sizes.setdefault(aval.shape[axis % aval.ndim], []).append((index, axis, aval))
@@ -156,7 +156,7 @@ def _mapped_size(leaves, axes, argument_names):
             else:
                 which = "most" if len(entries) == most else "some"
                 lines.append(f"  * {which} axes ({len(entries)} of them) had size {size}, e.g. {where}")
-        raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n" + ";\n".join(lines))
+        raise ValueError(f"{transform} got inconsistent sizes for array axes to be mapped:\n" + ";\n".join(lines))
     return next(iter(sizes)) if sizes else None
 
 
