@@ -168,6 +168,7 @@ class Mesh:
         self._axis_names = axis_names
         self._axis_types = _canonical_axis_types(axis_names, axis_types)
         self._size = 0 if not axis_names and devices.flat[0] is None else devices.size
+        self._key = (devices.shape, tuple(devices.flat), axis_names, self._axis_types)  # equality and hashing
 
     devices = property(lambda self: self._devices, doc="The device array (read-only numpy object array).")
     axis_names = property(lambda self: self._axis_names)
@@ -195,16 +196,13 @@ class Mesh:
     def local_devices(self):
         return [device for device in self._devices.flat if _is_addressable(device)]
 
-    def _key(self):
-        return (self._devices.shape, tuple(self._devices.flat), self._axis_names, self._axis_types)
-
     def __eq__(self, other):
         if not isinstance(other, Mesh):
             return NotImplemented
-        return self is other or self._key() == other._key()
+        return self is other or self._key == other._key
 
     def __hash__(self):
-        return hash(self._key())
+        return hash(self._key)
 
     def __str__(self):
         if self.empty:

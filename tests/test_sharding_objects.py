@@ -73,7 +73,8 @@ def meshes_specs_shapes(draw):
     for entry in entries:
         blocks = int(np.prod([sizes[a] for a in ns._entry_axes(entry)], dtype=int))
         shape.append(blocks * draw(st.integers(1, 3)) + draw(st.sampled_from([0, 0, 0, 0, 1])))
-    return mesh_shape, axis_names, device_ids, tuple(entries[:spec_length]), tuple(shape), draw(st.integers(0, 2))
+    # Auto or Explicit: jax asserts (internally) when a spec names a Manual axis, which only shard_map bodies see.
+    return mesh_shape, axis_names, device_ids, tuple(entries[:spec_length]), tuple(shape), draw(st.integers(0, 1))
 
 
 @given(meshes_specs_shapes())
@@ -228,7 +229,7 @@ def test_named_sharding_errors_match_jax():
     for kind in ("pinned_host", "bogus"):
         expected = raised(lambda: repr(js.NamedSharding(their_mesh, JP("x"), memory_kind=kind)))
         outcome = raised(lambda: repr(ns.NamedSharding(ours_mesh, ns.P("x"), memory_kind=kind)))
-        assert outcome == expected if isinstance(expected, type) else outcome == expected.replace("jax", "numax")
+        assert outcome == expected  # the same repr, or the same exception type
 
 
 def test_named_sharding_equality_and_memory_kind():
