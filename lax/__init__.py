@@ -151,6 +151,7 @@ from .while_loop import fori_loop, while_loop  # noqa: E402, F401
 _defer_imports(globals(), {
     "callbacks": ("pure_callback", "debug_callback"),
     "collectives": ("all_gather", "axis_index", "axis_size", "pmax", "pmean", "pmin", "psum", "psum_scatter"),
+    "collectives_permute": ("all_to_all", "ppermute", "pshuffle"),
     "convolution": ("ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_permutations",
         "conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose", "conv_general_dilated_p"),
     "cumulative": ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "cumsum_p", "cumprod_p", "cummax_p",
