@@ -85,12 +85,19 @@ deflinear(ppermute_p, _ppermute_transpose)
 
 
 def _ppermute_lowering(ctx, x, axes, perm):
-    # Replica ids, pair by pair within each group: position i of a group sends to its position j. No
-    # channel_handle: with one, XLA reads the pairs as partition ids (jax's pmap emits none either).
+    # Device ids, pair by pair within each group: position i of a group sends to its position j.
     pairs = np.array([[group[s], group[d]] for group in replica_groups(ctx.module.axis_env, axes) for s, d in perm],
                      np.int64).reshape(-1, 2)
     return ctx.builder.op1("stablehlo.collective_permute", [x], aval_type(ctx.aval_out),
-                           {"source_target_pairs": dense_elements(pairs)})
+                           {**_channel(ctx), "source_target_pairs": dense_elements(pairs)})
+
+
+def _channel(ctx):
+    """A channel handle in an SPMD program (a pmap's: the ids are partition ids), none in a program replicated
+    with `num_replicas` (there a channel handle makes XLA read the ids as partition ids, and fail)."""
+    if ctx.module.num_partitions == 1:
+        return {}
+    return {"channel_handle": f"#stablehlo.channel_handle<handle = {ctx.module.next_channel()}, type = 1>"}
 
 
 register_lowering(ppermute_p, _ppermute_lowering)
@@ -204,8 +211,7 @@ def _all_to_all_lowering(ctx, x, axes, split_axis, concat_axis, axis_size, axis_
         groups = [[group[i] for i in members] for group in groups for members in axis_index_groups]
     if len(groups[0]) == 1:
         return x
-    # No channel_handle, as for ppermute: the groups hold replica ids.
-    return ctx.builder.op1("stablehlo.all_to_all", [x], aval_type(ctx.aval_out), {
+    return ctx.builder.op1("stablehlo.all_to_all", [x], aval_type(ctx.aval_out), {**_channel(ctx),
         "split_dimension": i64_attr(split_axis), "concat_dimension": i64_attr(concat_axis),
         "split_count": i64_attr(len(groups[0])),
         "replica_groups": dense_elements(np.array(groups, np.int64))})

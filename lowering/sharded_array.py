@@ -74,13 +74,10 @@ class ShardedArray(Array):
 
     @property
     def sharding(self):
-        from numax.sharding import Mesh, NamedSharding, PartitionSpec
+        """The NamedSharding over a one-axis mesh of the devices that jax's pmap outputs carry."""
+        from numax.sharding import pmap_sharding  # the public layer describes shardings; see its module
 
-        name = "_internal_pmap_axis_name" if self._axis_name is None else self._axis_name
-        spec = [None] * self.aval.ndim
-        if self._sharded_dim is not None:
-            spec[self._sharded_dim] = name
-        return NamedSharding(Mesh(np.array(self._devices, dtype=object), (name,)), PartitionSpec(*spec))
+        return pmap_sharding(self._devices, self._sharded_dim, self._axis_name)
 
     @property
     def is_fully_replicated(self):

@@ -59,3 +59,15 @@ def print(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=F
 
     show.__qualname__ = f"debug.print({fmt!r})"
     debug_callback(show, *args, ordered=ordered, **kwargs)
+
+
+def visualize_sharding(shape, sharding, **options):
+    """Prints how `sharding` lays an array of `shape` out over its devices (with `rich` when installed)."""
+    from numax._sharding_text import visualize_sharding as show
+
+    return show(shape, sharding, **options)
+
+
+def visualize_array_sharding(array, **options):
+    """Prints which devices hold which blocks of `array` (a pmap's output, ...)."""
+    return visualize_sharding(array.shape, array.sharding, **options)

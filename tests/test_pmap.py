@@ -226,3 +226,40 @@ def test_a_loop_of_pmaps_with_collectives_runs_without_waiting_on_each_step():
     for _ in range(21):
         expected = expected + expected.sum(0) * 1e-3
     np.testing.assert_allclose(np.asarray(x), expected, rtol=1e-5)
+
+
+def test_ppermute_pshuffle_and_all_to_all_between_devices_match_jax():
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+
+    def make(L, m):
+        def f(v):
+            shifted = L.ppermute(v, "i", [(0, 1), (1, 2), (2, 3), (3, 0)])
+            partial = L.ppermute(v, "i", [(0, 2), (2, 0)])
+            shuffled = L.pshuffle(v, "i", [3, 2, 1, 0])
+            exchanged = L.all_to_all(v.reshape(4, 2), "i", 0, 0)
+            return shifted, partial, shuffled, exchanged
+
+        return f
+
+    ours, theirs = _both(make, x, axis_name="i")
+    _close(ours, theirs)
+    grad_ours = numax.grad(lambda v: (numax.pmap(make(lax, mnp), "i")(v)[0] ** 2 * np.arange(8)).sum())(x)
+    grad_theirs = jax.grad(lambda v: (jax.pmap(make(jax.lax, jnp), "i")(v)[0] ** 2 * np.arange(8)).sum())(x)
+    _close(grad_ours, grad_theirs)
+
+
+def test_outputs_carry_jax_shardings_and_draw_them(capsys):
+    x = np.ones((4, 3), np.float32)
+    options = dict(axis_name="rows", in_axes=(0, None), out_axes=(0, 1, None))
+    make = lambda m: lambda v, w: (v, m.stack([v] * 2), w)  # noqa: E731
+    ours = numax.pmap(make(mnp), **options)(x, np.float32(2))
+    theirs = jax.pmap(make(jnp), **options)(x, np.float32(2))
+    for a, b in zip(ours, theirs):
+        assert repr(a.sharding) == repr(b.sharding)
+        assert {d.id: i for d, i in a.sharding.devices_indices_map(a.shape).items()} == \
+            {d.id: i for d, i in b.sharding.devices_indices_map(b.shape).items()}
+    assert ours[0].device == ours[0].sharding
+    numax.debug.visualize_array_sharding(ours[0])
+    drawn = capsys.readouterr().out
+    jax.debug.visualize_array_sharding(theirs[0])
+    assert drawn == capsys.readouterr().out
