@@ -163,10 +163,15 @@ def bind_collective(primitive, args, params):
 # A pmap's per-device program is lowered inside an `sdy.manual_computation` whose mesh axes are the pmap
 # axes (ctx.module.axis_env); devices are numbered as replica_groups numbers them (the logical ids of the
 # module's device assignment), hence `use_global_device_ids`.
+def channel_handle(ctx):
+    """A fresh channel handle: a collective between the partitions (devices) of an SPMD program."""
+    return f"#stablehlo.channel_handle<handle = {ctx.module.next_channel()}, type = 1>"
+
+
 def collective_attributes(ctx, axes):
     """replica_groups, channel_handle and use_global_device_ids for a collective over `axes`."""
     groups = replica_groups(ctx.module.axis_env, axes)
-    return {"channel_handle": f"#stablehlo.channel_handle<handle = {ctx.module.next_channel()}, type = 1>",
+    return {"channel_handle": channel_handle(ctx),
             "replica_groups": f"dense<{groups}> : tensor<{len(groups)}x{len(groups[0])}xi64>",
             "use_global_device_ids": "unit"}
 

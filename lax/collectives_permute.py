@@ -26,6 +26,7 @@ from .collectives import (
     _axis_names,
     _map_leaves,
     axis_size,
+    channel_handle,
     replica_groups,
 )
 
@@ -97,7 +98,7 @@ def _channel(ctx):
     with `num_replicas` (there a channel handle makes XLA read the ids as partition ids, and fail)."""
     if ctx.module.num_partitions == 1:
         return {}
-    return {"channel_handle": f"#stablehlo.channel_handle<handle = {ctx.module.next_channel()}, type = 1>"}
+    return {"channel_handle": channel_handle(ctx)}
 
 
 register_lowering(ppermute_p, _ppermute_lowering)

@@ -117,14 +117,9 @@ def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=
         builder.types[arg] = aval_type(aval)
         args.append(arg)
     outs = lower_program_body(module, builder, program, closed_program.consts, args)
-    result_attributes = result_attributes or {}
     out_types = [aval_type(a) for a in program.out_avals]
-    results = [t + (f" {{{result_attributes[i]}}}" if i in result_attributes else "") for i, t in enumerate(out_types)]
-    arg_attributes = arg_attributes or {}
-    signature = ", ".join(
-        f"{a}: {builder.types[a]}" + (f" {{{arg_attributes[i]}}}" if i in arg_attributes else "")
-        for i, a in enumerate(args)
-    )
+    results = _with_attributes(out_types, result_attributes)
+    signature = ", ".join(_with_attributes([f"{a}: {builder.types[a]}" for a in args], arg_attributes))
     ret = f"    return {', '.join(outs)} : {', '.join(out_types)}" if outs else "    return"
     text = "\n".join([
         f"module @{_symbol(name)} attributes {{mhlo.num_partitions = {module.num_partitions} : i32, "
@@ -137,6 +132,12 @@ def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=
         "}",
     ])
     return text, module
+
+
+def _with_attributes(texts, attributes):
+    """Each argument's or result's text followed by its attribute dictionary ({index: text}), if it has one."""
+    attributes = attributes or {}
+    return [text + (f" {{{attributes[i]}}}" if i in attributes else "") for i, text in enumerate(texts)]
 
 
 def _symbol(name):

@@ -70,6 +70,11 @@ def _mesh_sharding(mesh, ndim, axis):
     return f"<@{mesh}, [{dims}]>"
 
 
+def _per_value(mesh, avals, axes):
+    return "#sdy.sharding_per_value<[" + ", ".join(_mesh_sharding(mesh, a.ndim, axis)
+                                                    for a, axis in zip(avals, axes)) + "]>"
+
+
 def _pmap_lowering(ctx, *args, program, name, axis_name, axis_size, in_axes, out_axes, devices, backend):
     module = ctx.module
     if module.axis_env:
@@ -98,13 +103,9 @@ def _pmap_lowering(ctx, *args, program, name, axis_name, axis_size, in_axes, out
     mesh = f"pmap_mesh_{axis_size}"
     module.meshes[mesh] = f'<["{_MESH_AXIS}"={axis_size}]>'
     region = builder.region(block_types, body, terminator="sdy.return")
-    attributes = {
-        "in_shardings": "#sdy.sharding_per_value<[" + ", ".join(
-            _mesh_sharding(mesh, a.ndim, axis) for a, axis in zip(ctx.avals_in, in_axes)) + "]>",
-        "out_shardings": "#sdy.sharding_per_value<[" + ", ".join(
-            _mesh_sharding(mesh, a.ndim, axis) for a, axis in zip(ctx.avals_out, out_axes)) + "]>",
-        "manual_axes": '#sdy<manual_axes{"' + _MESH_AXIS + '"}>',
-    }
+    attributes = {"in_shardings": _per_value(mesh, ctx.avals_in, in_axes),
+                  "out_shardings": _per_value(mesh, ctx.avals_out, out_axes),
+                  "manual_axes": '#sdy<manual_axes{"' + _MESH_AXIS + '"}>'}
     return builder.op("sdy.manual_computation", list(args), [aval_type(a) for a in ctx.avals_out], attributes,
                       [region])
 
@@ -127,10 +128,13 @@ class _PmapExecutable:
         closed = ClosedProgram(Program([], invars, outvars, [Equation(pmap_p, invars, outvars, params)]), [])
         spmd = len(self.devices) > 1
         mesh = f"pmap_mesh_{len(self.devices)}"
-        arg_attributes = {i: f"sdy.sharding = #sdy.sharding{_mesh_sharding(mesh, a.ndim, axis)}"
-                          for i, (a, axis) in enumerate(zip(in_avals, self.in_axes)) if spmd}
-        result_attributes = {i: f"sdy.sharding = #sdy.sharding{_mesh_sharding(mesh, a.ndim, axis)}"
-                             for i, (a, axis) in enumerate(zip(self.out_avals, self.out_axes)) if spmd}
+
+        def shardings(avals, axes):  # the blocks each argument or result is split into, for the partitioner
+            return {i: f"sdy.sharding = #sdy.sharding{_mesh_sharding(mesh, a.ndim, axis)}"
+                    for i, (a, axis) in enumerate(zip(avals, axes)) if spmd}
+
+        arg_attributes = shardings(in_avals, self.in_axes)
+        result_attributes = shardings(self.out_avals, self.out_axes)
         self.text, module = lower_to_module(closed, f"pmap_{params['name']}", self.backend.platform, arg_attributes,
                                             result_attributes=result_attributes)
         self.host_callbacks = module.host_callbacks
