@@ -4,8 +4,9 @@ import numpy as np
 
 from numax.core import pytree
 from numax.core.avals import get_aval
+from numax.core.sharding import Sharding, SingleDeviceSharding
 from numax.core.trace import Tracer
-from numax.lowering import xla
+from numax.lowering import sharded, xla
 from numax.lowering.array import Array, put
 
 
@@ -31,29 +32,30 @@ def default_backend():
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-    """Puts every leaf of `x` on `device` (a Device, or None: arrays stay where they are, host values go to
-    the default device) as numax Arrays. `device`, `donate` and `may_alias` may each be one value or a
-    tree prefix of `x`, as in JAX. `may_alias=False` always copies; `donate=True` deletes an input array
-    once it is copied (both True is an error). `src` is accepted for JAX's signature: numax arrays know
-    their device."""
+    """Puts every leaf of `x` on `device` (a Device, a Sharding: laid out over its devices, or None: arrays
+    stay where they are, host values go to the default device) as numax Arrays. `device`, `donate` and
+    `may_alias` may each be one value or a tree prefix of `x`, as in JAX. `may_alias=False` always copies;
+    `donate=True` deletes an input array once it is copied (both True is an error). `src` is accepted for
+    JAX's signature: numax arrays know their device."""
     leaves, treedef = pytree.tree_flatten(x)
-    devices = _per_leaf(device, x, treedef, "device", lambda d: d is None or xla.is_device(d))
+    devices = _per_leaf(device, x, treedef, "device", _is_placement)
     donates = _per_leaf(donate, x, treedef, "donate", lambda d: isinstance(d, bool))
     aliases = _per_leaf(may_alias, x, treedef, "may_alias", lambda m: m is None or isinstance(m, bool))
     return treedef.unflatten([_put_leaf(*args) for args in zip(leaves, devices, donates, aliases)])
+
+
+def _is_placement(value):
+    return value is None or xla.is_device(value) or isinstance(value, Sharding)
 
 
 def _per_leaf(value, x, treedef, what, is_single):
     """`value` for each leaf of `x`: one value for all, or a tree prefix of `x` with one per subtree."""
     if is_single(value):
         return [value] * treedef.num_leaves
-    prefix = pytree.tree_structure(value, is_leaf=is_single)
     try:
-        subtrees = prefix.flatten_up_to(x)
+        return pytree.broadcast_prefix_leaves(value, x, is_leaf=is_single)
     except (TypeError, ValueError) as error:
         raise ValueError(f"device_put {what} must be one value or a tree prefix of the argument: {error}") from None
-    values = pytree.tree_leaves(value, is_leaf=is_single)
-    return [v for v, subtree in zip(values, subtrees) for _ in range(len(pytree.tree_leaves(subtree)))]
 
 
 def _put_leaf(leaf, device, donate, may_alias):
@@ -63,6 +65,14 @@ def _put_leaf(leaf, device, donate, may_alias):
         may_alias = not donate
     if isinstance(leaf, Tracer):
         return leaf
+    if isinstance(device, SingleDeviceSharding):
+        device = next(iter(device.device_set))
+    elif isinstance(device, Sharding):
+        aval = leaf.aval if isinstance(leaf, Array) else get_aval(leaf)
+        placed = sharded.put_sharded(leaf, device, aval)
+        if donate and placed is not leaf:
+            leaf.delete()
+        return placed
     if not isinstance(leaf, Array):
         aval = get_aval(leaf)
         return put(np.asarray(leaf, aval.dtype), device=device, weak_type=aval.weak_type)
