@@ -73,4 +73,5 @@ __version__ = "0.1.0"
 # Loaded on first use (`numax.random.key`, `from numax import nn`, `import numax.scipy.special`, `numax.remat`).
 _defer_imports(globals(), {"debug": ("pure_callback",), "nn": (), "random": (), "scipy": (),
                           "transforms.checkpoint": ("checkpoint", "checkpoint_policies", "remat"),
-                          "transforms.pmap": ("pmap",), "sharding": ("make_mesh", "P")})
+                          "transforms.pmap": ("pmap",), "sharding": ("make_mesh", "P", "set_mesh", "reshard"),
+                          "_global_arrays": ("make_array_from_callback", "make_array_from_single_device_arrays")})
