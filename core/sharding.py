@@ -520,6 +520,8 @@ def sharding_with_layout(mesh, ndim, blocks, coordinates):
                 yield (axes if axes else None,) + rest
 
     for entries in specs(0, split_axes):
+        while entries and entries[-1] is None:  # the shortest spec, as one would write it
+            entries = entries[:-1]
         candidate = NamedSharding(mesh, P(*entries))
         if candidate._block_layout(ndim) == wanted:
             return candidate
