@@ -279,3 +279,16 @@ def test_jit_of_pmap_is_one_program_over_the_devices():
     entry = next(iter(ours.cache.entries.values()))
     assert type(entry.executable).__name__ == "ShardedExecutable"
     _close(numax.grad(lambda v: ours(v).sum())(x), jax.grad(lambda v: theirs(v).sum())(x))
+
+
+def test_nested_pmap_is_refused_with_a_value_error_like_jax():
+    x = np.ones((2, 4, 3), np.float32)
+    for lib in (numax, jax):
+        with pytest.raises(ValueError):
+            lib.pmap(lib.pmap(lambda v: v * 2, "j"), "i")(x)
+    with pytest.raises(ValueError, match="nested pmaps are not supported"):
+        numax.pmap(numax.pmap(lambda v: v * 2, "j"), "i")(x)
+    inner = numax.jit(numax.pmap(lambda v: v + 1, "j"))
+    inner(x[0])  # traced (and cached) outside any pmap, then called inside one
+    with pytest.raises(ValueError, match="nested pmaps are not supported"):
+        numax.pmap(lambda v: inner(v), "i")(x)
