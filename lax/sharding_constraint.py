@@ -9,7 +9,7 @@ dimension is left unsplit. Applied to a concrete array it lays the array out so 
 from ..core import pytree as tree
 from ..core.ad_util import Zero
 from ..core.primitives import Primitive, batching_rules
-from ..core.sharding import NamedSharding, P, Sharding, as_sharding
+from ..core.sharding import AxisType, NamedSharding, P, Sharding, as_sharding
 from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
 from ..lowering.sharded import put_sharded, sdy_sharding
@@ -58,7 +58,11 @@ register_lowering(sharding_constraint_p, _lowering)
 
 def with_sharding_constraint(x, shardings):
     """Each array leaf of `x` laid out by its sharding (one Sharding or PartitionSpec for all, or a tree prefix
-    of `x`): inside jit a constraint for XLA's partitioner, on concrete arrays a device_put."""
+    of `x`) over Auto mesh axes: inside jit a constraint for XLA's partitioner, on concrete arrays a device_put."""
+    return _constrain(x, shardings, "with_sharding_constraint")
+
+
+def _constrain(x, shardings, what):
     leaves, treedef = tree.tree_flatten(x)
     if _is_spec(shardings):
         per_leaf = [shardings] * len(leaves)
@@ -66,17 +70,30 @@ def with_sharding_constraint(x, shardings):
         per_leaf = tree.broadcast_prefix_leaves(shardings, x, is_leaf=_is_spec)
     out = []
     for leaf, sharding in zip(leaves, per_leaf):
-        sharding = as_sharding(sharding, "with_sharding_constraint")
+        sharding = as_sharding(sharding, what)
         if not isinstance(sharding, NamedSharding):
-            raise TypeError(f"with_sharding_constraint takes NamedShardings or PartitionSpecs, got {sharding!r}")
+            raise TypeError(f"{what} takes NamedShardings or PartitionSpecs, got {sharding!r}")
+        if what == "with_sharding_constraint":
+            _check_auto_axes(sharding)
         out.append(sharding_constraint_p.bind(leaf, sharding=sharding))
     return treedef.unflatten(out)
 
 
 def reshard(x, shardings):
-    """`x` laid out by `shardings`, as `with_sharding_constraint` (numax's meshes propagate shardings through
-    the compiler in every axis type, so an explicit reshard is the same constraint)."""
-    return with_sharding_constraint(x, shardings)
+    """`x` laid out by `shardings`, over any axis types (with_sharding_constraint takes Auto axes only). numax
+    propagates shardings through XLA's partitioner for Explicit axes as for Auto ones, so inside jit this is
+    the same constraint."""
+    return _constrain(x, shardings, "reshard")
+
+
+def _check_auto_axes(sharding):
+    types = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_types))
+    named = [axis for entry in sharding.spec if entry is not None and entry is not P.UNCONSTRAINED
+             for axis in (entry if isinstance(entry, tuple) else (entry,))]
+    if any(types[axis] is not AxisType.Auto for axis in named):
+        raise ValueError(f"with_sharding_constraint can only split over Auto mesh axes, but {sharding.spec} names "
+                         f"axes of types {sharding.mesh.axis_types}; use numax.reshard for Explicit axes, or make the "
+                         f"mesh with axis_types=(AxisType.Auto, ...)")
 
 
 def _is_spec(value):

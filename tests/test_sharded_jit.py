@@ -263,3 +263,14 @@ def test_typeof_shows_explicit_axes_like_jax(entries):
     assert ours_spec == theirs_spec
     auto = numax.typeof(numax.device_put(x, NamedSharding(MESH, P(*entries))))  # Auto axes: not in the type
     assert type(auto) is numax.core.avals.ShapedArray and str(auto) == "f32[8,4]"
+
+
+def test_constraints_over_explicit_axes_are_refused_like_jax_and_reshard_takes_them():
+    mesh, jmesh = numax.make_mesh((8,), ("e",)), jax.make_mesh((8,), ("e",))  # Explicit by default
+    x = np.arange(16, dtype=np.float32).reshape(8, 2)
+    for lib, sharding in ((lax, NamedSharding(mesh, P("e"))), (jax.lax, js.NamedSharding(jmesh, JP("e")))):
+        with pytest.raises(ValueError):
+            lib.with_sharding_constraint(x, sharding)
+    with pytest.raises(ValueError, match="reshard"):
+        lax.with_sharding_constraint(x, NamedSharding(mesh, P("e")))
+    _same(numax.reshard(x, NamedSharding(mesh, P("e"))), jax.reshard(x, js.NamedSharding(jmesh, JP("e"))))
