@@ -274,3 +274,13 @@ def test_constraints_over_explicit_axes_are_refused_like_jax_and_reshard_takes_t
     with pytest.raises(ValueError, match="reshard"):
         lax.with_sharding_constraint(x, NamedSharding(mesh, P("e")))
     _same(numax.reshard(x, NamedSharding(mesh, P("e"))), jax.reshard(x, js.NamedSharding(jmesh, JP("e"))))
+
+
+def test_jit_shardings_over_explicit_meshes_match_jax():
+    mesh, jmesh = numax.make_mesh((4, 2), ("x", "y")), jax.make_mesh((4, 2), ("x", "y"))  # Explicit by default
+    x = np.linspace(-1, 1, 8 * 4, dtype=np.float32).reshape(8, 4)
+    ours = numax.jit(lambda a: mnp.sin(a) * 2, in_shardings=NamedSharding(mesh, P("x")),
+                     out_shardings=NamedSharding(mesh, P("x", "y")))(x)
+    theirs = jax.jit(lambda a: jnp.sin(a) * 2, in_shardings=js.NamedSharding(jmesh, JP("x")),
+                     out_shardings=js.NamedSharding(jmesh, JP("x", "y")))(x)
+    _same(ours, theirs)

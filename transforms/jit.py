@@ -22,7 +22,6 @@ from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_ru
 from ..core.sharding import PartitionSpec, Sharding, as_sharding
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, is_tracing
-from ..lax.sharding_constraint import with_sharding_constraint
 from ..lowering import dispatch, sharded, xla
 from ..lowering.array import Array
 from ..lowering.lower import lower_to_module, register_lowering
@@ -584,7 +583,9 @@ def _is_sharding_leaf(value):
 
 def _constrained(leaves, shardings):
     """Leaves with a sharding constraint where a sharding is given."""
-    return [x if s is None else with_sharding_constraint(x, s) for x, s in zip(leaves, shardings)]
+    from ..lax.sharding_constraint import reshard  # loaded only by sharded jits (any axis types)
+
+    return [x if s is None else reshard(x, s) for x, s in zip(leaves, shardings)]
 
 
 def _as_tuple(value):
