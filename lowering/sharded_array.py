@@ -1,10 +1,9 @@
-"""`ShardedArray`: a numax.Array whose value lies in blocks on several devices (a pmap's output).
+"""`ShardedArray`: a numax.Array whose value lies in blocks on several devices.
 
-Each device holds one single-device buffer, the block of the global array that the sharding gives it:
-split along one dimension (`sharded_dim`, into blocks of equal size, in the order of `devices`) or the
-whole array on every device (`sharded_dim` None: replicated). The blocks stay where they are until read;
-a pmap given such an array with the same layout uses the blocks as they are. Elsewhere (eager operations,
-single-device jit) the array is read to the host and placed as any host value.
+Its `sharding` (a `numax.core.sharding.Sharding`: a pmap's output sharding, a NamedSharding over a mesh)
+says which block of the global array each device holds; each addressable device holds its block as one
+single-device buffer (devices that hold the same block hold copies). The blocks stay where they are until
+read; a program that takes the array with the same layout uses them as they are.
 """
 
 import numpy as np
@@ -31,68 +30,72 @@ class Shard:
 
 
 class ShardedArray(Array):
-    """An array split over devices (or replicated on them); see the module docstring."""
+    """An array laid out over devices by a `Sharding` (see the module docstring)."""
 
-    __slots__ = ("_shards", "_devices", "_sharded_dim", "_axis_name")
+    __slots__ = ("_shards", "_sharding", "_indices")
 
-    def __init__(self, aval: ShapedArray, shards, backend, devices, sharded_dim, axis_name=None):
+    def __init__(self, aval: ShapedArray, shards, backend, sharding):
         self.aval = aval
         self._buffer = None
         self._backend = backend
         self._device = None
         self._host_value = None
-        self._shards = list(shards)
-        self._devices = tuple(devices)
-        self._sharded_dim = sharded_dim
-        self._axis_name = axis_name  # the mesh axis the blocks are numbered by (a pmap's axis name)
+        self._shards = list(shards)  # one buffer per addressable device, in the sharding's device order
+        self._sharding = sharding
+        self._indices = None
 
     # --- layout ---
     @property
-    def shard_shape(self):
-        shape = list(self.aval.shape)
-        if self._sharded_dim is not None:
-            shape[self._sharded_dim] //= len(self._devices)
-        return tuple(shape)
-
-    def _index(self, position):
-        index = [slice(None)] * self.aval.ndim
-        if self._sharded_dim is not None:
-            size = self.shard_shape[self._sharded_dim]
-            index[self._sharded_dim] = slice(position * size, (position + 1) * size)
-        return tuple(index)
-
-    def has_layout(self, devices, sharded_dim):
-        """Whether the blocks are laid out as a program over `devices` split along `sharded_dim` takes them."""
-        return self._devices == tuple(devices) and self._sharded_dim == sharded_dim and not self.is_deleted()
-
-    def devices(self):
-        return set(self._devices)
+    def sharding(self):
+        return self._sharding
 
     @property
     def device(self):
-        return self.sharding
+        return self._sharding
 
     @property
-    def sharding(self):
-        """The NamedSharding over a one-axis mesh of the devices that jax's pmap outputs carry."""
-        from numax.sharding import pmap_sharding  # the public layer describes shardings; see its module
+    def shard_shape(self):
+        return self._sharding.shard_shape(self.aval.shape)
 
-        return pmap_sharding(self._devices, self._sharded_dim, self._axis_name)
+    def _addressable_indices(self):
+        """(device, index into the global array) per shard, in the order of `_shards`."""
+        if self._indices is None:
+            self._indices = list(self._sharding.addressable_devices_indices_map(self.aval.shape).items())
+        return self._indices
+
+    def has_layout(self, sharding):
+        """Whether the blocks are laid out as a program taking `sharding` expects them."""
+        return (self._sharding is sharding or (self._sharding._device_assignment == sharding._device_assignment
+                                               and self._sharding.is_equivalent_to(sharding, self.aval.ndim))) \
+            and not self.is_deleted()
+
+    def devices(self):
+        return set(self._sharding.device_set)
 
     @property
     def is_fully_replicated(self):
-        return self._sharded_dim is None or len(self._devices) == 1
+        return self._sharding.is_fully_replicated
+
+    @property
+    def is_fully_addressable(self):
+        return self._sharding.is_fully_addressable
 
     def _shard_array(self, position):
         return Array(ShapedArray(self.shard_shape, self.aval.dtype, self.aval.weak_type), self._shards[position],
-                     self._backend, self._devices[position])
+                     self._backend, self._addressable_indices()[position][0])
 
     @property
     def addressable_shards(self):
-        return [Shard(device, self._index(k), 0, self._shard_array(k)) for k, device in enumerate(self._devices)]
+        seen = {}
+        shards = []
+        for k, (device, index) in enumerate(self._addressable_indices()):
+            key = tuple((s.start, s.stop) for s in index)
+            shards.append(Shard(device, index, seen.get(key, 0), self._shard_array(k)))
+            seen[key] = seen.get(key, 0) + 1
+        return shards
 
     def addressable_data(self, index):
-        """The block on the `index`-th device, as a single-device array."""
+        """The block on the `index`-th addressable device, as a single-device array."""
         return self._shard_array(index)
 
     # --- life cycle ---
@@ -124,13 +127,18 @@ class ShardedArray(Array):
     def _value(self) -> np.ndarray:
         if self._host_value is None:
             self._check_alive()
-            if self._sharded_dim is None:
-                value = self._shard_array(0)._value()
-            else:
-                value = np.concatenate([self._shard_array(k)._value() for k in range(len(self._shards))],
-                                       axis=self._sharded_dim)
-            self._host_value = np.array(value)
-            self._host_value.flags.writeable = False
+            if not self._sharding.is_fully_addressable:
+                raise RuntimeError("reading the value of an array that spans devices of other processes is not "
+                                   "possible: read its addressable_shards, or gather it first")
+            value = np.empty(self.aval.shape, self.aval.dtype)
+            filled = set()
+            for k, (_, index) in enumerate(self._addressable_indices()):
+                key = tuple((s.start, s.stop) for s in index)
+                if key not in filled:
+                    filled.add(key)
+                    value[index] = self._shard_array(k)._value()
+            value.flags.writeable = False
+            self._host_value = value
         return self._host_value
 
     def to_device(self, device, /, *, stream=None):

@@ -10,6 +10,7 @@ import pytest
 from harness import jax
 from hypothesis import given
 from hypothesis import strategies as st
+from numax.core import sharding as core_sharding
 
 import numax
 from numax import _sharding_text
@@ -71,7 +72,7 @@ def meshes_specs_shapes(draw):
     sizes = dict(zip(axis_names, mesh_shape))
     shape = []
     for entry in entries:
-        blocks = int(np.prod([sizes[a] for a in ns._entry_axes(entry)], dtype=int))
+        blocks = int(np.prod([sizes[a] for a in core_sharding._entry_axes(entry)], dtype=int))
         shape.append(blocks * draw(st.integers(1, 3)) + draw(st.sampled_from([0, 0, 0, 0, 1])))
     # Auto or Explicit: jax asserts (internally) when a spec names a Manual axis, which only shard_map bodies see.
     return mesh_shape, axis_names, device_ids, tuple(entries[:spec_length]), tuple(shape), draw(st.integers(0, 1))

@@ -23,6 +23,7 @@ from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.ir import ClosedProgram, Equation, Program, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
+from ..core.sharding import pmap_sharding
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, get_aval_of
 from ..lax.collectives import extend_axis_env
@@ -124,6 +125,8 @@ class _PmapExecutable:
         self.axis_name = params["axis_name"]
         self.in_avals = in_avals
         self.out_avals = _pmap_abstract_eval(*in_avals, **params)
+        self.in_shardings = [pmap_sharding(self.devices, axis, self.axis_name) for axis in self.in_axes]
+        self.out_shardings = [pmap_sharding(self.devices, axis, self.axis_name) for axis in self.out_axes]
         invars, outvars = [Var(a) for a in in_avals], [Var(a) for a in self.out_avals]
         closed = ClosedProgram(Program([], invars, outvars, [Equation(pmap_p, invars, outvars, params)]), [])
         spmd = len(self.devices) > 1
@@ -141,9 +144,9 @@ class _PmapExecutable:
         self.compiled = xla.compile_module(self.text, self.backend, self.devices, module.host_callbacks,
                                            num_partitions=len(self.devices), spmd=spmd)
 
-    def _argument(self, value, aval, axis):
+    def _argument(self, value, aval, axis, sharding):
         devices = self.devices
-        if type(value) is ShardedArray and value.has_layout(devices, axis) and value.aval.dtype == aval.dtype:
+        if type(value) is ShardedArray and value.aval.dtype == aval.dtype and value.has_layout(sharding):
             blocks = value._shards
         else:
             host = np.asarray(value, dtype=aval.dtype)
@@ -154,15 +157,15 @@ class _PmapExecutable:
         return xla.assemble(aval.shape, aval.dtype, devices, axis, blocks)
 
     def __call__(self, *args):
-        arguments = [self._argument(v, a, axis) for v, a, axis in zip(args, self.in_avals, self.in_axes)]
+        arguments = [self._argument(*parts) for parts in zip(args, self.in_avals, self.in_axes, self.in_shardings)]
         try:
             outputs = xla.execute_split(self.compiled, arguments, len(self.out_avals))
         except Exception:
             if any(isinstance(v, Array) and v.is_deleted() for v in args):
                 raise RuntimeError("a pmap argument array was deleted (donated to an earlier call?)") from None
             raise
-        return [ShardedArray(aval, blocks, self.backend, self.devices, axis, self.axis_name)
-                for aval, blocks, axis in zip(self.out_avals, outputs, self.out_axes)]
+        return [ShardedArray(aval, blocks, self.backend, sharding)
+                for aval, blocks, sharding in zip(self.out_avals, outputs, self.out_shardings)]
 
 
 _executables = caches.ComputeOnceCache()
