@@ -104,8 +104,8 @@ _backends = {}
 
 
 def _make_cpu_backend():
-    _size_cpu_thread_pool()
     runtime = _distributed_runtime
+    _size_cpu_thread_pool(across_processes=runtime is not None)
     if runtime is None:
         return Backend("cpu", xc.make_cpu_client())
     # Across processes, CPU collectives go through gloo over TCP; peers find each other through the
@@ -118,14 +118,16 @@ def _make_cpu_backend():
     return Backend("cpu", client)
 
 
-def _size_cpu_thread_pool():
+def _size_cpu_thread_pool(across_processes=False):
     """XLA's CPU client sizes its thread pool from the core count. With more (forced) devices than cores, a
     program with collectives enqueued while another still runs waits for threads that never come, and XLA
-    aborts the process after 40 s (a pmap training loop does exactly this). A pool of at least 32 threads, or
-    4 per device, avoids it; numax sets PJRT_NPROC so before the client starts, unless the user set it."""
+    aborts the process after 40 s (a pmap training loop does exactly this). Across processes it is worse:
+    gloo collectives hold a pool thread while they wait for the other processes, and a loop of pmap steps
+    over 2 devices per process on 2 cores hangs for good. A pool of at least 32 threads, or 4 per device,
+    avoids both; numax sets PJRT_NPROC so before the client starts, unless the user set it."""
     found = re.search(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
     devices = int(found.group(1)) if found else 1
-    if devices > (os.cpu_count() or 1) and "PJRT_NPROC" not in os.environ:
+    if (across_processes or devices > (os.cpu_count() or 1)) and "PJRT_NPROC" not in os.environ:
         os.environ["PJRT_NPROC"] = str(max(32, 4 * devices))
 
 
@@ -325,6 +327,11 @@ def _default_platform():
 
 def default_backend():
     return get_backend(_default_platform())
+
+
+def is_addressable(device) -> bool:
+    """Whether `device` belongs to this process (in a multi-process run, others' devices are visible too)."""
+    return device.process_index == device.client.process_index()
 
 
 def backend_of_device(device) -> Backend:

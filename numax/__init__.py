@@ -38,6 +38,7 @@ from numax._runtime import (  # noqa: F401, E402
     devices,
     local_device_count,
     local_devices,
+    make_array_from_process_local_data,
     process_count,
     process_index,
 )
