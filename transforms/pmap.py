@@ -398,7 +398,7 @@ class PmapFunction:
         if across_processes:
             leaves, size = _global_arguments(leaves, axes, devices, self.axis_name), len(devices)
         avals = tuple(_unmapped_aval(leaf, axis) for leaf, axis in zip(leaves, axes))
-        key = (in_tree, avals, axes, tuple((i, _hashable(v)) for i, v in static), config.enable_x64)
+        key = (in_tree, avals, axes, size, tuple((i, _hashable(v)) for i, v in static), config.enable_x64)
         traced = []
 
         def trace():
