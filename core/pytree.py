@@ -500,11 +500,15 @@ def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
 
 def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
     """`full_tree`'s structure with each leaf replaced by the leaf of `prefix_tree` above it."""
+    return tree_structure(full_tree).unflatten(broadcast_prefix_leaves(prefix_tree, full_tree, is_leaf))
+
+
+def broadcast_prefix_leaves(prefix_tree, full_tree, is_leaf=None):
+    """For each leaf of `full_tree`, the leaf of `prefix_tree` above it (a ValueError when `prefix_tree` is not
+    a prefix of `full_tree`). `is_leaf` marks the prefix's leaves (None among them, too, if it says so)."""
     prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
     subtrees = prefix_def.flatten_up_to(full_tree)
-    leaves = [leaf for leaf, subtree in zip(prefix_leaves, subtrees)
-              for _ in range(tree_structure(subtree).num_leaves)]
-    return tree_structure(full_tree).unflatten(leaves)
+    return [leaf for leaf, subtree in zip(prefix_leaves, subtrees) for _ in range(tree_structure(subtree).num_leaves)]
 
 
 _NO_IDENTITY = object()

@@ -11,6 +11,7 @@ runtime (sharded execution, pmap outputs) builds on these objects; the text draw
 import collections
 import enum
 import math
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -455,3 +456,130 @@ def pmap_sharding(devices: Sequence, out_axis=0, axis_name=None):
     mesh = Mesh(np.array(list(devices), dtype=object), (name,))
     spec = P() if out_axis is None else P(*(None,) * out_axis, name)
     return NamedSharding(mesh, spec)
+
+
+class TiledSharding(Sharding):
+    """A block layout given device by device, for the rare output layout XLA picks that no PartitionSpec over
+    the program's mesh describes (an axis split further than the mesh splits it)."""
+
+    def __init__(self, devices, blocks, coordinates, memory_kind=None):
+        self._devices = tuple(devices)
+        self._blocks = tuple(blocks)
+        self._coordinates = [tuple(c) for c in coordinates]
+        self._memory_kind = _default_memory_kind(self._devices[0]) if memory_kind is None else memory_kind
+
+    @property
+    def device_set(self):
+        return set(self._devices)
+
+    @property
+    def _device_assignment(self):
+        return self._devices
+
+    @property
+    def memory_kind(self):
+        return self._memory_kind
+
+    @property
+    def is_fully_replicated(self):
+        return math.prod(self._blocks) == 1
+
+    def _block_layout(self, ndim):
+        if ndim != len(self._blocks):
+            raise ValueError(f"{self} describes arrays of rank {len(self._blocks)}, not {ndim}")
+        return self._blocks, self._coordinates
+
+    def __eq__(self, other):
+        if not isinstance(other, TiledSharding):
+            return NotImplemented
+        return (self._devices, self._blocks, self._coordinates) == (other._devices, other._blocks, other._coordinates)
+
+    def __hash__(self):
+        return hash((self._devices, self._blocks))
+
+    def __repr__(self):
+        return f"TiledSharding(blocks={list(self._blocks)}, devices={[d.id for d in self._devices]})"
+
+
+def sharding_with_layout(mesh, ndim, blocks, coordinates):
+    """The sharding over `mesh` whose blocks are `blocks` per dimension, device k of the mesh (in flat order)
+    holding the block at `coordinates[k]` (None: every device holds the whole array): a NamedSharding when
+    some PartitionSpec gives exactly that layout, else a TiledSharding."""
+    if coordinates is None:
+        return NamedSharding(mesh, P())
+    split_axes = [name for name, size in mesh.shape.items() if size > 1]
+    wanted = (tuple(blocks), [tuple(c) for c in coordinates])
+
+    def specs(dim, unused):
+        """Every spec for dimensions dim.. whose product of axis sizes matches `blocks`."""
+        if dim == ndim:
+            yield ()
+            return
+        for axes in _ordered_subsets(unused, blocks[dim], mesh.shape):
+            for rest in specs(dim + 1, [a for a in unused if a not in axes]):
+                yield (axes if axes else None,) + rest
+
+    for entries in specs(0, split_axes):
+        while entries and entries[-1] is None:  # the shortest spec, as one would write it
+            entries = entries[:-1]
+        candidate = NamedSharding(mesh, P(*entries))
+        if candidate._block_layout(ndim) == wanted:
+            return candidate
+    return TiledSharding(tuple(mesh.devices.flat), blocks, coordinates)
+
+
+def _ordered_subsets(axes, product, sizes):
+    """Ordered tuples of distinct `axes` whose sizes multiply to `product` (the empty tuple for 1)."""
+    if product == 1:
+        yield ()
+        return
+    for axis in axes:
+        if product % sizes[axis] == 0:
+            for rest in _ordered_subsets([a for a in axes if a != axis], product // sizes[axis], sizes):
+                yield (axis,) + rest
+
+
+# --- the mesh in context ------------------------------------------------------------------------------------
+_context = threading.local()
+
+
+def current_mesh():
+    """The mesh set by `set_mesh` / `use_mesh` in this thread (None if none is)."""
+    return getattr(_context, "mesh", None)
+
+
+class _MeshSetting:
+    """`set_mesh(mesh)`: sets this thread's mesh at once; used as a context manager, restores the previous one
+    on exit (so it serves as `use_mesh` too)."""
+
+    def __init__(self, mesh):
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise TypeError(f"set_mesh takes a numax.sharding.Mesh, got {mesh!r}")
+        self.previous = current_mesh()
+        _context.mesh = mesh
+
+    def __enter__(self):
+        return current_mesh()
+
+    def __exit__(self, *exc):
+        _context.mesh = self.previous
+        return False
+
+
+def set_mesh(mesh):
+    return _MeshSetting(mesh)
+
+
+def as_sharding(value, what):
+    """A Sharding from a Sharding, or from a PartitionSpec over the mesh in context (an error naming `what` if
+    no mesh is set)."""
+    if isinstance(value, Sharding):
+        return value
+    if isinstance(value, PartitionSpec):
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError(f"{what} got the PartitionSpec {value} but no mesh is set: pass a "
+                             f"NamedSharding(mesh, {value}), or set the mesh with `numax.set_mesh(mesh)` / "
+                             f"`with numax.sharding.use_mesh(mesh):`")
+        return NamedSharding(mesh, value)
+    raise TypeError(f"{what} takes a Sharding or a PartitionSpec, got {value!r}")

@@ -157,6 +157,7 @@ _defer_imports(globals(), {
     "cumulative": ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "cumsum_p", "cumprod_p", "cummax_p",
         "cummin_p", "cumlogsumexp_p"),
     "generic_reduce": ("reduce", "reduce_p"),
+    "sharding_constraint": ("with_sharding_constraint", "reshard"),
     "lax_extras": ("DotDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "PrecisionLike", "approx_max_k",
         "approx_min_k", "batch_matmul", "broadcast_shapes", "collapse", "conv_general_dilated_patches", "dtype",
         "empty", "index_take", "mulhi", "optimization_barrier", "optimization_barrier_p", "reciprocal",

@@ -14,7 +14,7 @@ from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.trace import Tracer, get_aval_of
-from ..lowering.array import put
+from ..lowering.array import Array, put
 from ..lowering.lower import broadcast_operands, elementwise_lowering, register_lowering
 from ..lowering.stablehlo import aval_type, tensor_type
 from . import typing as T
@@ -491,7 +491,7 @@ register_lowering(convert_element_type_p, _lower_convert)
 def convert_element_type(operand, new_dtype, weak_type=False):
     """`operand` as `new_dtype` (C-style conversion; complex to real keeps the real part)."""
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    if not isinstance(operand, Tracer) and type(operand).__name__ != "Array":
+    if not isinstance(operand, Tracer | Array):
         # Host values convert on the host: no device round trip, and literals stay literals.
         if type(operand) is int and dtypes.is_integer(new_dtype):
             # As in JAX: a Python int must fit the default integer type; it then wraps into smaller ones.

@@ -12,6 +12,7 @@ import numpy as np
 from ..core import avals as avals_module
 from ..core import dtypes
 from ..core.avals import ShapedArray
+from ..core.sharding import SingleDeviceSharding
 from . import xla
 
 
@@ -63,6 +64,11 @@ class Array:
     @property
     def device(self):
         return self._device
+
+    @property
+    def sharding(self):
+        """Where the array lies: a SingleDeviceSharding of its device."""
+        return SingleDeviceSharding(self._device)
 
     @property
     def platform(self):

@@ -15,9 +15,10 @@ from ..core.avals import ShapedArray, get_aval
 from ..core.config import config
 from ..core.ir import ClosedProgram, Equation, Program, Var
 from . import array as array_module
-from . import xla
+from . import sharded, xla
 from .array import Array
-from .lower import lower_to_module
+from .lower import hoist_large_consts, lower_to_module
+from .sharded_array import ShardedArray
 
 
 class Executable:
@@ -145,30 +146,23 @@ def _scalar_buffer(value, dtype, backend, device):
     return buffer
 
 
-def _const_is_argument(value):
-    """Large constants are passed as arguments (kept on the device), small ones written into the module."""
-    return isinstance(value, Array) or np.size(value) > 64
-
-
 def compile_program(closed: ClosedProgram, name="main", backend=None, device=None, arg_attributes=None,
-                    reason=None, compiler_options=None) -> Executable:
-    """Lowers and compiles a closed program. Large constants become leading device arguments."""
+                    reason=None, compiler_options=None, in_shardings=(), out_shardings=()) -> Executable:
+    """Lowers and compiles a closed program. Large constants become leading device arguments. A program whose
+    arguments, results (`in_shardings`, `out_shardings`: a Sharding or None per value) or equations carry
+    shardings over several devices compiles for all of them, partitioned by XLA."""
     if _spans_devices(closed.program):
         return InterpretedExecutable(closed, name)
+    mesh = sharded.program_mesh(closed.program, in_shardings, out_shardings)
+    if mesh is not None:
+        program = closed.program
+        return sharded.ShardedExecutable(closed, name, mesh, in_shardings or [None] * len(program.invars),
+                                         out_shardings or [None] * len(program.outvars), reason, compiler_options)
     if backend is None:
         backend, device = xla.default_placement()
     device = device or backend.default_device
     program = closed.program
-    embedded_vars, embedded, hoisted_vars, hoisted = [], [], [], []
-    for var, value in zip(program.constvars, closed.consts):
-        if _const_is_argument(value):
-            hoisted_vars.append(var)
-            hoisted.append(value)
-        else:
-            embedded_vars.append(var)
-            embedded.append(value)
-    lowered = ClosedProgram(Program(embedded_vars, hoisted_vars + program.invars, program.outvars,
-                                    program.equations), embedded)
+    lowered, hoisted_vars, hoisted = hoist_large_consts(closed)
     if arg_attributes:
         arg_attributes = {i + len(hoisted): attr for i, attr in arg_attributes.items()}
     start = time.perf_counter()
@@ -230,12 +224,12 @@ class PrimitiveCache:
         self.cache = caches.ComputeOnceCache()
         self.entries = self.cache.entries
 
-    def get(self, primitive, params, in_avals, backend, device):
-        key = (primitive, tuple(params.items()), tuple(in_avals), device)
+    def get(self, primitive, params, in_avals, backend, device, in_shardings=()):
+        key = (primitive, tuple(params.items()), tuple(in_avals), device, in_shardings)
 
         def compile_alone():
             return compile_program(_single_equation_program(primitive, params, in_avals), primitive.name, backend,
-                                   device)
+                                   device, in_shardings=in_shardings)
 
         try:
             return self.cache.get(key, compile_alone)
@@ -258,17 +252,31 @@ def _single_equation_program(primitive, params, in_avals):
 
 
 def _placement_of_args(args):
+    """(backend, device) of the first argument on a device; (None, None) when that is an array laid out over
+    several devices (the computation then runs over them: see `in_shardings_of`)."""
     for arg in args:
-        if type(arg) is Array:
+        kind = type(arg)
+        if kind is Array:
             return arg._backend, arg._device
+        if kind is ShardedArray:
+            return None, None
     return xla.default_placement()
 
 
+def in_shardings_of(args):
+    """The shardings of the arguments laid out over several devices (None for the others)."""
+    return tuple(arg._sharding if type(arg) is ShardedArray else None for arg in args)
+
+
 def apply_primitive(primitive, args, params):
-    """Eager execution: runs one primitive on concrete values through its cached executable."""
+    """Eager execution: runs one primitive on concrete values through its cached executable (on arrays laid
+    out over several devices, partitioned over them as the arrays are)."""
     in_avals = [arg.aval if type(arg) is Array else get_aval(arg) for arg in args]
     backend, device = _placement_of_args(args)
-    executable = primitive_cache.get(primitive, params, in_avals, backend, device)
+    if device is None:
+        executable = primitive_cache.get(primitive, params, in_avals, None, None, in_shardings_of(args))
+    else:
+        executable = primitive_cache.get(primitive, params, in_avals, backend, device)
     # The avals were read off the arguments themselves, so their buffers can be passed as they are.
     outs = executable.wrap_outputs(executable.run_on(args))
     if config.check_numerics:

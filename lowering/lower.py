@@ -8,7 +8,7 @@ value of its result, or a list of them for primitives with several results.
 
 import numpy as np
 
-from ..core.ir import Literal
+from ..core.ir import ClosedProgram, Literal, Program
 from .stablehlo import FunctionBuilder, aval_type, i64_array, tensor_type
 
 lowering_rules = {}  # primitive -> rule
@@ -27,8 +27,9 @@ class ModuleContext:
     """What a whole module shares: the platform, host callbacks, the device meshes its per-device
     (manual) computations run over, and the axes bound where a rule is lowered."""
 
-    def __init__(self, platform, num_replicas=1, axis_env=()):
+    def __init__(self, platform, num_replicas=1, axis_env=(), devices=None):
         self.platform = platform
+        self.devices = devices  # the program's devices, in order (an SPMD program's logical device ids)
         self.host_callbacks = []
         self.num_replicas = num_replicas
         self.num_partitions = 1  # the devices an SPMD program (one with a pmap) spans
@@ -40,6 +41,21 @@ class ModuleContext:
         """A fresh channel id for a collective between devices."""
         self.channels += 1
         return self.channels
+
+    def mesh_symbol(self, mesh) -> str:
+        """The symbol of the `sdy.mesh` declaring `mesh` (a numax.sharding.Mesh over the program's devices),
+        declared at the top of the module on first use."""
+        body = ", ".join(f'"{name}"={size}' for name, size in mesh.shape.items())
+        ids = [self.devices.index(device) for device in mesh.devices.flat]
+        if ids != list(range(len(ids))):
+            body += f", device_ids=[{', '.join(map(str, ids))}]"
+        text = f"<[{body}]>"
+        for symbol, declared in self.meshes.items():
+            if declared == text:
+                return symbol
+        symbol = "mesh" if not self.meshes else f"mesh_{len(self.meshes)}"
+        self.meshes[symbol] = text
+        return symbol
 
     def add_host_callback(self, callback) -> int:
         self.host_callbacks.append(callback)
@@ -106,10 +122,12 @@ def lower_program_body(module, builder, program, consts, args):
 
 
 def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=None, num_replicas=1,
-                    axis_env=(), result_attributes=None):
-    """Returns (module text, ModuleContext) for a closed program; consts become constants."""
+                    axis_env=(), result_attributes=None, devices=None, num_partitions=1):
+    """Returns (module text, ModuleContext) for a closed program; consts become constants. Argument and
+    result attributes ({index: text}) may be callables of the ModuleContext (to declare meshes)."""
     program = closed_program.program
-    module = ModuleContext(platform, num_replicas, axis_env)
+    module = ModuleContext(platform, num_replicas, axis_env, devices)
+    module.num_partitions = num_partitions
     builder = FunctionBuilder()
     args = []
     for aval in program.in_avals:
@@ -118,8 +136,8 @@ def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=
         args.append(arg)
     outs = lower_program_body(module, builder, program, closed_program.consts, args)
     out_types = [aval_type(a) for a in program.out_avals]
-    results = _with_attributes(out_types, result_attributes)
-    signature = ", ".join(_with_attributes([f"{a}: {builder.types[a]}" for a in args], arg_attributes))
+    results = _with_attributes(out_types, result_attributes, module)
+    signature = ", ".join(_with_attributes([f"{a}: {builder.types[a]}" for a in args], arg_attributes, module))
     ret = f"    return {', '.join(outs)} : {', '.join(out_types)}" if outs else "    return"
     text = "\n".join([
         f"module @{_symbol(name)} attributes {{mhlo.num_partitions = {module.num_partitions} : i32, "
@@ -134,10 +152,33 @@ def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=
     return text, module
 
 
-def _with_attributes(texts, attributes):
-    """Each argument's or result's text followed by its attribute dictionary ({index: text}), if it has one."""
+def hoist_large_consts(closed_program):
+    """(program, hoisted vars, their values): large constants (and device arrays) become leading arguments,
+    kept on the device; small ones stay constants written into the module."""
+    program = closed_program.program
+    embedded_vars, embedded, hoisted_vars, hoisted = [], [], [], []
+    for var, value in zip(program.constvars, closed_program.consts):
+        if not isinstance(value, np.ndarray | np.generic | int | float | complex | bool) or np.size(value) > 64:
+            hoisted_vars.append(var)
+            hoisted.append(value)
+        else:
+            embedded_vars.append(var)
+            embedded.append(value)
+    lowered = ClosedProgram(Program(embedded_vars, hoisted_vars + program.invars, program.outvars,
+                                    program.equations), embedded)
+    return lowered, hoisted_vars, hoisted
+
+
+def _with_attributes(texts, attributes, module):
+    """Each argument's or result's text followed by its attribute dictionary ({index: text, or a function of
+    the ModuleContext giving the text}), if it has one."""
     attributes = attributes or {}
-    return [text + (f" {{{attributes[i]}}}" if i in attributes else "") for i, text in enumerate(texts)]
+    texts = list(texts)
+    for i, attribute in attributes.items():
+        attribute = attribute(module) if callable(attribute) else attribute
+        if attribute:
+            texts[i] += f" {{{attribute}}}"
+    return texts
 
 
 def _symbol(name):

@@ -493,21 +493,48 @@ def execute(executable, buffers, handlers):
 
 
 # --- programs over several devices -----------------------------------------------------------------
-@functools.cache
-def hlo_sharding(ndim, sharded_dim, num_devices):
-    """The HLO sharding of an array split into `num_devices` blocks along `sharded_dim` (None: replicated)."""
-    if sharded_dim is None:
+def tiled_hlo_sharding(blocks, tile_devices, copies):
+    """The HLO sharding of an array split into `blocks` (per dimension), each block on `copies` devices;
+    `tile_devices` lists the devices' positions in the program's device order, tile by tile (row-major,
+    the copies of one block adjacent)."""
+    if copies == len(tile_devices):
         return xc.HloSharding.replicate()
-    tiles = ["1"] * ndim
-    tiles[sharded_dim] = str(num_devices)
-    return xc.HloSharding.from_string(f"{{devices=[{','.join(tiles)}]<=[{num_devices}]}}")
+    dims = list(blocks) + ([copies] if copies > 1 else [])
+    replicated = " last_tile_dim_replicate" if copies > 1 else ""
+    return xc.HloSharding.from_string(
+        f"{{devices=[{','.join(map(str, dims))}]{','.join(map(str, tile_devices))}{replicated}}}")
 
 
-def assemble(shape, dtype, devices, sharded_dim, shards):
-    """One raw array over `devices` from single-device buffers (one per device, in order), as a
-    multi-device program takes its arguments."""
-    sharding = _jax.GSPMDSharding(list(devices), hlo_sharding(len(shape), sharded_dim, len(devices)))
-    return _jax.ArrayImpl(_HostAval(shape, dtype), sharding, list(shards), True, _skip_checks=True)
+def hlo_sharding_layout(sharding, ndim):
+    """(blocks per dimension, block coordinates of each device in the program's device order) of an HLO
+    sharding a compiled program reports for one of its outputs."""
+    hlo = sharding if isinstance(sharding, xc.HloSharding) else xc.HloSharding.from_proto(sharding)
+    if hlo.is_replicated():
+        return (1,) * ndim, None
+    if hlo.is_maximal() or hlo.is_manual() or hlo.tuple_elements():
+        raise NotImplementedError(f"an output sharding numax cannot describe: {hlo}")
+    dims = hlo.tile_assignment_dimensions()
+    coordinates = {}
+    for position, device in enumerate(hlo.tile_assignment_devices()):
+        coordinates[device] = np.unravel_index(position, dims)[:ndim]
+    return tuple(dims[:ndim]), [tuple(int(c) for c in coordinates[k]) for k in range(len(coordinates))]
+
+
+def output_shardings(executable):
+    """The HLO shardings XLA chose for a partitioned program's outputs (None for a one-device program)."""
+    return executable.get_output_shardings()
+
+
+def parameter_shardings(executable):
+    """The HLO shardings XLA chose for a partitioned program's arguments (None for a one-device program)."""
+    return executable.get_parameter_shardings()
+
+
+def assemble(shape, dtype, devices, sharding, shards):
+    """One raw array over `devices` (the program's device order) from single-device buffers (one per device,
+    in that order) laid out by the HLO `sharding`, as a multi-device program takes its arguments."""
+    return _jax.ArrayImpl(_HostAval(shape, dtype), _jax.GSPMDSharding(list(devices), sharding), list(shards), True,
+                          _skip_checks=True)
 
 
 def _one_list(shards):

@@ -38,7 +38,6 @@ from numax._runtime import (  # noqa: F401, E402
     devices,
     local_device_count,
     local_devices,
-    make_array_from_process_local_data,
     process_count,
     process_index,
 )
@@ -75,4 +74,6 @@ __version__ = "0.1.0"
 # `import numax.scipy.special`, `numax.remat`).
 _defer_imports(globals(), {"debug": ("pure_callback",), "distributed": (), "nn": (), "random": (), "scipy": (),
                           "transforms.checkpoint": ("checkpoint", "checkpoint_policies", "remat"),
-                          "transforms.pmap": ("pmap",), "sharding": ("make_mesh", "P")})
+                          "transforms.pmap": ("pmap",), "sharding": ("make_mesh", "P", "set_mesh", "reshard"),
+                          "_global_arrays": ("make_array_from_callback", "make_array_from_single_device_arrays",
+                                             "make_array_from_process_local_data")})

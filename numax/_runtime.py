@@ -8,8 +8,9 @@ import numpy as np
 
 from numax.core import pytree
 from numax.core.avals import get_aval
+from numax.core.sharding import Sharding, SingleDeviceSharding
 from numax.core.trace import Tracer
-from numax.lowering import xla
+from numax.lowering import sharded, xla
 from numax.lowering.array import Array, put
 
 
@@ -51,29 +52,30 @@ def default_backend():
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-    """Puts every leaf of `x` on `device` (a Device, or None: arrays stay where they are, host values go to
-    the default device) as numax Arrays. `device`, `donate` and `may_alias` may each be one value or a
-    tree prefix of `x`, as in JAX. `may_alias=False` always copies; `donate=True` deletes an input array
-    once it is copied (both True is an error). `src` is accepted for JAX's signature: numax arrays know
-    their device."""
+    """Puts every leaf of `x` on `device` (a Device, a Sharding: laid out over its devices, or None: arrays
+    stay where they are, host values go to the default device) as numax Arrays. `device`, `donate` and
+    `may_alias` may each be one value or a tree prefix of `x`, as in JAX. `may_alias=False` always copies;
+    `donate=True` deletes an input array once it is copied (both True is an error). `src` is accepted for
+    JAX's signature: numax arrays know their device."""
     leaves, treedef = pytree.tree_flatten(x)
-    devices = _per_leaf(device, x, treedef, "device", lambda d: d is None or xla.is_device(d))
+    devices = _per_leaf(device, x, treedef, "device", _is_placement)
     donates = _per_leaf(donate, x, treedef, "donate", lambda d: isinstance(d, bool))
     aliases = _per_leaf(may_alias, x, treedef, "may_alias", lambda m: m is None or isinstance(m, bool))
     return treedef.unflatten([_put_leaf(*args) for args in zip(leaves, devices, donates, aliases)])
+
+
+def _is_placement(value):
+    return value is None or xla.is_device(value) or isinstance(value, Sharding)
 
 
 def _per_leaf(value, x, treedef, what, is_single):
     """`value` for each leaf of `x`: one value for all, or a tree prefix of `x` with one per subtree."""
     if is_single(value):
         return [value] * treedef.num_leaves
-    prefix = pytree.tree_structure(value, is_leaf=is_single)
     try:
-        subtrees = prefix.flatten_up_to(x)
+        return pytree.broadcast_prefix_leaves(value, x, is_leaf=is_single)
     except (TypeError, ValueError) as error:
         raise ValueError(f"device_put {what} must be one value or a tree prefix of the argument: {error}") from None
-    values = pytree.tree_leaves(value, is_leaf=is_single)
-    return [v for v, subtree in zip(values, subtrees) for _ in range(len(pytree.tree_leaves(subtree)))]
 
 
 def _put_leaf(leaf, device, donate, may_alias):
@@ -83,6 +85,14 @@ def _put_leaf(leaf, device, donate, may_alias):
         may_alias = not donate
     if isinstance(leaf, Tracer):
         return leaf
+    if isinstance(device, SingleDeviceSharding):
+        device = next(iter(device.device_set))
+    elif isinstance(device, Sharding):
+        aval = leaf.aval if isinstance(leaf, Array) else get_aval(leaf)
+        placed = sharded.put_sharded(leaf, device, aval)
+        if donate and placed is not leaf:
+            leaf.delete()
+        return placed
     if not isinstance(leaf, Array):
         aval = get_aval(leaf)
         return put(np.asarray(leaf, aval.dtype), device=device, weak_type=aval.weak_type)
@@ -115,18 +125,3 @@ def block_until_ready(x):
             leaf.block_until_ready()
     return x
 
-
-def make_array_from_process_local_data(sharding, local_data, global_shape=None):
-    """A global array laid out by `sharding` from the data this process has (each leaf of `local_data`, with
-    `sharding` and `global_shape` one for all leaves or a tree prefix of it), as in JAX: along a dimension
-    the sharding splits across processes, the local data is this process's consecutive share of it (its
-    devices' blocks, in order); along the others it is the whole dimension. `global_shape` defaults to the
-    one where every process holds an equal share. In one process this places the array as it is."""
-    from numax.core.sharding import Sharding
-    from numax.lowering.process_local import array_from_process_local_data
-
-    leaves, treedef = pytree.tree_flatten(local_data)
-    shardings = _per_leaf(sharding, local_data, treedef, "sharding", lambda s: isinstance(s, Sharding))
-    shapes = _per_leaf(global_shape, local_data, treedef, "global_shape",
-                       lambda s: s is None or (isinstance(s, tuple) and all(isinstance(n, int) for n in s)))
-    return treedef.unflatten([array_from_process_local_data(*args) for args in zip(shardings, leaves, shapes)])

@@ -1,4 +1,5 @@
-"""`numax.sharding` (JAX's `jax.sharding`): meshes, partition specs and shardings, and `make_mesh`.
+"""`numax.sharding` (JAX's `jax.sharding`): meshes, partition specs and shardings, `make_mesh`, the mesh in
+context (`set_mesh`, `get_mesh`) and `reshard`.
 
 The descriptions themselves live in `numax.core.sharding` (the runtime lays arrays out by them); this module
 adds `make_mesh`, which builds a mesh over the runtime's devices.
@@ -19,11 +20,14 @@ from numax.core.sharding import (  # noqa: F401
     Sharding,
     SingleDeviceSharding,
     pmap_sharding,
+    set_mesh,  # noqa: F401
 )
+from numax.core.sharding import current_mesh as get_mesh  # noqa: F401
+from numax.lax.sharding_constraint import reshard  # noqa: F401
 
 __all__ = [
     "AxisType", "PartitionSpec", "P", "Mesh", "make_mesh", "Sharding", "SingleDeviceSharding", "NamedSharding",
-    "pmap_sharding", "DuplicateSpecError", "IndivisibleError",
+    "pmap_sharding", "DuplicateSpecError", "IndivisibleError", "set_mesh", "get_mesh", "reshard",
 ]
 
 

@@ -4,10 +4,11 @@
 
 Each process joins the run with `numax.distributed.initialize`, builds its share of one global batch and
 runs a data-parallel training step of a small MLP under `pmap` over every process's devices, with the
-gradients averaged by `lax.pmean`. Scenario `train` checks the results against the one-process numpy
-computation in this process and prints a `REPORT {json}` line for the parent to compare; scenario
-`until_killed` trains until something fails (the parent kills the other process meanwhile).
-The numpy reference below is imported by the parent too; numax is imported only in `main`.
+gradients averaged by `lax.pmean`, and again on global arrays under jit with in/out shardings. Scenario
+`train` checks the results against the one-process numpy computation in this process and prints a
+`REPORT {json}` line for the parent to compare; scenario `until_killed` trains until something fails (the
+parent kills the other process meanwhile). The numpy reference below is imported by the parent too;
+numax is imported only in `main`.
 """
 
 import json
@@ -64,19 +65,25 @@ def _local_share(value, process_id, num_processes, local_devices):
     return mine.reshape(local_devices, rows // local_devices, *value.shape[1:])
 
 
-def _make_train_step(numax):
+def _loss(params, x, y):
     import numax.numpy as mnp
+
+    hidden = mnp.tanh(x @ params["w1"] + params["b1"])
+    return mnp.mean((hidden @ params["w2"] + params["b2"] - y) ** 2)
+
+
+def _sgd_step(numax, params, x, y, mean=lambda value: value):
+    """One SGD step; `mean` averages the loss and gradients over the devices (pmap) or is nothing (jit)."""
+    loss, grads = numax.value_and_grad(_loss)(params, x, y)
+    grads, mean_loss = mean(grads), mean(loss)
+    return numax.tree_map(lambda p, g: p - LEARNING_RATE * g, params, grads), mean_loss, loss
+
+
+def _make_train_step(numax):
     from numax import lax
 
-    def loss_fn(params, x, y):
-        hidden = mnp.tanh(x @ params["w1"] + params["b1"])
-        return mnp.mean((hidden @ params["w2"] + params["b2"] - y) ** 2)
-
     def step(params, x, y):
-        loss, grads = numax.value_and_grad(loss_fn)(params, x, y)
-        grads = lax.pmean(grads, "batch")
-        new_params = numax.tree_map(lambda p, g: p - LEARNING_RATE * g, params, grads)
-        return new_params, lax.pmean(loss, "batch"), loss
+        return _sgd_step(numax, params, x, y, lambda value: lax.pmean(value, "batch"))
 
     # params replicated (in and out), batch split; the last output: each device's own loss
     return numax.pmap(step, "batch", in_axes=(None, 0, 0), out_axes=(None, None, 0))
@@ -111,24 +118,30 @@ def _check_topology(numax, process_id, num_processes, failures):
 
 
 def sharded_jit_half(numax, process_id, num_processes, failures):
-    """The sharded-jit half of the scenario: a global array built from each process's rows.
+    """The same training as global arrays (each process building its rows' blocks with
+    make_array_from_process_local_data) under jit with in_shardings / out_shardings over all 4 devices."""
+    from numax.sharding import AxisType, NamedSharding, PartitionSpec
 
-    LEAD: add the `numax.jit(..., in_shardings=..., out_shardings=...)` training step on `batch` here once
-    sharded jit is merged, checked against `reference_training()` like the pmap half.
-    """
-    from numax.sharding import NamedSharding, PartitionSpec
-
-    x, _ = global_batch()
-    mesh = numax.make_mesh((numax.device_count(),), ("batch",))
+    mesh = numax.make_mesh((numax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
+    split, replicated = NamedSharding(mesh, PartitionSpec("batch")), NamedSharding(mesh, PartitionSpec())
+    x, y = global_batch()
     rows = len(x) // num_processes
-    mine = x[process_id * rows:(process_id + 1) * rows]
-    batch = numax.make_array_from_process_local_data(NamedSharding(mesh, PartitionSpec("batch")), mine)
-    if batch.shape != x.shape:
-        failures.append(f"global batch shape {batch.shape} != {x.shape}")
-    for shard in batch.addressable_shards:
+    mine = slice(process_id * rows, (process_id + 1) * rows)
+    x_global, y_global = (numax.make_array_from_process_local_data(split, v[mine]) for v in (x, y))
+    for shard in x_global.addressable_shards:
         if shard.device.process_index != process_id:
             failures.append(f"an addressable shard lies on {shard.device}, another process's device")
         _check_close(f"global batch block on {shard.device}", shard.data, x[shard.index], failures)
+    step = numax.jit(lambda p, a, b: _sgd_step(numax, p, a, b)[:2], in_shardings=(replicated, split, split),
+                     out_shardings=replicated)
+    params = numax.make_array_from_process_local_data(replicated, initial_params())
+    for number, (reference_params, reference_loss) in enumerate(reference_training()):
+        params, loss = step(params, x_global, y_global)
+        # replicated over both processes: read this process's copy
+        _check_close(f"jit step {number} loss", loss.addressable_shards[0].data, reference_loss, failures)
+        for name in reference_params:
+            _check_close(f"jit step {number} {name}", params[name].addressable_shards[0].data,
+                         reference_params[name], failures)
 
 
 def main(process_id, num_processes, port, scenario):

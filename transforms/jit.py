@@ -19,11 +19,14 @@ from ..core.avals import ShapedArray, get_aval
 from ..core.config import config
 from ..core.ir import ClosedProgram, Equation, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
+from ..core.sharding import PartitionSpec, Sharding, as_sharding
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, is_tracing
-from ..lowering import dispatch, xla
+from ..lax.sharding_constraint import with_sharding_constraint
+from ..lowering import dispatch, sharded, xla
 from ..lowering.array import Array
 from ..lowering.lower import lower_to_module, register_lowering
+from ..lowering.sharded_array import ShardedArray
 from .jvp import jvp_program
 from .partial_eval import partial_eval_program, partial_eval_rules
 from .transpose import transpose_program
@@ -40,8 +43,9 @@ class _ProgramExecutables:
     def __init__(self):
         self.cache = caches.ComputeOnceCache()
 
-    def get(self, program, name, backend, device):
-        return self.cache.get((program, device), lambda: dispatch.compile_program(program, name, backend, device))
+    def get(self, program, name, backend, device, in_shardings=()):
+        return self.cache.get((program, device, in_shardings), lambda: dispatch.compile_program(
+            program, name, backend, device, in_shardings=in_shardings))
 
 
 _program_executables = _ProgramExecutables()
@@ -60,7 +64,8 @@ def _clear_caches():
 
 def _jit_impl(*args, program, name):
     backend, device = dispatch._placement_of_args(args)
-    outs = _program_executables.get(program, name, backend, device)(*args)
+    in_shardings = dispatch.in_shardings_of(args) if device is None else ()
+    outs = _program_executables.get(program, name, backend, device, in_shardings)(*args)
     if config.check_numerics:
         dispatch.check_program_numerics(outs, program, args, f"jit({name})")
     return outs
@@ -138,6 +143,8 @@ def _leaf_signature(leaf):
     kind = type(leaf)
     if kind is Array:
         return leaf.aval
+    if kind is ShardedArray:
+        return leaf.aval, leaf._sharding
     if kind in dtypes.python_scalar_types:
         return kind
     if isinstance(leaf, Tracer):
@@ -180,7 +187,8 @@ class JitFunction:
     """The callable `numax.jit(f)` returns."""
 
     def __init__(self, fun, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=(),
-                 device=None, backend=None, inline=False, compiler_options=None, name=None):
+                 device=None, backend=None, inline=False, compiler_options=None, name=None, in_shardings=None,
+                 out_shardings=None):
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
         self.fun = fun
@@ -199,6 +207,7 @@ class JitFunction:
         self.placement = _fixed_placement(device, backend)  # (backend, device), or None: where the arguments are
         self.inline = bool(inline)
         self.compiler_options = dict(compiler_options) if compiler_options else None
+        self.in_shardings, self.out_shardings = in_shardings, out_shardings  # tree prefixes (None: unspecified)
         self.cache = caches.ComputeOnceCache()  # signature -> _CacheEntry (compiled)
         self.traced_cache = caches.ComputeOnceCache()  # signature -> (ClosedProgram, out_tree), under transforms
         self.last_key = None
@@ -232,16 +241,31 @@ class JitFunction:
         static_named = {k: v for k, v in static if isinstance(k, str)}
 
         def flat_fun(*leaves):
+            if self.in_shardings is not None:
+                leaves = _constrained(leaves, self._leaf_in_shardings(in_tree.unflatten(leaves)[0], len(leaves)))
             dynamic_args, dynamic_kwargs = in_tree.unflatten(leaves)
             args = list(dynamic_args)
             for i in sorted(static_positional):
                 args.insert(i, static_positional[i])
             out = self.fun(*args, **dynamic_kwargs, **static_named)
             out_leaves, out_tree = tree.tree_flatten(out)
+            if self.out_shardings is not None:
+                out_leaves = _constrained(out_leaves, self._leaf_out_shardings(out))
             flat_fun.out_tree = out_tree
             return out_leaves
 
         return flat_fun
+
+    def _leaf_in_shardings(self, dynamic_args, num_leaves):
+        """The in_shardings asked for, one per leaf of (dynamic args, dynamic kwargs) (None: unspecified)."""
+        if self.in_shardings is None:
+            return [None] * num_leaves
+        per_arg = _per_leaf(self.in_shardings, tuple(dynamic_args), "in_shardings")
+        return per_arg + [None] * (num_leaves - len(per_arg))  # keyword arguments: unspecified
+
+    def _leaf_out_shardings(self, out):
+        return [None] * len(tree.tree_leaves(out)) if self.out_shardings is None else _per_leaf(
+            self.out_shardings, out, "out_shardings")
 
     def trace_program(self, args, kwargs):
         """Traces for these arguments: (Program, consts, in_tree, out_tree, static, donated mask)."""
@@ -303,11 +327,31 @@ class JitFunction:
         program, consts, in_tree, out_tree, donated = self.trace_program(args, kwargs)
         closed = ClosedProgram(program, consts)
         backend, device = self.placement or dispatch._placement_of_args(leaves)
+        in_shardings, out_shardings = self._shardings(args, kwargs, leaves, out_tree)
+        if in_shardings or out_shardings:  # over several devices: partitioned by XLA (no donation yet)
+            executable = dispatch.compile_program(closed, self.name, reason=reason,
+                                                  compiler_options=self.compiler_options, in_shardings=in_shardings,
+                                                  out_shardings=out_shardings)
+            self.last_key = key
+            return _CacheEntry(executable, out_tree, closed, None)
         attributes = _donation_attributes(program, donated)
         executable = dispatch.compile_program(closed, self.name, backend, device, attributes, reason,
                                               self.compiler_options)
         self.last_key = key
         return _CacheEntry(executable, out_tree, closed, donated if attributes else None)
+
+    def _shardings(self, args, kwargs, leaves, out_tree):
+        """(in, out) shardings per leaf for a call: those asked for, else an argument's own layout over
+        devices; both empty when nothing asks for more than one device."""
+        in_shardings = dispatch.in_shardings_of(leaves)
+        if self.in_shardings is not None:
+            asked = self._leaf_in_shardings(self._split(args, kwargs)[0], len(leaves))
+            in_shardings = tuple(a if a is not None else s for a, s in zip(asked, in_shardings))
+        out_shardings = () if self.out_shardings is None else tuple(
+            self._leaf_out_shardings(out_tree.unflatten([0] * out_tree.num_leaves)))
+        if not any(s is not None for s in in_shardings + out_shardings):
+            return (), ()
+        return in_shardings, out_shardings
 
     def _call_traced(self, args, kwargs):
         """Under another transformation: stage a `jit` equation holding the traced program.
@@ -342,9 +386,12 @@ class JitFunction:
     def lower(self, *args, **kwargs):
         program, consts, in_tree, out_tree, donated = self.trace_program(args, kwargs)
         closed = ClosedProgram(program, consts)
-        backend, device = self.placement or dispatch._placement_of_args(tree.tree_leaves((args, kwargs)))
+        leaves = tree.tree_leaves((args, kwargs))
+        backend, device = self.placement or dispatch._placement_of_args(leaves)
+        dynamic = tree.tree_leaves(self._split(args, kwargs)[:2])
+        shardings = self._shardings(args, kwargs, dynamic, out_tree)
         return Lowered(self.name, closed, in_tree, out_tree, _donation_attributes(program, donated), backend, device,
-                       self.compiler_options)
+                       self.compiler_options, shardings)
 
     def eval_shape(self, *args, **kwargs):
         program, _, _, out_tree, _ = self.trace_program(args, kwargs)
@@ -457,8 +504,10 @@ class ShapeDtypeStruct:
 class Lowered:
     """A traced and lowered jit function: `as_text()` is its StableHLO; `compile()` compiles it."""
 
-    def __init__(self, name, closed, in_tree, out_tree, arg_attributes, backend, device, compiler_options=None):
+    def __init__(self, name, closed, in_tree, out_tree, arg_attributes, backend, device, compiler_options=None,
+                 shardings=((), ())):
         self.name = name
+        self.in_shardings, self.out_shardings = shardings
         self.closed = closed
         self.in_tree = in_tree
         self.out_tree = out_tree
@@ -470,15 +519,21 @@ class Lowered:
 
     def as_text(self, dialect="stablehlo"):
         if self._text is None:
-            # Constants are written into the module so that the text is self-contained.
-            self._text, _ = lower_to_module(self.closed, self.name, self.backend.platform, self.arg_attributes)
+            mesh = sharded.program_mesh(self.closed.program, self.in_shardings, self.out_shardings)
+            if mesh is not None:  # partitioned over the mesh's devices
+                self._text = sharded.lower_partitioned(
+                    self.closed, self.name, mesh, self.in_shardings or [None] * len(self.closed.program.invars),
+                    self.out_shardings or [None] * len(self.closed.program.outvars), self.backend.platform)[0]
+            else:  # constants are written into the module so that the text is self-contained
+                self._text, _ = lower_to_module(self.closed, self.name, self.backend.platform, self.arg_attributes)
         return self._text
 
     def compile(self, compiler_options=None):
         """Compiles for the lowered placement; `compiler_options` add to (and override) the jit's."""
         options = {**(self.compiler_options or {}), **(compiler_options or {})} or None
         executable = dispatch.compile_program(self.closed, self.name, self.backend, self.device,
-                                              arg_attributes=self.arg_attributes, compiler_options=options)
+                                              arg_attributes=self.arg_attributes, compiler_options=options,
+                                              in_shardings=self.in_shardings, out_shardings=self.out_shardings)
         return Compiled(executable, self.in_tree, self.out_tree)
 
     @property
@@ -508,6 +563,28 @@ class Compiled:
 
     def as_text(self):
         return self.executable.hlo_text()
+
+
+def _per_leaf(shardings, tree_of_values, what):
+    """One Sharding (or None) per leaf of `tree_of_values` from `shardings`: one for all, or a tree prefix."""
+    if _is_sharding_leaf(shardings):
+        per_leaf = [shardings] * len(tree.tree_leaves(tree_of_values))
+    else:
+        try:
+            per_leaf = tree.broadcast_prefix_leaves(shardings, tree_of_values, is_leaf=_is_sharding_leaf)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"jit {what} must be one sharding or a tree prefix of the {what.split('_')[0]}puts: "
+                             f"{error}") from None
+    return [None if s is None else as_sharding(s, f"jit {what}") for s in per_leaf]
+
+
+def _is_sharding_leaf(value):
+    return value is None or isinstance(value, Sharding | PartitionSpec)
+
+
+def _constrained(leaves, shardings):
+    """Leaves with a sharding constraint where a sharding is given."""
+    return [x if s is None else with_sharding_constraint(x, s) for x, s in zip(leaves, shardings)]
 
 
 def _as_tuple(value):
@@ -557,13 +634,6 @@ def _fixed_placement(device, backend):
     return None
 
 
-def _not_yet(option, value):
-    if value is not None:
-        raise NotImplementedError(
-            f"jit: `{option}` is not supported yet: numax compiles each jitted function for one device "
-            "(sharded jit comes with multi-device support)")
-
-
 def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=None, static_argnames=None,
         donate_argnums=None, donate_argnames=None, keep_unused=False, device=None, backend=None, inline=False,
         compiler_options=None):
@@ -572,12 +642,13 @@ def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=No
     JAX's options: `static_argnums`/`static_argnames` (hashable arguments the trace depends on),
     `donate_argnums`/`donate_argnames` (arguments whose buffers the outputs may reuse; they are deleted),
     `device`/`backend` (where every call runs), `inline` (traced into an enclosing jit's program, with no
-    call of its own), `compiler_options` (XLA options for this function's compiles). `keep_unused` is
-    accepted: numax never prunes unused arguments. `in_shardings`/`out_shardings` raise
-    NotImplementedError until sharded jit exists."""
-    _not_yet("in_shardings", in_shardings)
-    _not_yet("out_shardings", out_shardings)
-    options = dict(static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums,
+    call of its own), `compiler_options` (XLA options for this function's compiles), `in_shardings` /
+    `out_shardings` (a Sharding, or a PartitionSpec under `set_mesh`, or None, for all positional arguments or
+    results, or a tree prefix of them: the program is compiled for the mesh's devices and partitioned by
+    XLA; arguments already laid out over devices are taken as they are). `keep_unused` is accepted: numax
+    never prunes unused arguments."""
+    options = dict(in_shardings=in_shardings, out_shardings=out_shardings, static_argnums=static_argnums,
+                   static_argnames=static_argnames, donate_argnums=donate_argnums,
                    donate_argnames=donate_argnames, device=device, backend=backend, inline=inline,
                    compiler_options=compiler_options)
     if fun is None:

@@ -27,7 +27,7 @@ from ..core.sharding import pmap_sharding
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, get_aval_of
 from ..lax.collectives import extend_axis_env
-from ..lowering import xla
+from ..lowering import sharded, xla
 from ..lowering.array import Array
 from ..lowering.lower import lower_program_body, lower_to_module, register_lowering
 from ..lowering.process_local import pmap_global_argument, pmap_local_result
@@ -128,6 +128,8 @@ class _PmapExecutable:
         self.out_avals = _pmap_abstract_eval(*in_avals, **params)
         self.in_shardings = [pmap_sharding(self.devices, axis, self.axis_name) for axis in self.in_axes]
         self.out_shardings = [pmap_sharding(self.devices, axis, self.axis_name) for axis in self.out_axes]
+        self.hlo_in_shardings = [sharded.hlo_sharding(s, a.ndim, self.devices)
+                                 for s, a in zip(self.in_shardings, in_avals)]
         invars, outvars = [Var(a) for a in in_avals], [Var(a) for a in self.out_avals]
         closed = ClosedProgram(Program([], invars, outvars, [Equation(pmap_p, invars, outvars, params)]), [])
         spmd = len(self.devices) > 1
@@ -145,21 +147,19 @@ class _PmapExecutable:
         self.compiled = xla.compile_module(self.text, self.backend, self.devices, module.host_callbacks,
                                            num_partitions=len(self.devices), spmd=spmd)
 
-    def _argument(self, value, aval, axis, sharding):
-        devices = self.devices
+    def _argument(self, value, aval, sharding, hlo):
         if type(value) is ShardedArray and value.aval.dtype == aval.dtype and value.has_layout(sharding):
             blocks = value._shards
         else:
             host = np.asarray(value, dtype=aval.dtype)
             if host.shape != aval.shape:
                 raise TypeError(f"pmap argument of shape {host.shape} passed where {aval.str_short()} is expected")
-            parts = [host] * len(devices) if axis is None else np.split(host, len(devices), axis=axis)
-            blocks = [xla.device_put(np.ascontiguousarray(p), self.backend, d) for p, d in zip(parts, devices)
-                      if xla.is_addressable(d)]  # across processes each places only its own blocks
-        return xla.assemble(aval.shape, aval.dtype, devices, axis, blocks)
+            blocks = sharded.block_buffers(host, sharding, self.backend)
+        return xla.assemble(aval.shape, aval.dtype, self.devices, hlo, blocks)
 
     def __call__(self, *args):
-        arguments = [self._argument(*parts) for parts in zip(args, self.in_avals, self.in_axes, self.in_shardings)]
+        arguments = [self._argument(*parts) for parts in zip(args, self.in_avals, self.in_shardings,
+                                                               self.hlo_in_shardings)]
         try:
             outputs = xla.execute_split(self.compiled, arguments, len(self.out_avals))
         except Exception:

@@ -1,0 +1,213 @@
+"""Programs partitioned over a mesh of devices: sharded jit, and arrays placed by a Sharding.
+
+A program whose arguments, results or equations carry NamedShardings is lowered once for the whole mesh,
+with Shardy annotations (`sdy.mesh`, `sdy.sharding` on arguments and results, `sdy.sharding_constraint`
+inside), and XLA's SPMD partitioner splits it and inserts the communication. `ShardedExecutable` runs such
+a program on the blocks of its arguments and wraps each output's blocks as a ShardedArray, with the sharding
+the user asked for or, where none was asked for, the one XLA chose. `put_sharded` places a host value
+by a sharding.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+from ..core import caches
+from ..core.config import config
+from ..core.ir import ClosedProgram
+from ..core.sharding import Mesh, NamedSharding, P, sharding_with_layout
+from . import xla
+from .array import Array
+from .lower import hoist_large_consts, lower_to_module
+from .sharded_array import ShardedArray
+
+
+# --- describing layouts to XLA ----------------------------------------------------------------------------
+def sdy_sharding(symbol, sharding, ndim):
+    """The Shardy sharding `<@mesh, [{"x"}, {}]>` of a NamedSharding on an array of rank `ndim`: each
+    dimension closed to the axes the spec names (`{?}`: open, for P.UNCONSTRAINED)."""
+    entries = tuple(sharding.spec) + (None,) * (ndim - len(sharding.spec))
+    dims = []
+    for entry in entries:
+        if entry is P.UNCONSTRAINED:
+            dims.append("{?}")
+        else:
+            axes = () if entry is None else entry if isinstance(entry, tuple) else (entry,)
+            dims.append("{" + ", ".join(f'"{axis}"' for axis in axes) + "}")
+    return f"<@{symbol}, [{', '.join(dims)}]>"
+
+
+def sdy_attribute(sharding, ndim):
+    """An argument's or result's `sdy.sharding` attribute, as a function of the module (which declares the mesh)."""
+    return lambda module: "sdy.sharding = #sdy.sharding" + sdy_sharding(module.mesh_symbol(sharding.mesh), sharding,
+                                                                       ndim)
+
+
+def hlo_sharding(sharding, ndim, devices):
+    """The HLO sharding of `sharding` on an array of rank `ndim`, positions counted in `devices`' order."""
+    return _hlo_sharding(sharding, ndim, tuple(devices))
+
+
+@caches.lru(4096)
+def _hlo_sharding(sharding, ndim, devices):
+    blocks, coordinates = sharding._block_layout(ndim)
+    position = {device: k for k, device in enumerate(devices)}
+    copies = len(coordinates) // max(1, int(np.prod(blocks)))
+    tiles = {}
+    for device, coordinate in zip(sharding._device_assignment, coordinates):
+        tiles.setdefault(tuple(coordinate), []).append(position[device])
+    tile_devices = [k for coordinate in sorted(tiles) for k in tiles[coordinate]]
+    return xla.tiled_hlo_sharding(blocks, tile_devices, copies)
+
+
+def _attributes(shardings, avals):
+    """{position: sdy.sharding attribute} of the arguments or results whose sharding is a NamedSharding."""
+    return {i: sdy_attribute(s, aval.ndim) for i, (s, aval) in enumerate(zip(shardings, avals))
+            if isinstance(s, NamedSharding)}
+
+
+# --- placing values -----------------------------------------------------------------------------------------
+def block_buffers(host, sharding, backend):
+    """One device buffer per addressable device of `sharding` holding that device's block of `host`."""
+    return [xla.device_put(np.ascontiguousarray(host[index]), backend, device)
+            for device, index in sharding.addressable_devices_indices_map(host.shape).items()]
+
+
+def put_sharded(value, sharding, aval):
+    """`value` (host data or an array, of `aval`) laid out by `sharding` as a ShardedArray."""
+    if type(value) is ShardedArray and value.has_layout(sharding):
+        return value
+    host = np.asarray(value, dtype=aval.dtype)
+    backend = xla.backend_of_device(next(iter(sharding.device_set)))
+    return ShardedArray(aval, block_buffers(host, sharding, backend), backend, sharding)
+
+
+# --- which mesh a program runs over ------------------------------------------------------------------------
+def meshes_of_program(program, found=None):
+    """The meshes named by the equations of `program` and its sub-programs (sharding constraints, shard_maps)."""
+    found = [] if found is None else found
+    for eqn in program.equations:
+        for value in eqn.params.values():
+            for item in value if isinstance(value, tuple | list) else (value,):
+                mesh = item.mesh if isinstance(item, NamedSharding) else item if isinstance(item, Mesh) else None
+                if mesh is not None and mesh not in found:
+                    found.append(mesh)
+                elif isinstance(item, ClosedProgram):
+                    meshes_of_program(item.program, found)
+    return found
+
+
+def program_mesh(program, in_shardings, out_shardings):
+    """The mesh a partitioned program runs over (its device order is the program's), or None when nothing asks
+    for more than a single device's program: the first NamedSharding's mesh among the arguments, results and
+    equations. Every sharding must use the same set of devices."""
+    shardings = [s for s in list(in_shardings) + list(out_shardings) if s is not None]
+    meshes = [s.mesh for s in shardings if isinstance(s, NamedSharding)] + meshes_of_program(program)
+    if meshes:
+        mesh = meshes[0]
+    elif shardings:
+        mesh = Mesh(np.array(shardings[0]._device_assignment, dtype=object), ("devices",))
+    else:
+        return None
+    devices = set(mesh.devices.flat)
+    for sharding in shardings + [NamedSharding(m, P()) for m in meshes]:
+        if sharding.device_set != devices:
+            raise ValueError(
+                f"Received incompatible devices for jitted computation: a sharding over devices "
+                f"{sorted(d.id for d in sharding.device_set)} meets one over {sorted(d.id for d in devices)}; "
+                f"every argument, result and constraint of one computation must use the same devices")
+    return mesh
+
+
+def lower_partitioned(closed, name, mesh, in_shardings, out_shardings, platform):
+    """Lowers a program for the devices of `mesh`, its arguments and results annotated with their shardings
+    (None: as XLA's partitioner chooses). Large constants become leading arguments. Returns (text,
+    ModuleContext, the lowered program, the hoisted constants, every argument's sharding or None)."""
+    lowered, _, hoisted = hoist_large_consts(closed)
+    in_shardings = [None] * len(hoisted) + list(in_shardings)
+    devices = list(mesh.devices.flat)
+    text, module = lower_to_module(lowered, name, platform, _attributes(in_shardings, lowered.program.in_avals),
+                                   devices=devices, num_partitions=len(devices),
+                                   result_attributes=_attributes(out_shardings, closed.program.out_avals))
+    return text, module, lowered, hoisted, in_shardings
+
+
+# --- executing ----------------------------------------------------------------------------------------------
+class ShardedExecutable:
+    """A program compiled for the devices of a mesh; runs on arguments' blocks, returns ShardedArrays."""
+
+    def __init__(self, closed, name, mesh, in_shardings, out_shardings, reason=None, compiler_options=None):
+        self.name = name
+        self.mesh = mesh
+        self.devices = devices = tuple(mesh.devices.flat)
+        self.backend = xla.backend_of_device(devices[0])
+        self.in_avals, self.out_avals = closed.program.in_avals, closed.program.out_avals
+        start = time.perf_counter()
+        self.text, module, lowered, hoisted, self.in_shardings = lower_partitioned(
+            closed, name, mesh, in_shardings, out_shardings, self.backend.platform)
+        self.host_callbacks = module.host_callbacks
+        self.compiled = xla.compile_module(self.text, self.backend, devices, module.host_callbacks,
+                                           num_partitions=len(devices), spmd=True, compiler_options=compiler_options)
+        if config.log_compiles:
+            elapsed = (time.perf_counter() - start) * 1e3
+            print(f"numax: compiled {name} for {len(devices)} devices in {elapsed:.1f} ms"
+                  + (f" ({reason})" if reason else ""), file=sys.stderr)
+        self.in_shardings = self._chosen(self.in_shardings, xla.parameter_shardings(self.compiled),
+                                         lowered.program.in_avals)
+        self.out_shardings = self._chosen(out_shardings, xla.output_shardings(self.compiled), self.out_avals)
+        self.hlo_in_shardings = [hlo_sharding(s, aval.ndim, devices)
+                                 for s, aval in zip(self.in_shardings, lowered.program.in_avals)]
+        self.const_arguments = [self._argument(value, aval, sharding, hlo) for value, aval, sharding, hlo in zip(
+            hoisted, lowered.program.in_avals, self.in_shardings, self.hlo_in_shardings)]
+
+    def _chosen(self, asked, chosen, avals):
+        """Each value's sharding: the one asked for, else the one XLA chose, described over the program's mesh."""
+        shardings = []
+        for k, (sharding, aval) in enumerate(zip(asked, avals)):
+            if sharding is None:
+                if chosen is None:  # one device
+                    sharding = NamedSharding(self.mesh, P())
+                else:
+                    layout = xla.hlo_sharding_layout(chosen[k], aval.ndim)
+                    sharding = sharding_with_layout(self.mesh, aval.ndim, *layout)
+            shardings.append(sharding)
+        return shardings
+
+    def _argument(self, value, aval, sharding, hlo):
+        if type(value) is ShardedArray and value.has_layout(sharding):
+            if value.aval.dtype != aval.dtype:
+                raise TypeError(f"argument of type {value.aval.str_short()} passed where {aval.str_short()} "
+                                "is expected")
+            blocks = value._shards
+        else:
+            host = np.asarray(value, dtype=aval.dtype)
+            if host.shape != aval.shape:
+                raise TypeError(f"argument of shape {host.shape} passed where {aval.str_short()} is expected")
+            blocks = block_buffers(host, sharding, self.backend)
+        return xla.assemble(aval.shape, aval.dtype, self.devices, hlo, blocks)
+
+    def run_on(self, values):
+        offset = len(self.const_arguments)
+        arguments = self.const_arguments + [
+            self._argument(v, aval, s, hlo) for v, aval, s, hlo in zip(
+                values, self.in_avals, self.in_shardings[offset:], self.hlo_in_shardings[offset:])]
+        try:
+            return xla.execute_split(self.compiled, arguments, len(self.out_avals))
+        except Exception:
+            if any(isinstance(v, Array) and v.is_deleted() for v in values):
+                raise RuntimeError("an argument array was deleted (donated to an earlier call?)") from None
+            raise
+
+    def wrap_outputs(self, outputs):
+        return [ShardedArray(aval, blocks, self.backend, sharding)
+                for aval, blocks, sharding in zip(self.out_avals, outputs, self.out_shardings)]
+
+    def __call__(self, *args):
+        return self.wrap_outputs(self.run_on(args))
+
+    def as_text(self):
+        return self.text
+
+    def hlo_text(self):
+        return self.compiled.get_hlo_text()
