@@ -14,6 +14,7 @@ from ..core import caches, dtypes, trace
 from ..core.avals import ShapedArray, get_aval
 from ..core.config import config
 from ..core.ir import ClosedProgram, Equation, Program, Var
+from ..core.sharding import PMAP_AXIS_NAME, Mesh
 from . import array as array_module
 from . import sharded, xla
 from .array import Array
@@ -151,9 +152,12 @@ def compile_program(closed: ClosedProgram, name="main", backend=None, device=Non
     """Lowers and compiles a closed program. Large constants become leading device arguments. A program whose
     arguments, results (`in_shardings`, `out_shardings`: a Sharding or None per value) or equations carry
     shardings over several devices compiles for all of them, partitioned by XLA."""
-    if _spans_devices(closed.program):
-        return InterpretedExecutable(closed, name)
     mesh = sharded.program_mesh(closed.program, in_shardings, out_shardings)
+    pmap_devices = _devices_of_pmaps(closed.program)
+    if pmap_devices:
+        if len(pmap_devices) > 1 or (mesh is not None and tuple(mesh.devices.flat) not in pmap_devices):
+            return InterpretedExecutable(closed, name)
+        mesh = Mesh(np.array(pmap_devices.pop(), dtype=object), (PMAP_AXIS_NAME,))
     if mesh is not None:
         program = closed.program
         return sharded.ShardedExecutable(closed, name, mesh, in_shardings or [None] * len(program.invars),
@@ -178,9 +182,8 @@ def compile_program(closed: ClosedProgram, name="main", backend=None, device=Non
 
 
 class InterpretedExecutable:
-    """A program holding a computation over several devices (a pmap) inside a single-device one (a jit),
-    run equation by equation: each pmap compiles for its devices, the rest runs eagerly. (Compiling the
-    whole program for the pmap's devices comes with sharded jit.)"""
+    """A program holding pmaps over different sets of devices, run equation by equation: each pmap compiles
+    for its devices, the rest runs eagerly."""
 
     def __init__(self, closed, name):
         self.closed = closed
@@ -200,16 +203,18 @@ class InterpretedExecutable:
         return self.run_on(args)
 
 
-def _spans_devices(program) -> bool:
-    """Whether a program holds a primitive running over several devices, here or in a sub-program."""
+def _devices_of_pmaps(program, found=None) -> set:
+    """The device tuples of the primitives running over several devices (pmaps) in a program and its
+    sub-programs; a program whose pmaps share their devices compiles as one program over them."""
+    found = set() if found is None else found
     for eqn in program.equations:
         if getattr(eqn.primitive, "spans_devices", False):
-            return True
+            found.add(tuple(eqn.params["devices"]))
         for value in eqn.params.values():
-            values = value if isinstance(value, (tuple, list)) else (value,)
-            if any(isinstance(v, ClosedProgram) and _spans_devices(v.program) for v in values):
-                return True
-    return False
+            for item in value if isinstance(value, tuple | list) else (value,):
+                if isinstance(item, ClosedProgram):
+                    _devices_of_pmaps(item.program, found)
+    return found
 
 
 def _signature_text(avals):

@@ -16,6 +16,7 @@ from numax.core.ad_util import UndefinedPrimal, tangent_aval
 from numax.core.avals import ShapedArray, get_aval
 from numax.core.config import config
 from numax.core.evaluation import eval_program
+from numax.core.sharding import AxisType, NamedSharding, P
 from numax.core.staging import trace_to_program
 from numax.core.trace import Tracer, ensure_compile_time_eval, get_aval_of  # noqa: F401  (re-exported)
 from numax.lax.ad import instantiate
@@ -108,8 +109,40 @@ def named_call(fun, *, name=None):
 
 
 def typeof(x):
-    """The abstract value (ShapedArray: shape, dtype, weak type) of an array, tracer or scalar."""
-    return get_aval_of(x)
+    """The abstract value (ShapedArray: shape, dtype, weak type) of an array, tracer or scalar. For an array
+    laid out over a mesh with Explicit axes, the type also shows how those axes split it (`float32[8@x,4]`,
+    and `.sharding`), as JAX's does; numax carries no shardings in the types of traced values (inside jit,
+    Explicit axes propagate through XLA's partitioner as Auto ones do)."""
+    aval = get_aval_of(x)
+    sharding = getattr(x, "_sharding", None)
+    if isinstance(sharding, NamedSharding) and AxisType.Explicit in sharding.mesh.axis_types:
+        return ShardedType(aval, sharding)
+    return aval
+
+
+def _axes_of(entry):
+    return () if entry is None else entry if isinstance(entry, tuple) else (entry,)
+
+
+class ShardedType(ShapedArray):
+    """`typeof` of an array split over Explicit mesh axes: its ShapedArray plus the split, `float32[8@x,4]`."""
+
+    __slots__ = ("sharding",)
+
+    def __init__(self, aval, sharding):
+        super().__init__(aval.shape, aval.dtype, aval.weak_type)
+        explicit = {name for name, kind in zip(sharding.mesh.axis_names, sharding.mesh.axis_types)
+                    if kind is AxisType.Explicit}
+        self.sharding = NamedSharding(sharding.mesh, P(*(
+            tuple(axis for axis in _axes_of(entry) if axis in explicit) for entry in sharding.spec)))
+
+    def str_short(self):
+        entries = tuple(self.sharding.spec) + (None,) * (self.ndim - len(self.sharding.spec))
+        dims = [str(size) + ("" if not _axes_of(entry) else f"@{entry}" if isinstance(entry, str) else
+                             f"@({','.join(entry)})") for size, entry in zip(self.shape, entries)]
+        return f"{dtypes.short_name(self.dtype)}[{','.join(dims)}]"
+
+    __str__ = str_short
 
 
 # --- linear transposition and custom gradients ----------------------------------------------------------

@@ -269,3 +269,32 @@ def test_outputs_carry_jax_shardings_and_draw_them(capsys):
     drawn = capsys.readouterr().out
     jax.debug.visualize_array_sharding(theirs[0])
     assert drawn == capsys.readouterr().out
+
+
+def test_jit_of_pmap_is_one_program_over_the_devices():
+    x = (np.arange(32, dtype=np.float32).reshape(8, 4) + 1) / 9
+
+    def make(L, m):
+        inner = (numax if L is lax else jax).pmap(lambda v: m.tanh(v) * L.psum(v, "i"), "i")
+        return lambda v: inner(v * 2).sum(axis=1) + m.max(v)
+
+    ours, theirs = numax.jit(make(lax, mnp)), jax.jit(make(jax.lax, jnp))
+    _close(ours(x), theirs(x))
+    text = ours.lower(x).as_text()
+    assert "sdy.manual_computation" in text and "mhlo.num_partitions = 8" in text
+    entry = next(iter(ours.cache.entries.values()))
+    assert type(entry.executable).__name__ == "ShardedExecutable"
+    _close(numax.grad(lambda v: ours(v).sum())(x), jax.grad(lambda v: theirs(v).sum())(x))
+
+
+def test_nested_pmap_is_refused_with_a_value_error_like_jax():
+    x = np.ones((2, 4, 3), np.float32)
+    for lib in (numax, jax):
+        with pytest.raises(ValueError):
+            lib.pmap(lib.pmap(lambda v: v * 2, "j"), "i")(x)
+    with pytest.raises(ValueError, match="nested pmaps are not supported"):
+        numax.pmap(numax.pmap(lambda v: v * 2, "j"), "i")(x)
+    inner = numax.jit(numax.pmap(lambda v: v + 1, "j"))
+    inner(x[0])  # traced (and cached) outside any pmap, then called inside one
+    with pytest.raises(ValueError, match="nested pmaps are not supported"):
+        numax.pmap(lambda v: inner(v), "i")(x)

@@ -249,3 +249,17 @@ def test_layouts_of_random_specs_round_trip(mesh_shape_names, dim_choice, scale,
     np.testing.assert_array_equal(np.asarray(out), x.T if transpose_output else x)
     for shard in out.addressable_shards:  # whatever layout XLA picked, each block is where the sharding says
         np.testing.assert_array_equal(np.asarray(shard.data), (x.T if transpose_output else x)[shard.index])
+
+
+@pytest.mark.parametrize("entries", [("x", "y"), (None, "y"), (("x", "y"),), ()], ids=str)
+def test_typeof_shows_explicit_axes_like_jax(entries):
+    mesh, jmesh = numax.make_mesh((4, 2), ("x", "y")), jax.make_mesh((4, 2), ("x", "y"))  # Explicit by default
+    x = np.ones((8, 4), np.float32)
+    ours = numax.typeof(numax.device_put(x, NamedSharding(mesh, P(*entries))))
+    theirs = jax.typeof(jax.device_put(x, js.NamedSharding(jmesh, JP(*entries))))
+    assert str(ours) == str(theirs).replace("float32", "f32")
+    ours_spec = tuple(ours.sharding.spec) + (None,) * (2 - len(ours.sharding.spec))
+    theirs_spec = tuple(theirs.sharding.spec) + (None,) * (2 - len(theirs.sharding.spec))
+    assert ours_spec == theirs_spec
+    auto = numax.typeof(numax.device_put(x, NamedSharding(MESH, P(*entries))))  # Auto axes: not in the type
+    assert type(auto) is numax.core.avals.ShapedArray and str(auto) == "f32[8,4]"

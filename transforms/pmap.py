@@ -25,7 +25,7 @@ from ..core.ir import ClosedProgram, Equation, Program, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.sharding import pmap_sharding
 from ..core.staging import hoist_tracer_consts, trace_to_program
-from ..core.trace import Tracer, get_aval_of
+from ..core.trace import Tracer, get_aval_of, trace_state
 from ..lax.collectives import extend_axis_env
 from ..lowering import sharded, xla
 from ..lowering.array import Array
@@ -79,9 +79,9 @@ def _per_value(mesh, avals, axes):
 
 def _pmap_lowering(ctx, *args, program, name, axis_name, axis_size, in_axes, out_axes, devices, backend):
     module = ctx.module
-    if module.axis_env:
-        raise NotImplementedError("pmap inside another pmap is not supported yet; use one pmap over a "
-                                  "flattened axis, or vmap inside pmap")
+    if module.axis_env:  # (a jit traced outside any pmap, holding one, called inside a pmap)
+        raise ValueError(f"a pmap over axis {axis_name!r} inside the pmap over {module.axis_env[-1][0]!r}: nested "
+                         "pmaps are not supported; use one pmap over the flattened axes, or vmap inside the pmap")
     if module.num_partitions not in (1, axis_size):
         raise NotImplementedError("one program holding pmaps over different numbers of devices")
     module.num_partitions = axis_size
@@ -375,6 +375,10 @@ class PmapFunction:
         return tuple(backend.devices[:size])
 
     def __call__(self, *args, **kwargs):
+        if trace_state.axis_frames:
+            raise ValueError(f"pmap of {self.name!r} inside the pmap over axis {trace_state.axis_frames[-1].name!r}: "
+                             "nested pmaps are not supported (nor are they in JAX since pmap is built on shard_map); "
+                             "use one pmap over the flattened axes, or vmap (with an axis_name) inside the pmap")
         static = tuple((i, args[i]) for i in self.static_argnums if i < len(args))
         dynamic = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
         in_axes = self.in_axes
