@@ -2,9 +2,10 @@
 
 Two worker processes (tests/multiprocess_worker.py) on localhost, 2 forced CPU devices each, join one run
 through a coordinator on a free port and train a small MLP data-parallel under pmap over the 4 global
-devices, then on global arrays under sharded jit; each checks itself against the one-process numpy computation and the parent checks their
-reports. A process killed mid-run must make the other fail, not hang. Processes are killed and reaped in
-`finally`, every wait is bounded. `initialize`'s errors and one-process runs are compared with jax.
+devices, then on global arrays under sharded jit; each checks itself against the one-process numpy
+computation and the parent checks their reports. A process killed mid-run must make the other fail, not
+hang. Processes are killed and reaped in `finally`, every wait is bounded. `initialize`'s errors and
+one-process runs are compared with jax.
 """
 
 import contextlib
