@@ -1,8 +1,9 @@
 """The XLA runtime: the one module that touches jaxlib.
 
-Owns the PJRT clients (CPU, and CUDA through the PJRT plugin, loaded without jax), devices, parsing
-and verifying StableHLO, compiling, host<->device transfers, executing, host callbacks and the
-LAPACK/cuSOLVER kernel registrations. Everything here is jax-free: see ../shared/RUNTIME.md for the
+Owns the PJRT clients (CPU, and CUDA through the PJRT plugin, loaded without jax), devices, XLA's
+distributed runtime (the coordination service and client of a multi-process run), parsing and verifying
+StableHLO, compiling, host<->device transfers, executing, host callbacks and the LAPACK/cuSOLVER kernel
+registrations. Everything here is jax-free: see ../shared/RUNTIME.md for the
 API facts and the traps this module guards against.
 """
 
@@ -74,7 +75,9 @@ class Backend:
     def __init__(self, platform, client):
         self.platform = platform
         self.client = client
-        self.devices = client.local_devices()
+        self.devices = client.local_devices()  # this process's (addressable) devices
+        self.global_devices = client.devices()  # every process's, in the order of their ids
+        self.process_index = client.process_index()
         self.default_device = self.devices[0]
         self.device_lists = {}
         self.shardings = {}
@@ -101,18 +104,30 @@ _backends = {}
 
 
 def _make_cpu_backend():
-    _size_cpu_thread_pool()
-    return Backend("cpu", xc.make_cpu_client())
+    runtime = _distributed_runtime
+    _size_cpu_thread_pool(across_processes=runtime is not None)
+    if runtime is None:
+        return Backend("cpu", xc.make_cpu_client())
+    # Across processes, CPU collectives go through gloo over TCP; peers find each other through the
+    # coordination service's key-value store.
+    collectives = _jax.make_gloo_tcp_collectives(distributed_client=runtime.client)
+    client = xc.make_cpu_client(distributed_client=runtime.client, node_id=runtime.process_id,
+                                num_nodes=runtime.num_processes, collectives=collectives,
+                                get_local_topology_timeout_minutes=runtime.topology_timeout_minutes,
+                                get_global_topology_timeout_minutes=runtime.topology_timeout_minutes)
+    return Backend("cpu", client)
 
 
-def _size_cpu_thread_pool():
+def _size_cpu_thread_pool(across_processes=False):
     """XLA's CPU client sizes its thread pool from the core count. With more (forced) devices than cores, a
     program with collectives enqueued while another still runs waits for threads that never come, and XLA
-    aborts the process after 40 s (a pmap training loop does exactly this). A pool of at least 32 threads, or
-    4 per device, avoids it; numax sets PJRT_NPROC so before the client starts, unless the user set it."""
+    aborts the process after 40 s (a pmap training loop does exactly this). Across processes it is worse:
+    gloo collectives hold a pool thread while they wait for the other processes, and a loop of pmap steps
+    over 2 devices per process on 2 cores hangs for good. A pool of at least 32 threads, or 4 per device,
+    avoids both; numax sets PJRT_NPROC so before the client starts, unless the user set it."""
     found = re.search(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
     devices = int(found.group(1)) if found else 1
-    if devices > (os.cpu_count() or 1) and "PJRT_NPROC" not in os.environ:
+    if (across_processes or devices > (os.cpu_count() or 1)) and "PJRT_NPROC" not in os.environ:
         os.environ["PJRT_NPROC"] = str(max(32, 4 * devices))
 
 
@@ -161,7 +176,14 @@ def _make_cuda_backend():
         xc.initialize_pjrt_plugin(_CUDA_PLUGIN_NAME)
     options = {"platform_name": "cuda", "allocator": os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default"),
                "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "false").lower() == "true"}
-    client = xc.make_c_api_client(_CUDA_PLUGIN_NAME, options)
+    runtime = _distributed_runtime
+    if runtime is None:
+        client = xc.make_c_api_client(_CUDA_PLUGIN_NAME, options)
+    else:  # across processes the plugin runs NCCL, set up through the coordination service (untested here)
+        options.update(node_id=runtime.process_id, num_nodes=runtime.num_processes)
+        if runtime.local_device_ids is not None:
+            options["visible_devices"] = list(runtime.local_device_ids)
+        client = xc.make_c_api_client(_CUDA_PLUGIN_NAME, options, runtime.client)
     _register_gpu_kernels(c_api, kernels_package)
     return Backend("gpu", client)
 
@@ -189,6 +211,72 @@ def _register_gpu_kernels(c_api, kernels_package):
             continue
     for name, capsule in registrations.items():
         xc.register_custom_call_target(name, capsule, platform="CUDA", api_version=1)
+
+
+# --- the distributed runtime (one process of several) ----------------------------------------------------
+class DistributedRuntime:
+    """This process's membership in a multi-process run: its coordination client and, on process 0, the
+    coordination service. Backends made while it is set span every process's devices."""
+
+    def __init__(self, client, service, process_id, num_processes, local_device_ids, topology_timeout_minutes):
+        self.client = client
+        self.service = service
+        self.process_id = process_id
+        self.num_processes = num_processes
+        self.local_device_ids = local_device_ids
+        self.topology_timeout_minutes = topology_timeout_minutes
+
+
+_distributed_runtime = None
+
+
+def backends_exist() -> bool:
+    return bool(_backends)
+
+
+def join_distributed_runtime(coordinator_address, bind_address, num_processes, process_id, local_device_ids, *,
+                             init_timeout, heartbeat_timeout, shutdown_timeout):
+    """Starts the coordination service (process 0, listening on `bind_address`) and connects this process's
+    client to it (blocking until every process has connected, at most `init_timeout` seconds). A process
+    that stops sending heartbeats for `heartbeat_timeout` seconds is declared dead, and the coordination
+    service then ends every other process with an error instead of leaving it waiting in a collective."""
+    global _distributed_runtime
+    with _lock:
+        load_jaxlib()
+        service = None
+        if process_id == 0:
+            service = _jax.get_distributed_runtime_service(bind_address, num_processes,
+                                                           heartbeat_timeout=heartbeat_timeout,
+                                                           shutdown_timeout=shutdown_timeout)
+        try:
+            client = _jax.get_distributed_runtime_client(coordinator_address, process_id, init_timeout=init_timeout,
+                                                         heartbeat_timeout=heartbeat_timeout,
+                                                         shutdown_timeout=shutdown_timeout, use_compression=True)
+            client.connect()
+        except BaseException:
+            if service is not None:
+                service.shutdown()
+            raise
+        # The device topology is exchanged when the first backend starts: bounded like the connection.
+        _distributed_runtime = DistributedRuntime(client, service, process_id, num_processes, local_device_ids,
+                                                  topology_timeout_minutes=max(1, -(-init_timeout // 60)))
+
+
+def leave_distributed_runtime():
+    """Shuts down this process's client (waiting for the other processes, at most the shutdown timeout), then
+    the service on process 0. Backends made before keep their devices."""
+    global _distributed_runtime
+    with _lock:
+        runtime, _distributed_runtime = _distributed_runtime, None
+    if runtime is not None:
+        runtime.client.shutdown()
+        if runtime.service is not None:
+            runtime.service.shutdown()
+
+
+def distributed_runtime():
+    """The DistributedRuntime this process joined, or None."""
+    return _distributed_runtime
 
 
 def available_platforms():
@@ -239,6 +327,11 @@ def _default_platform():
 
 def default_backend():
     return get_backend(_default_platform())
+
+
+def is_addressable(device) -> bool:
+    """Whether `device` belongs to this process (in a multi-process run, others' devices are visible too)."""
+    return device.process_index == device.client.process_index()
 
 
 def backend_of_device(device) -> Backend:

@@ -27,8 +27,6 @@ from numax._api_extras import (  # noqa: F401, E402
     live_arrays,
     named_call,
     named_scope,
-    process_count,
-    process_index,
     typeof,
 )
 from numax._runtime import (  # noqa: F401, E402
@@ -40,6 +38,8 @@ from numax._runtime import (  # noqa: F401, E402
     devices,
     local_device_count,
     local_devices,
+    process_count,
+    process_index,
 )
 from numax.core import pytree as _pytree
 from numax.core.config import config  # noqa: F401
@@ -70,8 +70,10 @@ tree_unflatten = _pytree.tree_unflatten
 
 __version__ = "0.1.0"
 
-# Loaded on first use (`numax.random.key`, `from numax import nn`, `import numax.scipy.special`, `numax.remat`).
-_defer_imports(globals(), {"debug": ("pure_callback",), "nn": (), "random": (), "scipy": (),
+# Loaded on first use (`numax.random.key`, `from numax import nn`, `numax.distributed.initialize`,
+# `import numax.scipy.special`, `numax.remat`).
+_defer_imports(globals(), {"debug": ("pure_callback",), "distributed": (), "nn": (), "random": (), "scipy": (),
                           "transforms.checkpoint": ("checkpoint", "checkpoint_policies", "remat"),
                           "transforms.pmap": ("pmap",), "sharding": ("make_mesh", "P", "set_mesh", "reshard"),
-                          "_global_arrays": ("make_array_from_callback", "make_array_from_single_device_arrays")})
+                          "_global_arrays": ("make_array_from_callback", "make_array_from_single_device_arrays",
+                                             "make_array_from_process_local_data")})

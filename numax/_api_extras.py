@@ -31,16 +31,6 @@ jacobian = jacrev
 
 
 # --- processes -------------------------------------------------------------------------------------------
-def process_count(backend=None):
-    """How many processes take part in the computation: 1 (numax has no multi-process runtime)."""
-    return 1
-
-
-def process_index(backend=None):
-    """This process's index among `process_count()`: 0."""
-    return 0
-
-
 # --- contexts --------------------------------------------------------------------------------------------
 def disable_jit(disable=True):
     """Context manager under which `jit`-decorated functions run op by op in Python (each operation

@@ -1,5 +1,5 @@
-"""Building an array laid out over devices from its blocks: `make_array_from_callback` and
-`make_array_from_single_device_arrays` (JAX's names and semantics)."""
+"""Building an array laid out over devices from its blocks: `make_array_from_callback`,
+`make_array_from_single_device_arrays` and `make_array_from_process_local_data` (JAX's names and semantics)."""
 
 import numpy as np
 
@@ -78,3 +78,21 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 def _assemble(shape, dtype, sharding, singles):
     backend = xla.backend_of_device(next(iter(sharding.device_set)))
     return ShardedArray(ShapedArray(shape, dtype), [array._buffer for array in singles], backend, sharding)
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+    """A global array laid out by `sharding` from the data this process has (each leaf of `local_data`, with
+    `sharding` and `global_shape` one for all leaves or a tree prefix of it), as in JAX: along a dimension
+    the sharding splits across processes, the local data is this process's consecutive share of it (its
+    devices' blocks, in order); along the others it is the whole dimension. `global_shape` defaults to the
+    one where every process holds an equal share. In one process this places the array as it is."""
+    from numax._runtime import _per_leaf
+    from numax.core import pytree
+    from numax.lowering.process_local import array_from_process_local_data
+
+    leaves, treedef = pytree.tree_flatten(local_data)
+    shardings = [_checked_sharding(s, "make_array_from_process_local_data") for s in _per_leaf(
+        sharding, local_data, treedef, "sharding", lambda s: isinstance(s, Sharding))]
+    shapes = _per_leaf(global_shape, local_data, treedef, "global_shape",
+                       lambda s: s is None or (isinstance(s, tuple) and all(isinstance(n, int) for n in s)))
+    return treedef.unflatten([array_from_process_local_data(*args) for args in zip(shardings, leaves, shapes)])

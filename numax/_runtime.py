@@ -1,4 +1,8 @@
-"""Devices and transfers: `devices()`, `default_backend()`, `device_put`, `device_get`, `block_until_ready`."""
+"""Devices and transfers: `devices()`, `default_backend()`, `device_put`, `device_get`, `block_until_ready`.
+
+In a multi-process run (`numax.distributed.initialize`), `devices()` and `device_count()` count every
+process's devices, `local_devices()` and `local_device_count()` this process's, as in JAX.
+"""
 
 import numpy as np
 
@@ -11,20 +15,36 @@ from numax.lowering.array import Array, put
 
 
 def devices(backend=None):
-    return list(xla.get_backend(backend).devices)
+    """Every device of the backend, over all processes."""
+    return list(xla.get_backend(backend).global_devices)
 
 
 def local_devices(process_index=None, backend=None, host_id=None):
-    """The devices attached to this process: all of them (numax runs in one process)."""
-    return devices(backend)
+    """The devices attached to process `process_index` (default: this process)."""
+    if host_id is not None:
+        process_index = host_id
+    runtime = xla.get_backend(backend)
+    if process_index is None or process_index == runtime.process_index:
+        return list(runtime.devices)
+    return [d for d in runtime.global_devices if d.process_index == process_index]
 
 
 def local_device_count(backend=None):
-    return len(devices(backend))
+    return len(xla.get_backend(backend).devices)
 
 
 def device_count(backend=None):
-    return len(devices(backend))
+    return len(xla.get_backend(backend).global_devices)
+
+
+def process_index(backend=None):
+    """This process's index among `process_count()` (0 unless numax.distributed.initialize was called)."""
+    return xla.get_backend(backend).process_index
+
+
+def process_count(backend=None):
+    """How many processes take part in the computation."""
+    return max(d.process_index for d in xla.get_backend(backend).global_devices) + 1
 
 
 def default_backend():
@@ -104,3 +124,4 @@ def block_until_ready(x):
         if isinstance(leaf, Array):
             leaf.block_until_ready()
     return x
+

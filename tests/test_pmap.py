@@ -198,6 +198,12 @@ def test_psum_and_all_gather_over_any_device_count_match_numpy(devices, shape, s
     np.testing.assert_array_equal(np.asarray(index), np.arange(devices))
 
 
+def test_one_pmapped_function_over_different_device_counts_sees_each_axis_size():
+    size_of = numax.pmap(lambda v: v + lax.axis_size("i"), "i")
+    for devices in (2, 4):
+        np.testing.assert_array_equal(np.asarray(size_of(np.zeros(devices, np.float32))), np.full(devices, devices))
+
+
 def test_errors_name_the_problem():
     with pytest.raises(ValueError, match=r"requires 9 devices, but only 8 cpu .*xla_force_host_platform_device_count"):
         numax.pmap(lambda v: v)(np.ones((9, 2), np.float32))

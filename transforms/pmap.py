@@ -30,6 +30,7 @@ from ..lax.collectives import extend_axis_env
 from ..lowering import sharded, xla
 from ..lowering.array import Array
 from ..lowering.lower import lower_program_body, lower_to_module, register_lowering
+from ..lowering.process_local import pmap_global_argument, pmap_local_result
 from ..lowering.sharded_array import ShardedArray
 from ..lowering.stablehlo import aval_type, tensor_type
 from .jvp import jvp_program
@@ -313,6 +314,31 @@ def _device_count_error(size, available, backend):
                       f"devices are available.{hint}")
 
 
+# --- across processes (numax.distributed): as in JAX, a pmap spans every process's devices, each process
+# passes and gets back its own part (mapped axis: its local device count), collectives span all processes.
+def _devices_of_every_process(backend, local_size):
+    """The first `local_size` devices of each process, process by process (JAX orders them so)."""
+    if local_size > len(backend.devices):
+        raise _device_count_error(local_size, len(backend.devices), backend)
+    by_process = {}
+    for device in backend.global_devices:
+        by_process.setdefault(device.process_index, []).append(device)
+    return tuple(device for index in sorted(by_process) for device in by_process[index][:local_size])
+
+
+@functools.lru_cache(maxsize=64)
+def _spans_processes(devices):
+    return not all(xla.is_addressable(device) for device in devices)
+
+
+def _global_arguments(leaves, axes, devices, axis_name):
+    """Each process's arguments as the global arrays the pmap over all processes' `devices` takes."""
+    if any(isinstance(leaf, Tracer) for leaf in leaves):
+        raise NotImplementedError("a pmap across processes runs only outside transformations (jit, grad, vmap): "
+                                  "call it at the top level, and transform the function it maps instead")
+    return [pmap_global_argument(leaf, devices, axis, axis_name) for leaf, axis in zip(leaves, axes)]
+
+
 class PmapFunction:
     """The callable `numax.pmap(f)` returns."""
 
@@ -342,6 +368,8 @@ class PmapFunction:
                                  f"{len(self.devices)}.")
             return self.devices
         backend = xla.get_backend(self.backend) if self.backend else xla.default_placement()[0]
+        if len(backend.global_devices) > len(backend.devices):
+            return _devices_of_every_process(backend, size)
         if size > len(backend.devices):
             raise _device_count_error(size, len(backend.devices), backend)
         return tuple(backend.devices[:size])
@@ -370,8 +398,11 @@ class PmapFunction:
             size = self.axis_size
         axes = tuple(a if a is None else a % get_aval_of(leaf).ndim for a, leaf in zip(axes, leaves))
         devices = self._devices_for(size)
+        across_processes = _spans_processes(devices)
+        if across_processes:
+            leaves, size = _global_arguments(leaves, axes, devices, self.axis_name), len(devices)
         avals = tuple(_unmapped_aval(leaf, axis) for leaf, axis in zip(leaves, axes))
-        key = (in_tree, avals, axes, tuple((i, _hashable(v)) for i, v in static), config.enable_x64)
+        key = (in_tree, avals, axes, size, tuple((i, _hashable(v)) for i, v in static), config.enable_x64)
         traced = []
 
         def trace():
@@ -384,6 +415,8 @@ class PmapFunction:
         outs = pmap_p.bind(*hoisted, *leaves, program=closed, name=self.name, axis_name=self.axis_name,
                            axis_size=size, in_axes=(None,) * len(hoisted) + axes, out_axes=out_axes,
                            devices=devices, backend=self.backend)
+        if across_processes:
+            outs = [pmap_local_result(out, devices, axis, self.axis_name) for out, axis in zip(outs, out_axes)]
         self._donate(leaves, dynamic)
         return out_tree.unflatten(outs)
 
