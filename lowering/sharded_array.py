@@ -127,7 +127,7 @@ class ShardedArray(Array):
     def _value(self) -> np.ndarray:
         if self._host_value is None:
             self._check_alive()
-            if not self._sharding.is_fully_addressable:
+            if not self._sharding.is_fully_addressable and not self._sharding.is_fully_replicated:
                 raise RuntimeError("reading the value of an array that spans devices of other processes is not "
                                    "possible: read its addressable_shards, or gather it first")
             value = np.empty(self.aval.shape, self.aval.dtype)

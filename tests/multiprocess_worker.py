@@ -137,10 +137,11 @@ def sharded_jit_half(numax, process_id, num_processes, failures):
     params = numax.make_array_from_process_local_data(replicated, initial_params())
     for number, (reference_params, reference_loss) in enumerate(reference_training()):
         params, loss = step(params, x_global, y_global)
-        # replicated over both processes: read this process's copy
-        _check_close(f"jit step {number} loss", loss.addressable_shards[0].data, reference_loss, failures)
+        # replicated over both processes: read as a whole, and this process's copy
+        _check_close(f"jit step {number} loss", loss, reference_loss, failures)
         for name in reference_params:
-            _check_close(f"jit step {number} {name}", params[name].addressable_shards[0].data,
+            _check_close(f"jit step {number} {name}", params[name], reference_params[name], failures)
+            _check_close(f"jit step {number} {name} (local copy)", params[name].addressable_shards[0].data,
                          reference_params[name], failures)
 
 
