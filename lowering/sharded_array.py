@@ -9,6 +9,7 @@ read; a program that takes the array with the same layout uses them as they are.
 import numpy as np
 
 from ..core import avals as avals_module
+from ..core import caches
 from ..core.avals import ShapedArray
 from . import xla
 from .array import Array
@@ -65,9 +66,10 @@ class ShardedArray(Array):
 
     def has_layout(self, sharding):
         """Whether the blocks are laid out as a program taking `sharding` expects them."""
-        return (self._sharding is sharding or (self._sharding._device_assignment == sharding._device_assignment
-                                               and self._sharding.is_equivalent_to(sharding, self.aval.ndim))) \
-            and not self.is_deleted()
+        mine = self._sharding
+        if mine is not sharding and mine != sharding and not _same_layout(mine, sharding, self.aval.ndim):
+            return False
+        return not self.is_deleted()
 
     def devices(self):
         return set(self._sharding.device_set)
@@ -152,6 +154,12 @@ class ShardedArray(Array):
         from .array import _rebuild
 
         return (_rebuild, (self._value(), self.aval.weak_type))
+
+
+@caches.lru(1024)
+def _same_layout(sharding, other, ndim):
+    """Whether two shardings place the same blocks on the same devices, in the same order."""
+    return sharding._device_assignment == other._device_assignment and sharding.is_equivalent_to(other, ndim)
 
 
 avals_module.aval_of_type[ShardedArray] = lambda array: array.aval
