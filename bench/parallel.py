@@ -105,7 +105,7 @@ def compare_pmap(params, x, y, devices, args):
     for lib, np_ in ((numax, xnp), (jax, jnp)):
         step, _ = make_steps(lib, np_)
         # An identity pmap places each device's block where the step's pmap expects it.
-        placed = lib.pmap(lambda *values: values)(stacked, xs, ys)
+        placed = lib.pmap(lambda *values: values, axis_name="devices")(stacked, xs, ys)
         runners.append(Runner(step, *placed))
     ours, theirs = runners
     ours(), theirs()
