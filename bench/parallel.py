@@ -164,7 +164,7 @@ def main():
     if args.batch % devices:
         sys.exit(f"--batch {args.batch} does not split over {devices} devices")
     params, x, y = setup(np.random.default_rng(0), args.batch, args.width, args.layers, args.features)
-    print(f"# numax {numax.__version__} vs jax {jax.__version__} on {devices} {numax.default_backend()} devices "
+    print(f"# numax {numax.__version__} vs jax {jax.__version__} on {devices} {numax.default_backend()} device(s) "
           f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
           f"{sys.version.split()[0]}); MLP {args.features} -> {args.layers - 1}x{args.width} -> {args.features}, "
           f"batch {args.batch}, {args.steps} steps x {args.repeats} repeats")
