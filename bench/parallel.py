@@ -10,7 +10,8 @@ Each step's parameters feed the next call. Both libraries' losses and parameters
 steps are timed interleaved (median over repeats of `--steps` steps, each repeat ending in block_until_ready).
 On the CPU the script forces 8 host devices unless XLA_FLAGS is set; `--devices 1` runs one device (a GPU).
 
-    python bench/parallel.py [--devices N] [--width W] [--batch B] [--steps S] [--repeats R] [--quick]
+    python bench/parallel.py [--devices N] [--width W] [--layers L] [--features F] [--batch B] [--steps S]
+                             [--repeats R] [--quick]
 """
 
 import argparse
@@ -89,7 +90,6 @@ class Runner:
 
     def __call__(self):
         self.params, self.loss = self.step(self.params, self.x, self.y)
-        return self.loss
 
     def steps(self, count, block_until_ready):
         for _ in range(count):
