@@ -133,7 +133,50 @@ def lower_partitioned(closed, name, mesh, in_shardings, out_shardings, platform)
     return text, module, lowered, hoisted, in_shardings
 
 
-# --- executing ----------------------------------------------------------------------------------------------
+# --- executing ---------------------------------------------------------------------------------------------
+class MultiDeviceCall:
+    """Calls a program compiled for several devices on numax values: lays each argument out as the program
+    takes it (an array already laid out so goes in as it is) and wraps each output, kept whole on the
+    devices, as a ShardedArray."""
+
+    def __init__(self, compiled, devices, in_avals, in_shardings, out_avals, out_shardings):
+        self.compiled = compiled
+        self.devices = devices = tuple(devices)
+        self.backend = xla.backend_of_device(devices[0])
+        self.in_avals, self.in_shardings = list(in_avals), list(in_shardings)
+        self.out_avals, self.out_shardings = list(out_avals), list(out_shardings)
+        self.hlo_in = [hlo_sharding(s, a.ndim, devices) for s, a in zip(in_shardings, in_avals)]
+        hlo_out = [hlo_sharding(s, a.ndim, devices) for s, a in zip(out_shardings, out_avals)]
+        self.out_layouts = [(hlo, devices) for hlo in hlo_out]
+        self.handlers = [xla.multi_device_result_handler(a.shape, a.dtype, devices, hlo)
+                         for a, hlo in zip(out_avals, hlo_out)]
+
+    def argument(self, value, k):
+        """The raw multi-device array for argument `k`."""
+        aval, sharding = self.in_avals[k], self.in_shardings[k]
+        if type(value) is ShardedArray and value.aval.dtype == aval.dtype and value.has_layout(sharding):
+            return value.whole(self.hlo_in[k], self.devices)
+        host = np.asarray(value, dtype=aval.dtype)
+        if host.shape != aval.shape:
+            raise TypeError(f"argument of shape {host.shape} passed where {aval.str_short()} is expected")
+        return xla.assemble(aval.shape, aval.dtype, self.devices, self.hlo_in[k],
+                            block_buffers(host, sharding, self.backend))
+
+    def run(self, arguments, values):
+        """Runs on the raw `arguments` (made from `values`); returns the raw outputs."""
+        try:
+            return xla.execute(self.compiled, arguments, self.handlers)
+        except Exception:
+            if any(isinstance(v, Array) and v.is_deleted() for v in values):
+                raise RuntimeError("an argument array was deleted (donated to an earlier call?)") from None
+            raise
+
+    def wrap(self, outputs):
+        backend = self.backend
+        return [ShardedArray(aval, None, backend, sharding, whole, layout) for aval, sharding, whole, layout in zip(
+            self.out_avals, self.out_shardings, outputs, self.out_layouts)]
+
+
 class ShardedExecutable:
     """A program compiled for the devices of a mesh; runs on arguments' blocks, returns ShardedArrays."""
 
@@ -156,10 +199,9 @@ class ShardedExecutable:
         self.in_shardings = self._chosen(self.in_shardings, xla.parameter_shardings(self.compiled),
                                          lowered.program.in_avals)
         self.out_shardings = self._chosen(out_shardings, xla.output_shardings(self.compiled), self.out_avals)
-        self.hlo_in_shardings = [hlo_sharding(s, aval.ndim, devices)
-                                 for s, aval in zip(self.in_shardings, lowered.program.in_avals)]
-        self.const_arguments = [self._argument(value, aval, sharding, hlo) for value, aval, sharding, hlo in zip(
-            hoisted, lowered.program.in_avals, self.in_shardings, self.hlo_in_shardings)]
+        self.call = MultiDeviceCall(self.compiled, devices, lowered.program.in_avals, self.in_shardings,
+                                    self.out_avals, self.out_shardings)
+        self.const_arguments = [self.call.argument(value, k) for k, value in enumerate(hoisted)]
 
     def _chosen(self, asked, chosen, avals):
         """Each value's sharding: the one asked for, else the one XLA chose, described over the program's mesh."""
@@ -174,34 +216,13 @@ class ShardedExecutable:
             shardings.append(sharding)
         return shardings
 
-    def _argument(self, value, aval, sharding, hlo):
-        if type(value) is ShardedArray and value.has_layout(sharding):
-            if value.aval.dtype != aval.dtype:
-                raise TypeError(f"argument of type {value.aval.str_short()} passed where {aval.str_short()} "
-                                "is expected")
-            blocks = value._shards
-        else:
-            host = np.asarray(value, dtype=aval.dtype)
-            if host.shape != aval.shape:
-                raise TypeError(f"argument of shape {host.shape} passed where {aval.str_short()} is expected")
-            blocks = block_buffers(host, sharding, self.backend)
-        return xla.assemble(aval.shape, aval.dtype, self.devices, hlo, blocks)
-
     def run_on(self, values):
-        offset = len(self.const_arguments)
-        arguments = self.const_arguments + [
-            self._argument(v, aval, s, hlo) for v, aval, s, hlo in zip(
-                values, self.in_avals, self.in_shardings[offset:], self.hlo_in_shardings[offset:])]
-        try:
-            return xla.execute_split(self.compiled, arguments, len(self.out_avals))
-        except Exception:
-            if any(isinstance(v, Array) and v.is_deleted() for v in values):
-                raise RuntimeError("an argument array was deleted (donated to an earlier call?)") from None
-            raise
+        offset, call = len(self.const_arguments), self.call
+        arguments = self.const_arguments + [call.argument(v, k) for k, v in enumerate(values, offset)]
+        return call.run(arguments, values)
 
     def wrap_outputs(self, outputs):
-        return [ShardedArray(aval, blocks, self.backend, sharding)
-                for aval, blocks, sharding in zip(self.out_avals, outputs, self.out_shardings)]
+        return self.call.wrap(outputs)
 
     def __call__(self, *args):
         return self.wrap_outputs(self.run_on(args))

@@ -31,19 +31,38 @@ class Shard:
 
 
 class ShardedArray(Array):
-    """An array laid out over devices by a `Sharding` (see the module docstring)."""
+    """An array laid out over devices by a `Sharding` (see the module docstring).
 
-    __slots__ = ("_shards", "_sharding", "_indices")
+    It holds its blocks as one raw multi-device array (`_whole`, as a program returns it and the next one
+    takes it), as single-device buffers (`_parts`), or both: each is made from the other when first needed."""
 
-    def __init__(self, aval: ShapedArray, shards, backend, sharding):
+    __slots__ = ("_parts", "_whole", "_whole_layout", "_sharding", "_indices")
+
+    def __init__(self, aval: ShapedArray, shards, backend, sharding, whole=None, whole_layout=None):
         self.aval = aval
         self._buffer = None
         self._backend = backend
         self._device = None
         self._host_value = None
-        self._shards = list(shards)  # one buffer per addressable device, in the sharding's device order
+        self._parts = None if shards is None else list(shards)  # per addressable device, in the sharding's order
+        self._whole = whole
+        self._whole_layout = whole_layout  # (HLO sharding, devices) of `_whole`
         self._sharding = sharding
         self._indices = None
+
+    @property
+    def _shards(self):
+        if self._parts is None:
+            self._parts = list(xla.split(self._whole))
+        return self._parts
+
+    def whole(self, hlo_sharding, devices):
+        """The blocks as one raw array over `devices` laid out by `hlo_sharding` (as a program takes them)."""
+        layout = self._whole_layout
+        if layout is None or layout[1] != devices or (layout[0] is not hlo_sharding and layout[0] != hlo_sharding):
+            self._whole = xla.assemble(self.aval.shape, self.aval.dtype, devices, hlo_sharding, self._shards)
+            self._whole_layout = (hlo_sharding, devices)
+        return self._whole
 
     # --- layout ---
     @property
@@ -101,23 +120,27 @@ class ShardedArray(Array):
         return self._shard_array(index)
 
     # --- life cycle ---
+    def _buffers(self):
+        """Every raw array holding the blocks (deleting or waiting on one of them alone is not enough)."""
+        return ([self._whole] if self._whole is not None else []) + (self._parts or [])
+
     def block_until_ready(self):
-        xla.block_until_ready(self._shards)
+        xla.block_until_ready(self._buffers())
         return self
 
     def is_ready(self):
-        return all(shard.is_ready() for shard in self._shards)
+        return all(buffer.is_ready() for buffer in self._buffers())
 
     def is_deleted(self):
-        return any(xla.is_deleted(shard) for shard in self._shards)
+        return any(xla.is_deleted(buffer) for buffer in self._buffers())
 
     def _check_alive(self):
         if self.is_deleted():
             raise RuntimeError("this array was deleted (donated to a pmapped function, or deleted explicitly)")
 
     def delete(self):
-        for shard in self._shards:
-            xla.delete(shard)
+        for buffer in self._buffers():
+            xla.delete(buffer)
         self._host_value = None
 
     def copy_to_host_async(self):

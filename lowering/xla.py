@@ -469,9 +469,17 @@ _HANDLER_TAKES_SKIP_CHECKS = True
 
 def result_handler(shape, dtype, backend, device):
     """A handler turning an executable's output into a raw jaxlib array (built once per executable)."""
+    return _array_handler(_HostAval(shape, dtype), backend.sharding(device))
+
+
+def multi_device_result_handler(shape, dtype, devices, sharding):
+    """A handler turning a multi-device program's output into one raw array over `devices` (the program's
+    device order) laid out by the HLO `sharding` (built once per executable)."""
+    return _array_handler(_HostAval(shape, dtype), _jax.GSPMDSharding(list(devices), sharding))
+
+
+def _array_handler(aval, sharding):
     global _HANDLER_TAKES_SKIP_CHECKS
-    aval = _HostAval(shape, dtype)
-    sharding = backend.sharding(device)
     if _HANDLER_TAKES_SKIP_CHECKS:
         try:
             return _jax.array_result_handler(aval, sharding, True, _skip_checks=True)
@@ -537,16 +545,10 @@ def assemble(shape, dtype, devices, sharding, shards):
                           _skip_checks=True)
 
 
-def _one_list(shards):
-    return shards
-
-
-def execute_split(executable, arguments, num_outputs):
-    """Runs a multi-device program; returns, per output, the single-device buffers of its shards (in the
-    order of the executable's devices)."""
-    results = executable.execute_sharded(arguments)
-    with _jax_imports_refused():
-        return results.consume_with_handlers([_one_list] * num_outputs)
+def split(array):
+    """The single-device buffers of a multi-device raw array (its addressable ones, in its devices' order)."""
+    with _jax_imports_refused():  # jaxlib would import jax to describe each piece
+        return array._arrays
 
 
 _JAX_MODULES = ("jax", "jax.core", "jax._src", "jax._src.sharding_impls")

@@ -14,8 +14,6 @@ rules transform the per-device program (with the axis bound again) and bind a ne
 
 import functools
 
-import numpy as np
-
 from ..core import caches
 from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
@@ -31,7 +29,6 @@ from ..lowering import sharded, xla
 from ..lowering.array import Array
 from ..lowering.lower import lower_program_body, lower_to_module, register_lowering
 from ..lowering.process_local import pmap_global_argument, pmap_local_result
-from ..lowering.sharded_array import ShardedArray
 from ..lowering.stablehlo import aval_type, tensor_type
 from .jvp import jvp_program
 from .partial_eval import partial_eval_program, partial_eval_rules
@@ -136,8 +133,6 @@ class _PmapExecutable:
         self.out_avals = _pmap_abstract_eval(*in_avals, **params)
         self.in_shardings = [_shared_pmap_sharding(self.devices, axis, self.axis_name) for axis in self.in_axes]
         self.out_shardings = [_shared_pmap_sharding(self.devices, axis, self.axis_name) for axis in self.out_axes]
-        self.hlo_in_shardings = [sharded.hlo_sharding(s, a.ndim, self.devices)
-                                 for s, a in zip(self.in_shardings, in_avals)]
         invars, outvars = [Var(a) for a in in_avals], [Var(a) for a in self.out_avals]
         closed = ClosedProgram(Program([], invars, outvars, [Equation(pmap_p, invars, outvars, params)]), [])
         spmd = len(self.devices) > 1
@@ -154,28 +149,12 @@ class _PmapExecutable:
         self.host_callbacks = module.host_callbacks
         self.compiled = xla.compile_module(self.text, self.backend, self.devices, module.host_callbacks,
                                            num_partitions=len(self.devices), spmd=spmd)
-
-    def _argument(self, value, aval, sharding, hlo):
-        if type(value) is ShardedArray and value.aval.dtype == aval.dtype and value.has_layout(sharding):
-            blocks = value._shards
-        else:
-            host = np.asarray(value, dtype=aval.dtype)
-            if host.shape != aval.shape:
-                raise TypeError(f"pmap argument of shape {host.shape} passed where {aval.str_short()} is expected")
-            blocks = sharded.block_buffers(host, sharding, self.backend)
-        return xla.assemble(aval.shape, aval.dtype, self.devices, hlo, blocks)
+        self.call = sharded.MultiDeviceCall(self.compiled, self.devices, in_avals, self.in_shardings, self.out_avals,
+                                            self.out_shardings)
 
     def __call__(self, *args):
-        arguments = [self._argument(*parts) for parts in zip(args, self.in_avals, self.in_shardings,
-                                                               self.hlo_in_shardings)]
-        try:
-            outputs = xla.execute_split(self.compiled, arguments, len(self.out_avals))
-        except Exception:
-            if any(isinstance(v, Array) and v.is_deleted() for v in args):
-                raise RuntimeError("a pmap argument array was deleted (donated to an earlier call?)") from None
-            raise
-        return [ShardedArray(aval, blocks, self.backend, sharding)
-                for aval, blocks, sharding in zip(self.out_avals, outputs, self.out_shardings)]
+        call = self.call
+        return call.wrap(call.run([call.argument(v, k) for k, v in enumerate(args)], args))
 
 
 _executables = caches.ComputeOnceCache()
