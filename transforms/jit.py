@@ -134,11 +134,11 @@ partial_eval_rules[jit_p] = _jit_partial_eval
 
 
 # --- signatures -----------------------------------------------------------------------------------
-class _TracerArgument(Exception):
+class TracerArgument(Exception):
     """Raised while computing a call's signature when an argument is a tracer (the call is traced)."""
 
 
-def _leaf_signature(leaf):
+def leaf_signature(leaf):
     kind = type(leaf)
     if kind is Array:
         return leaf.aval
@@ -147,12 +147,12 @@ def _leaf_signature(leaf):
     if kind in dtypes.python_scalar_types:
         return kind
     if isinstance(leaf, Tracer):
-        raise _TracerArgument
+        raise TracerArgument
     return get_aval(leaf)
 
 
-def _traced_leaf_signature(leaf):
-    return leaf.aval if isinstance(leaf, Tracer) else _leaf_signature(leaf)
+def traced_leaf_signature(leaf):
+    return leaf.aval if isinstance(leaf, Tracer) else leaf_signature(leaf)
 
 
 def _leaf_aval(leaf, signature):
@@ -270,7 +270,7 @@ class JitFunction:
         """Traces for these arguments: (Program, consts, in_tree, out_tree, static, donated mask)."""
         dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
         leaves, in_tree = tree.tree_flatten((dynamic_args, dynamic_kwargs))
-        in_avals = [leaf.aval if isinstance(leaf, Tracer) else _leaf_aval(leaf, _leaf_signature(leaf))
+        in_avals = [leaf.aval if isinstance(leaf, Tracer) else _leaf_aval(leaf, leaf_signature(leaf))
                     for leaf in leaves]
         flat_fun = self._flat_fun(static, in_tree)
         program, consts = trace_to_program(flat_fun, in_avals)
@@ -300,10 +300,10 @@ class JitFunction:
             dynamic_args, dynamic_kwargs, static = args, None, ()
         leaves = []
         try:
-            signature = tree.flatten_with_signature(dynamic_args, leaves, _leaf_signature)
-            kw_signature = (tree.flatten_with_signature(dynamic_kwargs, leaves, _leaf_signature)
+            signature = tree.flatten_with_signature(dynamic_args, leaves, leaf_signature)
+            kw_signature = (tree.flatten_with_signature(dynamic_kwargs, leaves, leaf_signature)
                             if dynamic_kwargs else None)
-        except _TracerArgument:
+        except TracerArgument:
             return self._call_traced(args, kwargs)
         if is_tracing():
             return self._call_traced(args, kwargs)
@@ -361,7 +361,7 @@ class JitFunction:
             return self.fun(*args, **kwargs)
         dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
         leaves = []
-        signature = tree.flatten_with_signature((dynamic_args, dynamic_kwargs), leaves, _traced_leaf_signature)
+        signature = tree.flatten_with_signature((dynamic_args, dynamic_kwargs), leaves, traced_leaf_signature)
         key = (signature, static, config.enable_x64)
         entry = self.traced_cache.entries.get(key)
         if entry is not None:
@@ -554,7 +554,7 @@ class Compiled:
             raise TypeError(f"function compiled for arguments structured as {self.in_tree} was called with "
                             f"{in_tree}")
         for i, (leaf, aval) in enumerate(zip(leaves, self.executable.in_avals)):
-            leaf_aval = _leaf_aval(leaf, _leaf_signature(leaf))
+            leaf_aval = _leaf_aval(leaf, leaf_signature(leaf))
             if (leaf_aval.shape, leaf_aval.dtype) != (aval.shape, aval.dtype):
                 raise TypeError(f"compiled function: argument leaf {i} of type {leaf_aval.str_short()} passed "
                                 f"where {aval.str_short()} is expected")

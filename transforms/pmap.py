@@ -13,6 +13,8 @@ rules transform the per-device program (with the axis bound again) and bind a ne
 """
 
 import functools
+import threading
+import weakref
 
 from ..core import caches
 from ..core import pytree as tree
@@ -23,13 +25,14 @@ from ..core.ir import ClosedProgram, Equation, Program, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.sharding import pmap_sharding
 from ..core.staging import hoist_tracer_consts, trace_to_program
-from ..core.trace import Tracer, get_aval_of, trace_state
+from ..core.trace import Tracer, get_aval_of, is_tracing, trace_state
 from ..lax.collectives import extend_axis_env
 from ..lowering import sharded, xla
 from ..lowering.array import Array
 from ..lowering.lower import lower_program_body, lower_to_module, register_lowering
 from ..lowering.process_local import pmap_global_argument, pmap_local_result
 from ..lowering.stablehlo import aval_type, tensor_type
+from .jit import TracerArgument, leaf_signature
 from .jvp import jvp_program
 from .partial_eval import partial_eval_program, partial_eval_rules
 from .transpose import transpose_program
@@ -158,18 +161,27 @@ class _PmapExecutable:
 
 
 _executables = caches.ComputeOnceCache()
+_pmap_functions = weakref.WeakSet()  # every numax.pmap function, for clear_caches
+_pmap_functions_lock = threading.Lock()
 
 
 @caches.register
 def _clear_caches():
     _executables.clear()
+    with _pmap_functions_lock:
+        functions = list(_pmap_functions)
+    for function in functions:
+        function.traced.clear()
+        function.compiled.clear()
+
+
+def _executable(params, in_avals):
+    key = (params["program"], in_avals, params["in_axes"], params["out_axes"], params["devices"], params["axis_name"])
+    return _executables.get(key, lambda: _PmapExecutable(params, in_avals))
 
 
 def _pmap_impl(*args, **params):
-    in_avals = tuple(get_aval_of(a) for a in args)
-    key = (params["program"], in_avals, params["in_axes"], params["out_axes"], params["devices"], params["axis_name"])
-    executable = _executables.get(key, lambda: _PmapExecutable(params, in_avals))
-    return executable(*args)
+    return _executable(params, tuple(get_aval_of(a) for a in args))(*args)
 
 
 pmap_p.def_impl(_pmap_impl)
@@ -346,6 +358,9 @@ class PmapFunction:
         self.axis_size = axis_size
         self.donate_argnums = tuple(donate_argnums) if isinstance(donate_argnums, (tuple, list)) else (donate_argnums,)
         self.traced = caches.ComputeOnceCache()
+        self.compiled = {}  # signature -> (executable, output tree), for top-level calls
+        with _pmap_functions_lock:
+            _pmap_functions.add(self)
 
     def _devices_for(self, size):
         if self.devices is not None:
@@ -362,6 +377,15 @@ class PmapFunction:
         return tuple(backend.devices[:size])
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast_key(args, kwargs)
+        if fast is not None:
+            entry = self.compiled.get(fast[0])
+            if entry is not None:  # called before with arguments of these types: straight to the executable
+                executable, out_tree = entry
+                leaves = fast[1]
+                outs = executable(*leaves)
+                self._donate(leaves, args)
+                return out_tree.unflatten(outs)
         if trace_state.axis_frames:
             raise ValueError(f"pmap of {self.name!r} inside the pmap over axis {trace_state.axis_frames[-1].name!r}: "
                              "nested pmaps are not supported (nor are they in JAX since pmap is built on shard_map); "
@@ -399,13 +423,30 @@ class PmapFunction:
 
         entry = self.traced.get(key, trace)
         closed, out_tree, out_axes, hoisted = traced[0] if traced else entry
-        outs = pmap_p.bind(*hoisted, *leaves, program=closed, name=self.name, axis_name=self.axis_name,
-                           axis_size=size, in_axes=(None,) * len(hoisted) + axes, out_axes=out_axes,
-                           devices=devices, backend=self.backend)
+        params = dict(program=closed, name=self.name, axis_name=self.axis_name, axis_size=size,
+                      in_axes=(None,) * len(hoisted) + axes, out_axes=out_axes, devices=devices, backend=self.backend)
+        if fast is not None and not across_processes and not hoisted:
+            executable = _executable(params, tuple(get_aval_of(leaf) for leaf in leaves))
+            self.compiled[fast[0]] = (executable, out_tree)
+            outs = executable(*leaves)
+        else:
+            outs = pmap_p.bind(*hoisted, *leaves, **params)
         if across_processes:
             outs = [pmap_local_result(out, devices, axis, self.axis_name) for out, axis in zip(outs, out_axes)]
         self._donate(leaves, dynamic)
         return out_tree.unflatten(outs)
+
+    def _fast_key(self, args, kwargs):
+        """(key, flat arguments) for a call at the top level (no tracers, no static arguments): calls whose
+        arguments have the same types, structure and layouts share the key. None for other calls."""
+        if self.static_argnums or is_tracing():
+            return None
+        leaves = []
+        try:
+            signature = tree.flatten_with_signature((args, kwargs), leaves, leaf_signature)
+        except TracerArgument:
+            return None
+        return (signature, config.enable_x64, config.default_device), leaves
 
     def _trace(self, static, in_tree, avals, size):
         static_positional = dict(static)
