@@ -73,4 +73,5 @@ __version__ = "0.1.0"
 # Loaded on first use (`numax.random.key`, `from numax import nn`, `import numax.scipy.special`, `numax.remat`).
 _defer_imports(globals(), {"debug": ("pure_callback",), "nn": (), "random": (), "scipy": (),
                           "transforms.checkpoint": ("checkpoint", "checkpoint_policies", "remat"),
-                          "transforms.pmap": ("pmap",), "sharding": ("make_mesh", "P")})
+                          "transforms.pmap": ("pmap",),
+                          "transforms.shard_map": ("shard_map",), "sharding": ("make_mesh", "P")})
