@@ -14,7 +14,10 @@ value may vary over (JAX tracks these "varying manual axes" in its types; numax 
 per-shard program, so a value the analysis cannot prove invariant, e.g. made invariant inside a loop, needs
 `check_vma=False`). Differentiation follows JAX's `check_vma=False` rules, which agree with the psum
 transpose of `lax.collectives`: an output cotangent is split evenly over the devices along the axes its
-spec leaves out, and the cotangent of an input replicated along axes is summed over them (psum).
+spec leaves out, and the cotangent of an input replicated along axes is summed over them (psum). So
+`grad(shard_map(f))` agrees with JAX's in either mode; inside the body, a gradient with respect to a
+replicated value is each device's own, as with JAX's check_vma=False (with check_vma=True, JAX's types make
+it the sum over the devices): psum it where the sum is meant.
 """
 
 import contextlib
@@ -298,7 +301,9 @@ partial_eval_rules[shard_map_p] = _shard_map_partial_eval
 
 
 # --- check_vma: which mesh axes each value of the per-shard program may vary over -----------------------------
-_INVARIANT_AFTER = {collectives.psum_p, collectives.pmax_p, collectives.pmin_p, collectives.all_gather_p}
+# As in JAX's types, only the reductions make a value invariant (all_gather keeps its operand's varying axes:
+# JAX has all_gather_invariant for that); a collective that exchanges blocks makes it vary along its axes.
+_INVARIANT_AFTER = {collectives.psum_p, collectives.pmax_p, collectives.pmin_p}
 _VARYING_AFTER = {collectives.psum_scatter_p, collectives.axis_index_p, collectives_permute.ppermute_p,
                   collectives_permute.all_to_all_p}
 
@@ -408,10 +413,8 @@ def _manual_axes(mesh, axis_names):
 
 
 def _check_specs(what, specs, manual_axes):
-    """JAX's checks of in_specs / out_specs: a tree of PartitionSpecs naming manual axes only."""
-    if what == "in_specs" and specs is None:
-        raise TypeError("shard_map in_specs argument must be a pytree of `numax.sharding.PartitionSpec` instances, "
-                        "but it was None.\nInstead of `in_specs=None`, did you mean `in_specs=P()`?")
+    """JAX's checks of in_specs / out_specs: a tree of PartitionSpecs naming manual axes only (None leaves, or
+    in_specs=None, mark static arguments)."""
     leaves = tree.tree_leaves(specs)
     wrong = [leaf for leaf in leaves if not isinstance(leaf, P)]
     if wrong:
@@ -485,7 +488,7 @@ class ShardMapFunction:
             _check_specs("in_specs", self.in_specs, manual_axes)
             specs = _specs_per_leaf(self.in_specs, args, "in_specs")
         _check_specs("out_specs", self.out_specs, manual_axes)
-        dynamic = [spec is not None for spec in specs]  # a None spec: the argument is static, closed over
+        dynamic = [spec is not None for spec in specs]  # a None spec: the argument is static, closed over as it is
         in_specs = _kept(specs, dynamic)
         arguments = _kept(leaves, dynamic)
         avals = tuple(get_aval_of(leaf) for leaf in arguments)
