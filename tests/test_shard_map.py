@@ -183,7 +183,7 @@ def _loss_maker(L, m, S, shard_map, mesh):
     """A loss through a shard_map with a replicated weight, a sharded batch and collectives over both axes."""
 
     def body(w, x):
-        h = m.tanh(x @ w)  # (rows, 3) per device
+        h = m.tanh(x @ w) * L.psum((x ** 2).mean(), "x")  # (rows, 3) per device; a rank-0 residual
         gathered = L.all_gather(h, "y", axis=0, tiled=True)
         shifted = L.ppermute(h, "x", [(i, (i + 1) % 4) for i in range(4)])
         scattered = L.psum_scatter(m.concatenate([h, h]), "y", tiled=True)
@@ -354,10 +354,11 @@ def test_in_specs_inferred_from_arguments_on_an_explicit_mesh():
 
 
 # --- check_vma and errors ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("body", ["psum", "axis_index", "all_gather", "pmax_then_sin"])
+@pytest.mark.parametrize("body", ["psum", "jit_psum", "axis_index", "all_gather", "pmax_then_sin"])
 @pytest.mark.parametrize("check_vma", [True, False])
 def test_unmapped_outputs_are_checked_for_replication_as_jax_checks_them(body, check_vma):
     bodies = {"psum": lambda L, m: lambda a: L.psum(a, "x"),
+              "jit_psum": lambda L, m: lambda a: (jax.jit if L is jax.lax else numax.jit)(lambda b: L.psum(b, "x"))(a),
               "axis_index": lambda L, m: lambda a: a + L.axis_index("x"),
               "all_gather": lambda L, m: lambda a: L.all_gather(a, "x").sum(0),
               "pmax_then_sin": lambda L, m: lambda a: m.sin(L.pmax(a, "x")) * 2}
@@ -372,7 +373,7 @@ def test_unmapped_outputs_are_checked_for_replication_as_jax_checks_them(body, c
         except ValueError as error:
             outcomes.append(type(error))
     assert outcomes[0] == outcomes[1]
-    assert (outcomes[0] is None) == (not check_vma or body in ("psum", "pmax_then_sin"))
+    assert (outcomes[0] is None) == (not check_vma or body in ("psum", "jit_psum", "pmax_then_sin"))
 
 
 def _error_cases(S, shard_map, mesh, auto_mesh):

@@ -24,18 +24,20 @@ import contextlib
 import functools
 import math
 
-from ..core import caches
+from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.config import config
 from ..core.evaluation import eval_closed_program
-from ..core.ir import Equation, Var, programs_in
+from ..core.ir import ClosedProgram, Equation, Var, named_axes, programs_in
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.sharding import AxisType, Mesh, NamedSharding, P, current_mesh
 from ..core.staging import hoist_tracer_consts, trace_to_closed_program, trace_to_program
 from ..core.trace import Tracer, get_aval_of
 from ..lax import collectives, collectives_permute
 from ..lax.collectives import extend_axis_env
+from ..lax.elementwise import div
+from ..lax.shapes import reshape
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.sharded import sdy_sharding
 from ..lowering.sharded_array import ShardedArray
@@ -125,7 +127,7 @@ def _shard_map_lowering(ctx, *args, program, mesh, in_specs, out_specs, manual_a
     if module.axis_env:
         raise NotImplementedError("shard_map inside a pmap or another shard_map is not supported yet")
     devices = list(mesh.devices.flat)
-    if module.devices is None or list(module.devices)[:len(devices)] != devices:
+    if module.devices is None or list(module.devices) != devices:
         # Collectives number devices by their place in the program's device order, which must be the mesh's.
         raise NotImplementedError("a shard_map in a program whose other shardings order the devices differently "
                                   "from the shard_map's mesh; use one mesh throughout")
@@ -161,8 +163,6 @@ def _residual_spec(manual_axes):
 def _split_by_residuals(closed, mesh, unknowns, instantiate, manual_axes):
     """Partial evaluation of a per-shard program, with rank-0 residuals given a dimension of size 1 (so that they
     can be laid out per device). Returns (known, unknown, out_unknowns, residual global avals)."""
-    from ..lax.shapes import reshape
-
     with _mesh_axes_bound(mesh):
         known, unknown, out_unknowns, num_res = partial_eval_program(closed, unknowns, instantiate)
         n_known = len(known.out_avals) - num_res
@@ -235,9 +235,6 @@ def _shard_map_partial_eval(eqn, in_unknowns):
 
 def _share_of(ct, mesh, axes):
     """One device's share of a cotangent that every device along `axes` holds whole."""
-    from ..core import dtypes
-    from ..lax.elementwise import div
-
     count = math.prod(mesh.shape[axis] for axis in axes)
     if count == 1 or not dtypes.is_inexact(get_aval_of(ct).dtype):
         return ct
@@ -334,12 +331,10 @@ def _varying_through_sub_programs(eqn, inputs, everything, manual):
     programs = [p for value in eqn.params.values() for p in programs_in(value)]
     if not programs:
         return [everything] * len(eqn.outvars)
-    sub = programs[0].program if hasattr(programs[0], "program") else programs[0]
+    sub = programs[0].program if isinstance(programs[0], ClosedProgram) else programs[0]
     if len(programs) == 1 and len(sub.invars) == len(inputs) and len(sub.outvars) == len(eqn.outvars):
         return varying_axes(sub, inputs, manual)  # a call (jit, checkpoint, custom rules): follow it
     # Control flow: whatever any input varies over, and the axes its collectives may make values vary over.
-    from ..core.ir import named_axes
-
     named = frozenset().union(*map(named_axes, programs)) & manual
     return [everything | named] * len(eqn.outvars)
 
