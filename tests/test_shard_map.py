@@ -428,3 +428,18 @@ def test_partial_manual_axes_raise_a_clear_not_implemented_error():
     with pytest.raises(NotImplementedError, match="axis_names"):
         numax.shard_map(lambda a: a, mesh=meshes((4, 2))[0], in_specs=P("x"), out_specs=P("x"),
                         axis_names={"x"})(np.zeros(8, np.float32))
+
+
+def test_a_second_call_reuses_the_compiled_program_and_the_blocks_where_they_lie(monkeypatch):
+    from numax.lowering import dispatch, xla
+
+    step = numax.shard_map(lambda a: a * 2 + lax.axis_index("x"), mesh=meshes((8,))[0], in_specs=P("x"),
+                           out_specs=P("x"))
+    out = step(step(np.arange(16, dtype=np.float32)))  # host input, then one laid out over the mesh
+    compiles, puts = [], []
+    original_compile, original_put = dispatch.compile_program, xla.device_put
+    monkeypatch.setattr(dispatch, "compile_program", lambda *a, **k: compiles.append(a) or original_compile(*a, **k))
+    monkeypatch.setattr(xla, "device_put", lambda *a, **k: puts.append(a) or original_put(*a, **k))
+    again = step(out)
+    assert compiles == [] and puts == []
+    np.testing.assert_array_equal(np.asarray(again), np.arange(16) * 8 + 7 * np.repeat(np.arange(8), 2))

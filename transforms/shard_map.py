@@ -545,9 +545,12 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     Each argument is split into blocks by its PartitionSpec in `in_specs` (a tree prefix of the arguments; mesh
     axes a spec leaves out hold copies), and every device runs `f` on its blocks, with collectives (`lax.psum`,
     `all_gather`, `ppermute`, ...) over the mesh's axis names between them. The outputs' blocks are put together
-    by `out_specs`: a mesh axis an output spec leaves out promises that the output is the same along it
-    (checked at trace time when `check_vma`). `mesh` defaults to the one `numax.set_mesh` set. Used as
-    `@shard_map(out_specs=..., ...)` when `f` is not given.
+    by `out_specs`: a mesh axis an output spec leaves out promises that the output is the same along it.
+    `check_vma=True` checks that promise when `f` is traced (a ValueError names the output; numax's analysis
+    is conservative, see this module's docstring); `check_vma=False` trusts it. Gradients taken inside `f`
+    with respect to replicated values are each device's own, as in JAX with check_vma=False. `mesh` defaults
+    to the one `numax.set_mesh` set; `in_specs` left out are read from the arguments' shardings (mesh axes of
+    type Explicit only). Used as `@shard_map(out_specs=..., ...)` when `f` is not given.
     """
     if f is None:
         return lambda fun: shard_map(fun, out_specs=out_specs, in_specs=in_specs, mesh=mesh, axis_names=axis_names,
