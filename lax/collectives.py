@@ -469,9 +469,12 @@ transpose_rules[psum_scatter_p] = _psum_scatter_transpose
 
 
 def _single_axis(name, axis_name):
+    """The axis names of a collective that takes one vmap axis, or several axes of pmaps / shard_maps (their
+    devices form the groups, in the order of the names)."""
     names = _axis_names(axis_name)
-    if len(names) != 1:
-        raise NotImplementedError(f"{name} over several axes {names} is not supported yet; use one axis name")
+    if len(names) != 1 and not all(type(axis_main(n)) is AxisFrame for n in names):
+        raise NotImplementedError(f"{name} over several axes {names} is supported over the axes of pmaps and "
+                                  "shard_maps only, not vmap axes; use one axis name")
     return names
 
 
@@ -565,16 +568,25 @@ def _psum_scatter_lowering(ctx, x, axes, scatter_dimension, axis_size, tiled):
 
 
 def _axis_index_lowering(ctx, axes):
-    """The device's position along the axis, from its logical id (outermost axis most significant)."""
-    names = [name for name, _ in ctx.module.axis_env]
-    replica_groups(ctx.module.axis_env, axes)  # NameError for an axis no pmap here binds
-    position = names.index(axes[0])
-    stride = int(np.prod([size for _, size in ctx.module.axis_env[position + 1:]], dtype=np.int64))
-    size = ctx.module.axis_env[position][1]
+    """The device's position along the axes (the first major), from its logical id (outermost axis most
+    significant)."""
+    env = ctx.module.axis_env
+    names, sizes = [name for name, _ in env], [size for _, size in env]
+    replica_groups(env, axes)  # NameError for an axis no pmap here binds
     builder, u32 = ctx.builder, tensor_type((), np.dtype(np.uint32))
     device = builder.op1("stablehlo.partition_id", [], u32)
-    quotient = builder.op1("stablehlo.divide", [device, builder.scalar(stride, np.dtype(np.uint32))], u32)
-    index = builder.op1("stablehlo.remainder", [quotient, builder.scalar(size, np.dtype(np.uint32))], u32)
+    index = None
+    for axis in axes:
+        position = names.index(axis)
+        stride = int(np.prod(sizes[position + 1:], dtype=np.int64))
+        quotient = builder.op1("stablehlo.divide", [device, builder.scalar(stride, np.dtype(np.uint32))], u32)
+        digit = builder.op1("stablehlo.remainder", [quotient, builder.scalar(sizes[position], np.dtype(np.uint32))],
+                            u32)
+        if index is not None:
+            scaled = builder.op1("stablehlo.multiply", [index, builder.scalar(sizes[position], np.dtype(np.uint32))],
+                                 u32)
+            digit = builder.op1("stablehlo.add", [scaled, digit], u32)
+        index = digit
     return builder.op1("stablehlo.convert", [index], aval_type(ctx.aval_out))
 
 

@@ -74,6 +74,7 @@ __version__ = "0.1.0"
 # `import numax.scipy.special`, `numax.remat`).
 _defer_imports(globals(), {"debug": ("pure_callback",), "distributed": (), "nn": (), "random": (), "scipy": (),
                           "transforms.checkpoint": ("checkpoint", "checkpoint_policies", "remat"),
-                          "transforms.pmap": ("pmap",), "sharding": ("make_mesh", "P", "set_mesh", "reshard"),
+                          "transforms.pmap": ("pmap",), "transforms.shard_map": ("shard_map",),
+                          "sharding": ("make_mesh", "P", "set_mesh", "reshard"),
                           "_global_arrays": ("make_array_from_callback", "make_array_from_single_device_arrays",
                                              "make_array_from_process_local_data")})
