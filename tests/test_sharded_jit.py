@@ -284,3 +284,24 @@ def test_jit_shardings_over_explicit_meshes_match_jax():
     theirs = jax.jit(lambda a: jnp.sin(a) * 2, in_shardings=js.NamedSharding(jmesh, JP("x")),
                      out_shardings=js.NamedSharding(jmesh, JP("x", "y")))(x)
     _same(ours, theirs)
+
+
+def test_a_jit_called_with_host_values_then_sharded_ones_recompiles_and_says_why(capsys):
+    f = numax.jit(lambda a: a * 2)
+    x = np.arange(16, dtype=np.float32).reshape(8, 2)
+    with _log_compiles():
+        f(x)
+        out = f(numax.device_put(x, NamedSharding(MESH, P("x"))))
+    np.testing.assert_array_equal(np.asarray(out), x * 2)
+    assert out.sharding == NamedSharding(MESH, P("x"))
+    assert "laid out by NamedSharding" in capsys.readouterr().err
+
+
+class _log_compiles:
+    """numax.config's jax_log_compiles on for a block."""
+
+    def __enter__(self):
+        numax.config.update("jax_log_compiles", True)
+
+    def __exit__(self, *exc):
+        numax.config.update("jax_log_compiles", False)

@@ -143,7 +143,7 @@ def leaf_signature(leaf):
     if kind is Array:
         return leaf.aval
     if kind is ShardedArray:
-        return leaf.aval, leaf._sharding
+        return LaidOut((leaf.aval, leaf._sharding))
     if kind in dtypes.python_scalar_types:
         return kind
     if isinstance(leaf, Tracer):
@@ -444,8 +444,15 @@ def _compile_reason(previous, key):
     return "new shapes or dtypes: " + "; ".join(changes[:4])
 
 
+class LaidOut(tuple):
+    """The signature of an argument laid out over devices: (aval, sharding)."""
+
+    def text(self):
+        return f"{self[0].str_short()} laid out by {self[1]}"
+
+
 def _is_leaf_signature(part):
-    return isinstance(part, ShapedArray) or part in dtypes.python_scalar_types
+    return isinstance(part, ShapedArray | LaidOut) or part in dtypes.python_scalar_types
 
 
 def _signature_leaves(signature):
@@ -463,6 +470,8 @@ def _structure_only(signature):
 
 
 def _sig_text(signature):
+    if isinstance(signature, LaidOut):
+        return signature.text()
     return signature.str_short() if isinstance(signature, ShapedArray) else f"Python {signature.__name__}"
 
 
