@@ -227,7 +227,8 @@ def test_a_loop_of_pmaps_with_collectives_runs_without_waiting_on_each_step():
     x = step(np.ones((8, 16), np.float32))
     for _ in range(20):
         x = step(x)
-    assert int(os.environ["PJRT_NPROC"]) >= 32
+    if 8 > (os.cpu_count() or 1):  # more devices than cores: numax must have enlarged the pool
+        assert int(os.environ["PJRT_NPROC"]) >= 32
     expected = np.ones((8, 16), np.float32)
     for _ in range(21):
         expected = expected + expected.sum(0) * 1e-3
