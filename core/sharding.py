@@ -170,6 +170,7 @@ class Mesh:
         self._axis_types = _canonical_axis_types(axis_names, axis_types)
         self._size = 0 if not axis_names and devices.flat[0] is None else devices.size
         self._key = (devices.shape, tuple(devices.flat), axis_names, self._axis_types)  # equality and hashing
+        self._hash = hash(self._key)  # shardings are hashed on every call of a sharded jit: once is enough
 
     devices = property(lambda self: self._devices, doc="The device array (read-only numpy object array).")
     axis_names = property(lambda self: self._axis_names)
@@ -203,7 +204,7 @@ class Mesh:
         return self is other or self._key == other._key
 
     def __hash__(self):
-        return hash(self._key)
+        return self._hash
 
     def __str__(self):
         if self.empty:
@@ -374,6 +375,7 @@ class NamedSharding(Sharding):
         _check_spec(mesh, spec)
         self.mesh = mesh
         self.spec = spec
+        self._hash = None
         first_device = mesh.devices.flat[0]
         self._memory_kind = _default_memory_kind(first_device) if memory_kind is None else _check_memory_kind(
             first_device, memory_kind)
@@ -429,7 +431,9 @@ class NamedSharding(Sharding):
         return self.spec == other.spec and self._memory_kind == other._memory_kind and self.mesh == other.mesh
 
     def __hash__(self):
-        return hash((self.mesh, self._memory_kind, self.spec))
+        if self._hash is None:
+            self._hash = hash((self.mesh, self._memory_kind, self.spec))
+        return self._hash
 
     def __repr__(self):
         return f"NamedSharding(mesh={self.mesh}, spec={self.spec}, memory_kind={self._memory_kind})"
