@@ -146,7 +146,7 @@ class _InProgramOrder:
         return (_ORDER_TOKEN,)
 
 
-def _callback_lowering(target, ordered_by_token):
+def callback_lowering(target, ordered_by_token):
     def rule(ctx, *operands, callback, **_params):
         avals_in, avals_out = list(ctx.avals_in), list(ctx.avals_out)
         operand_layouts = [_row_major_layout(a) for a in avals_in]
@@ -182,8 +182,8 @@ def _callback_lowering(target, ordered_by_token):
 
 
 for _primitive, _effectful in ((pure_callback_p, False), (debug_callback_p, True)):
-    register_lowering(_primitive, _callback_lowering("xla_ffi_python_cpu_callback", _effectful))
-    register_lowering(_primitive, _callback_lowering("xla_ffi_python_gpu_callback", _effectful), platform="gpu")
+    register_lowering(_primitive, callback_lowering("xla_ffi_python_cpu_callback", _effectful))
+    register_lowering(_primitive, callback_lowering("xla_ffi_python_gpu_callback", _effectful), platform="gpu")
 
 
 # --- public wrappers ------------------------------------------------------------------------------------

@@ -75,6 +75,6 @@ __version__ = "0.1.0"
 _defer_imports(globals(), {"debug": ("pure_callback",), "distributed": (), "nn": (), "random": (), "scipy": (),
                           "transforms.checkpoint": ("checkpoint", "checkpoint_policies", "remat"),
                           "transforms.pmap": ("pmap",), "transforms.shard_map": ("shard_map",),
-                          "sharding": ("make_mesh", "P", "set_mesh", "reshard"),
+                          "sharding": ("make_mesh", "P", "set_mesh", "reshard"), "triton": ("triton_call",),
                           "_global_arrays": ("make_array_from_callback", "make_array_from_single_device_arrays",
                                              "make_array_from_process_local_data")})
