@@ -124,9 +124,11 @@ def run_interpreted(kernel, call_args, out_avals, *, grid, metaparams, input_out
         of the grid as whole-block numpy operations, so they do not change what it computes.
     debug: turns on `tl.device_assert` (and Triton's other debug-only checks), as `debug=True` does on a GPU.
 
-    bfloat16 arrays are passed bit-exact; Triton's interpreter computes bfloat16 arithmetic wrongly, so a kernel
-    should convert loaded bfloat16 values to float32 (`.to(tl.float32)`) before computing, and convert back to
-    store. Runs are serialized (Triton's interpreter is process-global) and may come from any thread.
+    bfloat16 arrays are passed and loaded bit-exact, and `.to(tl.float32)` widens them exactly; but Triton's
+    interpreter computes bfloat16 arithmetic wrongly (a kernel should compute in float32), and its float32 ->
+    bfloat16 conversion truncates (rounds toward zero, even with fp_downcast_rounding="rtne"), so a stored
+    bfloat16 result can be one unit in the last place below a GPU's round-to-nearest-even.
+    Runs are serialized (Triton's interpreter is process-global) and may come from any thread.
     """
     jit_function, wrappers = _unwrap_kernel(kernel)
     kernel_name = jit_function.fn.__name__
@@ -258,27 +260,29 @@ def _is_constexpr(parameter):
 def _check_signature(jit_function, num_call_args, num_outputs, metaparams, kernel_name):
     """Raises TypeError naming the kernel where the call does not bind its signature as Triton would need."""
     parameters = list(inspect.signature(jit_function.fn).parameters.values())
+    names = [p.name for p in parameters]
     num_positional = num_call_args + num_outputs
     signature = ", ".join(f"{p.name}: constexpr" if _is_constexpr(p) else p.name for p in parameters)
+    described = f"Triton kernel '{kernel_name}({signature})'"
+    count = (f"takes {sum(not _is_constexpr(p) for p in parameters)} non-constexpr arguments, but the call passes "
+             f"{num_positional} ({num_call_args} arguments and {num_outputs} output pointers)")
     leading = parameters[:num_positional]
     if len(leading) < num_positional or any(_is_constexpr(p) for p in leading):
-        num_runtime = len(list(p for p in parameters if not _is_constexpr(p)))
-        raise TypeError(f"Triton kernel '{kernel_name}({signature})' takes {num_runtime} non-constexpr arguments, "
-                        f"but the call passes {num_positional} ({num_call_args} arguments and {num_outputs} "
-                        f"output pointers)")
-    names = [p.name for p in parameters]
+        raise TypeError(f"{described} {count}")
     unknown = sorted(set(metaparams) - set(names))
     if unknown:
-        raise TypeError(f"Triton kernel '{kernel_name}({signature})' has no parameters named {unknown}")
+        raise TypeError(f"{described} has no parameters named {unknown}")
     twice = sorted(set(metaparams) & set(names[:num_positional]))
     if twice:
-        raise TypeError(f"Triton kernel '{kernel_name}({signature})': {twice} are passed both as arguments and "
-                        "as metaparameters")
+        raise TypeError(f"{described}: {twice} are passed both as arguments and as metaparameters")
     for parameter in parameters[num_positional:]:
-        if parameter.name not in metaparams and parameter.default is inspect.Parameter.empty:
-            what = "constexpr metaparameter" if _is_constexpr(parameter) else "argument"
-            raise TypeError(f"Triton kernel '{kernel_name}({signature})' is missing the {what} "
-                            f"'{parameter.name}': pass {parameter.name}=... to the call")
+        if parameter.name in metaparams or parameter.default is not inspect.Parameter.empty:
+            continue
+        if _is_constexpr(parameter):
+            raise TypeError(f"{described} is missing the constexpr metaparameter '{parameter.name}': pass "
+                            f"{parameter.name}=... to the call")
+        # jax-triton lets a non-constexpr scalar come as a metaparameter too, so name both ways to pass it.
+        raise TypeError(f"{described} {count}, and no metaparameter '{parameter.name}'")
 
 
 def _interpreted(jit_function):
