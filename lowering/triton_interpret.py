@@ -112,7 +112,7 @@ def run_interpreted(kernel, call_args, out_avals, *, grid, metaparams, input_out
         on the kernel's arguments (arrays as `HostTensor`) and the metaparameters resolved so far, as Triton does.
     call_args: the kernel's leading arguments: numpy arrays (passed as pointers to C-contiguous copies where they
         are not C-contiguous) and scalars (Python or numpy bool/int/float: passed as Python scalars, which Triton
-        types as i1, i32 or i64 by value, and fp32).
+        types by value as i1, i32, u32, i64 or u64, and fp32).
     out_avals: [(shape, dtype), ...]; the kernel gets one pointer per output after `call_args`.
     grid: a tuple of 1 to 3 ints.
     metaparams: the kernel's constexpr (or otherwise unbound) keyword arguments.
@@ -142,13 +142,15 @@ def run_interpreted(kernel, call_args, out_avals, *, grid, metaparams, input_out
     with _INTERPRETER_LOCK, _interpreter_debug(debug), _jit_helpers_interpreted():
         try:
             _interpreted(jit_function).run(*positional, grid=grid, warmup=False, **constexprs)
-        except InterpreterError as error:
+        except Exception as error:
+            # Triton wraps what fails inside the grid loop in InterpreterError (once more per @triton.jit helper);
+            # what fails before it (rewriting the source, converting arguments) comes as it is.
+            where = f" at program id {_failing_program_id()}" if isinstance(error, InterpreterError) else ""
             original = error
             while isinstance(original, InterpreterError) and original.__cause__ is not None:
-                original = original.__cause__  # a failing @triton.jit helper is wrapped once more
-            raise InterpretedKernelError(
-                f"Triton kernel '{kernel_name}' failed in Triton's interpreter at program id "
-                f"{_failing_program_id()}: {type(original).__name__}: {original}") from original
+                original = original.__cause__
+            raise InterpretedKernelError(f"Triton kernel '{kernel_name}' failed in Triton's interpreter{where}: "
+                                         f"{type(original).__name__}: {original}") from original
     return outputs
 
 

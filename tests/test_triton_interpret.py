@@ -47,6 +47,14 @@ def test_scalar_arguments_through_a_jit_helper(alpha):
     np.testing.assert_allclose(out, np.float32(alpha) * x + y, rtol=1e-6)
 
 
+@pytest.mark.parametrize("negate", [True, False, np.bool_(True)])
+def test_bool_scalar_argument(negate):
+    x = np.arange(40, dtype=np.float32)
+    (out,) = run_interpreted(kernels.negate_if_kernel, [x, negate, 40], [((40,), np.float32)],
+                             grid=vector_grid(40), metaparams={"BLOCK": BLOCK})
+    np.testing.assert_array_equal(out, -x if negate else x)
+
+
 def test_input_output_alias_shares_the_buffer():
     x = np.arange(50, dtype=np.float32)
     accumulator = np.full(50, 5.0, np.float32)
@@ -120,6 +128,12 @@ def test_non_contiguous_input_is_passed_row_major():
     x = np.arange(48, dtype=np.float32).reshape(6, 8).T  # a transposed view
     y = np.ones((8, 6), np.float32)
     np.testing.assert_array_equal(run_add(x, y), x + y)
+
+
+def test_read_only_inputs():
+    x = np.arange(40, dtype=np.float32)
+    x.setflags(write=False)  # as host callbacks may see XLA's buffers
+    np.testing.assert_array_equal(run_add(x, x), 2 * x)
 
 
 def test_autotune_takes_its_first_config_before_inner_heuristics():
@@ -203,6 +217,12 @@ def test_kernel_error_names_the_kernel_and_keeps_the_cause():
     with pytest.raises(InterpretedKernelError, match=r"'positive_kernel'.*program id \(0, 0, 0\).*positive") as info:
         run_interpreted(**call, debug=True)
     assert isinstance(info.value.__cause__, AssertionError)
+
+
+def test_argument_conversion_error_names_the_kernel():
+    x = np.ones(4, np.float32)
+    with pytest.raises(InterpretedKernelError, match="'add_kernel' failed in Triton's interpreter: OverflowError"):
+        run_interpreted(kernels.add_kernel, [x, x, 2**70], [((4,), np.float32)], grid=(1,), metaparams={"BLOCK": 4})
 
 
 def not_a_kernel(x_ptr, out_ptr):

@@ -34,6 +34,17 @@ def axpy_kernel(x_ptr, y_ptr, alpha, n, out_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def negate_if_kernel(x_ptr, negate, n, out_ptr, BLOCK: tl.constexpr):
+    """out = -x if the bool scalar negate else x."""
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    if negate:
+        x = -x
+    tl.store(out_ptr + offsets, x, mask=mask)
+
+
+@triton.jit
 def add_upcast_kernel(x_ptr, y_ptr, n, out_ptr, BLOCK: tl.constexpr):
     """out = x + y computed in float32 and stored in out's dtype (the way to add bfloat16 in the interpreter)."""
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
