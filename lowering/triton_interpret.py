@@ -1,0 +1,338 @@
+"""Running a user's Triton kernel through Triton's interpreter on numpy arrays (the CPU path of numax.triton).
+
+`run_interpreted` is the engine behind `triton_call` on a machine without a GPU: the lowering calls it from a
+host callback with plain numpy arrays and gets the outputs back as numpy arrays. It owns the torch-free adapter
+the interpreter needs (`HostTensor`), the resolution of `triton.autotune` / `triton.heuristics` wrappers without
+timing, the checks of the call against the kernel's signature, and the one lock that serializes interpreted runs.
+
+Triton is imported inside functions only: numax imports without it. Nothing here knows about numax's IR or XLA.
+Works with triton 3.6 and 3.9; the interpreter API used is `InterpretedFunction(fn)`, its `run(*args, grid=,
+warmup=False, **constexprs)` and `__call__` (for @triton.jit helpers a kernel calls), `InterpreterError`, and the
+module-global `interpreter_builder` (its `options` and `grid_idx`).
+"""
+
+import contextlib
+import dataclasses
+import inspect
+import threading
+
+import numpy as np
+
+# Triton's interpreter keeps its state in module globals (the grid index, the patched triton.language), so
+# interpreted runs from several XLA callback threads must take turns.
+_INTERPRETER_LOCK = threading.Lock()
+# The interpreted form of each @triton.jit function seen (kernels and the helpers they call), keyed by its Python
+# function; Triton itself caches the rewritten source per Python function for the life of the process.
+_INTERPRETED_FUNCTIONS = {}
+
+
+class InterpretedKernelError(RuntimeError):
+    """A Triton kernel failed while Triton's interpreter ran it; the original exception is its __cause__."""
+
+
+class _HostStorage:
+    """The untyped storage behind a `HostTensor`: a whole numpy buffer, already on the host."""
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def data_ptr(self):
+        return self.buffer.ctypes.data
+
+    def cpu(self):
+        # The interpreter copies each storage to the host before a run and back after it: host memory needs
+        # neither copy, and sharing the buffer is what makes two arguments over one buffer alias.
+        return self
+
+    def copy_(self, source):
+        if source.buffer is not self.buffer:
+            np.copyto(self.buffer, source.buffer)
+        return self
+
+
+class HostTensor:
+    """A numpy array seen through the part of torch.Tensor's API that Triton's interpreter calls.
+
+    The interpreter passes every pointer argument through torch's storage API (`untyped_storage().cpu()`,
+    `new_empty(0)` then `set_(storage, offset, size, stride)`, `copy_` back) and reads `data_ptr()` and `dtype`
+    (a numpy dtype here: Triton names pointer types from `str(dtype)`, which numpy and ml_dtypes spell as torch
+    does). Sizes and strides are in elements, as in torch; `shape`, `numel` and `stride(dim)` also serve
+    `triton.heuristics` functions written for torch tensors.
+    """
+
+    def __init__(self, array, storage=None):
+        self.array = array
+        self.storage = _HostStorage(array) if storage is None else storage
+
+    @property
+    def dtype(self):
+        return self.array.dtype
+
+    @property
+    def shape(self):
+        return self.array.shape
+
+    def data_ptr(self):
+        return self.array.ctypes.data
+
+    def untyped_storage(self):
+        return self.storage
+
+    def storage_offset(self):
+        return (self.data_ptr() - self.storage.data_ptr()) // self.array.itemsize
+
+    def size(self, dim=None):
+        return self.array.shape if dim is None else self.array.shape[dim]
+
+    def stride(self, dim=None):
+        strides = tuple(step // self.array.itemsize for step in self.array.strides)
+        return strides if dim is None else strides[dim]
+
+    def numel(self):
+        return self.array.size
+
+    def new_empty(self, size, device=None):
+        return HostTensor(np.empty(size, self.array.dtype))
+
+    def set_(self, storage, offset, size, stride):
+        itemsize = self.array.itemsize
+        self.array = np.ndarray(tuple(size), self.array.dtype, buffer=storage.buffer, offset=offset * itemsize,
+                                strides=tuple(step * itemsize for step in stride))
+        self.storage = storage
+        return self
+
+
+def run_interpreted(kernel, call_args, out_avals, *, grid, metaparams, input_output_aliases=None,
+                    zeroed_outputs=(), num_warps=None, num_stages=None, num_ctas=1, debug=False):
+    """Runs `kernel` through Triton's interpreter; returns the outputs as a list of numpy arrays.
+
+    kernel: a @triton.jit function, or a `triton.autotune` / `triton.heuristics` wrapper of one (nested in any
+        order). The interpreter cannot time configs: autotuning takes the first config, whose kwargs join the
+        metaparameters (setting one twice is an error, as in Triton). Heuristics are evaluated, outermost first,
+        on the kernel's arguments (arrays as `HostTensor`) and the metaparameters resolved so far, as Triton does.
+    call_args: the kernel's leading arguments: numpy arrays (passed as pointers to C-contiguous copies where they
+        are not C-contiguous) and scalars (Python or numpy bool/int/float: passed as Python scalars, which Triton
+        types by value as i1, i32, u32, i64 or u64, and fp32).
+    out_avals: [(shape, dtype), ...]; the kernel gets one pointer per output after `call_args`.
+    grid: a tuple of 1 to 3 ints.
+    metaparams: the kernel's constexpr (or otherwise unbound) keyword arguments.
+    input_output_aliases: {index among the array arguments: output index}: that output is that input's buffer:
+        it starts with the input's values, and the kernel gets its pointer in both places.
+    zeroed_outputs: output indices zeroed before the kernel runs (after an aliased input's values are copied
+        in). Every other output starts as zeros too, so this only matters for aliased outputs here.
+    num_warps, num_stages, num_ctas: accepted for parity with the GPU path; the interpreter runs each program
+        of the grid as whole-block numpy operations, so they do not change what it computes.
+    debug: turns on `tl.device_assert` (and Triton's other debug-only checks), as `debug=True` does on a GPU.
+
+    bfloat16 arrays are passed and loaded bit-exact, and `.to(tl.float32)` widens them exactly; but Triton's
+    interpreter computes bfloat16 arithmetic wrongly (a kernel should compute in float32), and its float32 ->
+    bfloat16 conversion truncates (rounds toward zero, even with fp_downcast_rounding="rtne"), so a stored
+    bfloat16 result can be one unit in the last place below a GPU's round-to-nearest-even.
+    Runs are serialized (Triton's interpreter is process-global) and may come from any thread.
+    """
+    jit_function, wrappers = _unwrap_kernel(kernel)
+    kernel_name = jit_function.fn.__name__
+    grid = _checked_grid(grid, kernel_name)
+    outputs = _allocate_outputs(call_args, out_avals, input_output_aliases or {}, zeroed_outputs, kernel_name)
+    positional = _kernel_arguments(call_args, outputs, input_output_aliases or {}, kernel_name)
+    constexprs = _resolve_wrappers(wrappers, jit_function, positional, dict(metaparams), kernel_name)
+    _check_signature(jit_function, len(call_args), len(outputs), constexprs, kernel_name)
+    from triton.runtime.errors import InterpreterError
+
+    with _INTERPRETER_LOCK, _interpreter_debug(debug), _jit_helpers_interpreted():
+        try:
+            _interpreted(jit_function).run(*positional, grid=grid, warmup=False, **constexprs)
+        except Exception as error:
+            # Triton wraps what fails inside the grid loop in InterpreterError (once more per @triton.jit helper);
+            # what fails before it (rewriting the source, converting arguments) comes as it is.
+            where = f" at program id {_failing_program_id()}" if isinstance(error, InterpreterError) else ""
+            original = error
+            while isinstance(original, InterpreterError) and original.__cause__ is not None:
+                original = original.__cause__
+            raise InterpretedKernelError(f"Triton kernel '{kernel_name}' failed in Triton's interpreter{where}: "
+                                         f"{type(original).__name__}: {original}") from original
+    return outputs
+
+
+def _unwrap_kernel(kernel):
+    """The @triton.jit function under `kernel`, and the autotune/heuristics wrappers around it, outermost first."""
+    try:
+        from triton.runtime.autotuner import Autotuner, Heuristics
+        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.jit import JITFunction
+    except ImportError as error:
+        raise ImportError("running a Triton kernel without a GPU needs the `triton` package (pip install "
+                          "triton), whose interpreter runs it on the CPU") from error
+    wrappers = []
+    node = kernel
+    while isinstance(node, (Autotuner, Heuristics)):
+        wrappers.append(node)
+        node = node.fn
+    # A kernel decorated while TRITON_INTERPRET=1 was set is already an InterpretedFunction: run it the same way.
+    if not isinstance(node, (JITFunction, InterpretedFunction)):
+        raise TypeError(f"kernel must be a @triton.jit function (or a triton.autotune / triton.heuristics wrapper "
+                        f"of one), got {kernel!r} of type {type(kernel).__name__}")
+    return node, wrappers
+
+
+def _checked_grid(grid, kernel_name):
+    if (not isinstance(grid, tuple) or not 1 <= len(grid) <= 3
+            or not all(isinstance(size, (int, np.integer)) and size >= 0 for size in grid)):
+        raise ValueError(f"grid for Triton kernel '{kernel_name}' must be a tuple of 1 to 3 non-negative ints, "
+                         f"got {grid!r}")
+    return tuple(int(size) for size in grid)
+
+
+def _array_arguments(call_args):
+    return [arg for arg in call_args if isinstance(arg, np.ndarray)]
+
+
+def _allocate_outputs(call_args, out_avals, input_output_aliases, zeroed_outputs, kernel_name):
+    """Fresh zeroed output buffers; an aliased output starts as a copy of its input's values."""
+    outputs = [np.zeros(shape, np.dtype(dtype)) for shape, dtype in out_avals]
+    arrays = _array_arguments(call_args)
+    for input_index, output_index in input_output_aliases.items():
+        if not 0 <= input_index < len(arrays) or not 0 <= output_index < len(outputs):
+            raise ValueError(f"input_output_aliases for Triton kernel '{kernel_name}' maps input {input_index} to "
+                             f"output {output_index}, but the call has {len(arrays)} array arguments and "
+                             f"{len(outputs)} outputs")
+        source, target = arrays[input_index], outputs[output_index]
+        if source.shape != target.shape or source.dtype != target.dtype:
+            raise ValueError(f"input_output_aliases for Triton kernel '{kernel_name}': input {input_index} "
+                             f"({source.dtype}{list(source.shape)}) and output {output_index} "
+                             f"({target.dtype}{list(target.shape)}) must have the same shape and dtype")
+        np.copyto(target, source)
+    for output_index in zeroed_outputs:
+        outputs[output_index][...] = 0
+    return outputs
+
+
+def _kernel_arguments(call_args, outputs, input_output_aliases, kernel_name):
+    """The kernel's positional arguments: pointers (`HostTensor`) and Python scalars, then the output pointers."""
+    output_tensors = [HostTensor(output) for output in outputs]
+    arguments = []
+    array_index = 0
+    for position, arg in enumerate(call_args):
+        if isinstance(arg, np.ndarray):
+            if array_index in input_output_aliases:
+                arguments.append(output_tensors[input_output_aliases[array_index]])
+            else:
+                arguments.append(HostTensor(np.ascontiguousarray(arg)))
+            array_index += 1
+        elif isinstance(arg, (bool, int, float, np.bool_, np.integer, np.floating)):
+            # The interpreter types only Python scalars (a np.float32 would reach the kernel untyped).
+            arguments.append(arg.item() if isinstance(arg, np.generic) else arg)
+        else:
+            raise TypeError(f"argument {position} of Triton kernel '{kernel_name}' must be a numpy array or a "
+                            f"bool/int/float scalar, got {type(arg).__name__}")
+    return arguments + output_tensors
+
+
+def _resolve_wrappers(wrappers, jit_function, positional, metaparams, kernel_name):
+    """The metaparameters after the autotune configs and heuristics around the kernel, applied outermost first."""
+    from triton.runtime.autotuner import Autotuner
+
+    for wrapper in wrappers:
+        if isinstance(wrapper, Autotuner):
+            config = wrapper.configs[0]
+            if config.pre_hook is not None:
+                raise NotImplementedError(f"Triton kernel '{kernel_name}': autotune configs with a pre_hook "
+                                          "cannot run in the interpreter (the hook expects torch tensors)")
+            repeated = sorted(set(config.kwargs) & set(metaparams))
+            if repeated:
+                raise TypeError(f"Triton kernel '{kernel_name}': metaparameters {repeated} are set both by the "
+                                "call and by its autotune config")
+            metaparams.update(config.kwargs)
+        else:
+            named_arguments = dict(zip(jit_function.arg_names, positional))
+            for name, heuristic in wrapper.values.items():
+                metaparams[name] = heuristic({**named_arguments, **metaparams})
+    return metaparams
+
+
+def _is_constexpr(parameter):
+    import triton.language as tl
+
+    annotation = parameter.annotation
+    if isinstance(annotation, str):
+        return annotation.strip().split(".")[-1] == "constexpr"
+    return annotation is tl.constexpr
+
+
+def _check_signature(jit_function, num_call_args, num_outputs, metaparams, kernel_name):
+    """Raises TypeError naming the kernel where the call does not bind its signature as Triton would need."""
+    parameters = list(inspect.signature(jit_function.fn).parameters.values())
+    names = [p.name for p in parameters]
+    num_positional = num_call_args + num_outputs
+    signature = ", ".join(f"{p.name}: constexpr" if _is_constexpr(p) else p.name for p in parameters)
+    described = f"Triton kernel '{kernel_name}({signature})'"
+    count = (f"takes {sum(not _is_constexpr(p) for p in parameters)} non-constexpr arguments, but the call passes "
+             f"{num_positional} ({num_call_args} arguments and {num_outputs} output pointers)")
+    leading = parameters[:num_positional]
+    if len(leading) < num_positional or any(_is_constexpr(p) for p in leading):
+        raise TypeError(f"{described} {count}")
+    unknown = sorted(set(metaparams) - set(names))
+    if unknown:
+        raise TypeError(f"{described} has no parameters named {unknown}")
+    twice = sorted(set(metaparams) & set(names[:num_positional]))
+    if twice:
+        raise TypeError(f"{described}: {twice} are passed both as arguments and as metaparameters")
+    for parameter in parameters[num_positional:]:
+        if parameter.name in metaparams or parameter.default is not inspect.Parameter.empty:
+            continue
+        if _is_constexpr(parameter):
+            raise TypeError(f"{described} is missing the constexpr metaparameter '{parameter.name}': pass "
+                            f"{parameter.name}=... to the call")
+        # jax-triton lets a non-constexpr scalar come as a metaparameter too, so name both ways to pass it.
+        raise TypeError(f"{described} {count}, and no metaparameter '{parameter.name}'")
+
+
+def _interpreted(jit_function):
+    """The interpreted form of a @triton.jit function, made once (callers hold _INTERPRETER_LOCK)."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if isinstance(jit_function, InterpretedFunction):
+        return jit_function
+    # Keyed by the Python function: hashing a JITFunction hashes its source and dependencies, which fails while
+    # the interpreter has triton.language patched.
+    if jit_function.fn not in _INTERPRETED_FUNCTIONS:
+        _INTERPRETED_FUNCTIONS[jit_function.fn] = InterpretedFunction(jit_function.fn)
+    return _INTERPRETED_FUNCTIONS[jit_function.fn]
+
+
+@contextlib.contextmanager
+def _jit_helpers_interpreted():
+    """Makes @triton.jit helpers that an interpreted kernel calls run interpreted too.
+
+    Decorated without TRITON_INTERPRET=1, a helper is a JITFunction, whose `__call__` refuses to run outside a
+    compiled kernel; the interpreter calls it as plain Python. For the run (under _INTERPRETER_LOCK) the call
+    goes to the helper's interpreted form instead, wherever the kernel found the helper (globals, a module
+    attribute, a closure).
+    """
+    from triton.runtime.jit import JITFunction
+
+    original_call = JITFunction.__call__
+    JITFunction.__call__ = lambda helper, *args, **kwargs: _interpreted(helper)(*args, **kwargs)
+    try:
+        yield
+    finally:
+        JITFunction.__call__ = original_call
+
+
+@contextlib.contextmanager
+def _interpreter_debug(debug):
+    """Sets the interpreter's `debug` option (device asserts) for one run; its options are process-global."""
+    from triton.runtime.interpreter import interpreter_builder
+
+    original_options = interpreter_builder.options
+    interpreter_builder.options = dataclasses.replace(original_options, debug=bool(debug))
+    try:
+        yield
+    finally:
+        interpreter_builder.options = original_options
+
+
+def _failing_program_id():
+    from triton.runtime.interpreter import interpreter_builder
+
+    return getattr(interpreter_builder, "grid_idx", None)
