@@ -130,7 +130,7 @@ def run_interpreted(kernel, call_args, out_avals, *, grid, metaparams, input_out
     bfloat16 result can be one unit in the last place below a GPU's round-to-nearest-even.
     Runs are serialized (Triton's interpreter is process-global) and may come from any thread.
     """
-    jit_function, wrappers = _unwrap_kernel(kernel)
+    jit_function, wrappers = unwrap_kernel(kernel)
     kernel_name = jit_function.fn.__name__
     grid = _checked_grid(grid, kernel_name)
     outputs = _allocate_outputs(call_args, out_avals, input_output_aliases or {}, zeroed_outputs, kernel_name)
@@ -154,7 +154,7 @@ def run_interpreted(kernel, call_args, out_avals, *, grid, metaparams, input_out
     return outputs
 
 
-def _unwrap_kernel(kernel):
+def unwrap_kernel(kernel):
     """The @triton.jit function under `kernel`, and the autotune/heuristics wrappers around it, outermost first."""
     try:
         from triton.runtime.autotuner import Autotuner, Heuristics
@@ -259,10 +259,10 @@ def _is_constexpr(parameter):
     return annotation is tl.constexpr
 
 
-def _check_signature(jit_function, num_call_args, num_outputs, metaparams, kernel_name):
-    """Raises TypeError naming the kernel where the call does not bind its signature as Triton would need."""
+def check_positional_arguments(jit_function, num_call_args, num_outputs, kernel_name):
+    """Raises TypeError naming the kernel when its leading parameters cannot take the call's arguments and output
+    pointers; returns (its parameters, its description, the count sentence) for further checks."""
     parameters = list(inspect.signature(jit_function.fn).parameters.values())
-    names = [p.name for p in parameters]
     num_positional = num_call_args + num_outputs
     signature = ", ".join(f"{p.name}: constexpr" if _is_constexpr(p) else p.name for p in parameters)
     described = f"Triton kernel '{kernel_name}({signature})'"
@@ -271,6 +271,24 @@ def _check_signature(jit_function, num_call_args, num_outputs, metaparams, kerne
     leading = parameters[:num_positional]
     if len(leading) < num_positional or any(_is_constexpr(p) for p in leading):
         raise TypeError(f"{described} {count}")
+    return parameters, described, count
+
+
+def check_call(kernel, num_call_args, num_outputs, metaparams, kernel_name):
+    """The checks that need no argument values, made when a call is traced: the whole signature for a plain
+    kernel; the positional part for an autotune/heuristics wrapper (its configs add metaparameters later)."""
+    jit_function, wrappers = unwrap_kernel(kernel)
+    if wrappers:
+        check_positional_arguments(jit_function, num_call_args, num_outputs, kernel_name)
+    else:
+        _check_signature(jit_function, num_call_args, num_outputs, metaparams, kernel_name)
+
+
+def _check_signature(jit_function, num_call_args, num_outputs, metaparams, kernel_name):
+    """Raises TypeError naming the kernel where the call does not bind its signature as Triton would need."""
+    parameters, described, count = check_positional_arguments(jit_function, num_call_args, num_outputs, kernel_name)
+    names = [p.name for p in parameters]
+    num_positional = num_call_args + num_outputs
     unknown = sorted(set(metaparams) - set(names))
     if unknown:
         raise TypeError(f"{described} has no parameters named {unknown}")

@@ -16,6 +16,7 @@ from numax.core.avals import ShapedArray
 from numax.core.trace import Tracer
 from numax.lax.triton_call import resolve_grid, triton_call_p
 from numax.lowering.array import Array
+from numax.lowering.triton_interpret import check_call, unwrap_kernel
 
 __all__ = ["triton_call", "cdiv", "next_power_of_2", "strides_from_shape"]
 
@@ -38,15 +39,6 @@ def strides_from_shape(shape):
         strides.append(size)
         size *= int(dim)
     return tuple(reversed(strides))
-
-
-def _is_kernel(kernel):
-    """A @triton.jit function, or an autotune/heuristics wrapper of one (checked without importing triton
-    for values that are plainly something else)."""
-    seen = kernel
-    while hasattr(seen, "fn") and not hasattr(seen, "arg_names"):
-        seen = seen.fn  # Autotuner / Heuristics wrap the kernel in `.fn`
-    return hasattr(seen, "arg_names") and hasattr(seen, "run")
 
 
 def _out_aval(leaf):
@@ -84,9 +76,7 @@ def triton_call(*args, kernel, out_shape=None, grid, input_output_aliases=None, 
         raise TypeError("triton_call: out_shape (or out_type) is required")
     if out_shape is not None and out_type is not None:
         raise TypeError("triton_call: pass out_shape or out_type, not both")
-    if not _is_kernel(kernel):
-        raise TypeError(f"triton_call: kernel must be a @triton.jit function (or a triton.autotune / "
-                        f"triton.heuristics wrapper of one), got {kernel!r}")
+    jit_function, _ = unwrap_kernel(kernel)  # a TypeError for anything else
     out_leaves, out_tree = tree.tree_flatten(out_shape if out_shape is not None else out_type)
     out_avals = tuple(_out_aval(leaf) for leaf in out_leaves)
     operands, call_spec, operand_of_arg = [], [], {}
@@ -109,7 +99,8 @@ def triton_call(*args, kernel, out_shape=None, grid, input_output_aliases=None, 
             raise ValueError(f"triton_call: input_output_aliases names output {output}, but there are "
                              f"{len(out_avals)}")
         aliases.append((operand_of_arg[position], int(output)))
-    kernel_name = name or getattr(getattr(kernel, "fn", kernel), "__name__", "kernel")
+    kernel_name = name or jit_function.fn.__name__
+    check_call(kernel, len(args), len(out_avals), metaparams, kernel_name)
     outs = triton_call_p.bind(
         *operands, kernel=kernel, out_avals=out_avals, grid=grid if callable(grid) else resolve_grid(grid, {}),
         call_spec=tuple(call_spec),

@@ -102,6 +102,18 @@ def softmax_kernel(x_ptr, n_cols, row_stride, out_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def softmax_backward_kernel(y_ptr, dy_ptr, n_cols, row_stride, dx_ptr, BLOCK: tl.constexpr):
+    """The cotangent of a row softmax from its output y and output cotangent dy: y * (dy - sum(dy * y))."""
+    row = tl.program_id(0)
+    columns = tl.arange(0, BLOCK)
+    mask = columns < n_cols
+    y = tl.load(y_ptr + row * row_stride + columns, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + row * row_stride + columns, mask=mask, other=0.0).to(tl.float32)
+    dx = y * (dy - tl.sum(dy * y, axis=0))
+    tl.store(dx_ptr + row * row_stride + columns, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def matmul_kernel(a_ptr, b_ptr, M, N, K, c_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   BLOCK_K: tl.constexpr):
     """c = a @ b for row-major a (M, K), b (K, N), c (M, N) in float32, on a 2-D grid of (BLOCK_M, BLOCK_N) tiles."""
