@@ -1,7 +1,8 @@
 """Every tutorial notebook in notebooks/ runs clean from top to bottom.
 
-Each notebook's code cells run in order, in one fresh Python process (as a kernel would run them),
-so that a notebook cannot lean on the test process's state; a failing cell is reported by number.
+Each notebook's code cells run in order, in one fresh Python process (as a kernel would run them, each
+cell's source kept in `linecache` as Jupyter keeps it), so that a notebook cannot lean on the test
+process's state; a failing cell is reported by number.
 """
 
 import json
@@ -14,12 +15,15 @@ import pytest
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
 _RUNNER = r"""
-import json, sys, traceback
+import json, linecache, sys, traceback
 cells = json.load(open(sys.argv[1]))
 namespace = {"__name__": "__main__"}
 for index, source in cells:
+    name = f"<cell {index}>"
+    # As Jupyter does, the cell's source is kept where `inspect` finds it (Triton's @jit reads its kernel's source).
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
     try:
-        exec(compile(source, f"<cell {index}>", "exec"), namespace)
+        exec(compile(source, name, "exec"), namespace)
     except Exception:
         traceback.print_exc()
         print(f"NOTEBOOK CELL {index} FAILED", file=sys.stderr)
