@@ -11,49 +11,20 @@ import zlib
 import numpy as np
 import pytest
 import triton
-import triton.language as tl
 from numax.core import dtypes
 from numax.core.avals import ShapedArray
 from numax.lowering import triton_cache, triton_gpu, xla
 from numax.lowering.lower import ModuleContext, RuleContext
 from numax.lowering.stablehlo import FunctionBuilder, aval_type
+from sample_triton_kernels import add_kernel, heuristic_softmax_kernel, softmax_kernel
 
 SM90 = 90
 
 
-@triton.jit
-def add_kernel(x_ptr, y_ptr, n, out_ptr, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
-
-
-@triton.jit
-def softmax_kernel(x_ptr, n_cols, out_ptr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
-    e = tl.exp(x - tl.max(x, axis=0))
-    tl.store(out_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)
-
-
-@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 256}, num_warps=8)],
-                 key=["n"])
-@triton.jit
-def autotuned_add_kernel(x_ptr, y_ptr, n, out_ptr, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
-
-
-@triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])})
-@triton.jit
-def heuristic_softmax_kernel(x_ptr, n_cols, out_ptr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
-    e = tl.exp(x - tl.max(x, axis=0))
-    tl.store(out_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)
+# Autotuned with different configs than the GPU check's, to test the config expansion.
+autotuned_add_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 256}, num_warps=8)], key=["n"]
+)(add_kernel)
 
 
 F32 = np.dtype(np.float32)
