@@ -20,7 +20,7 @@ from ..core.primitives import Primitive, batching_rules
 from ..core.trace import Tracer, get_aval_of
 from ..lowering.array import Array, put
 from ..lowering.lower import register_lowering
-from ..lowering.stablehlo import aval_type, tensor_type
+from ..lowering.stablehlo import aval_type, row_major_layout, tensor_type
 
 __all__ = ["pure_callback", "debug_callback"]
 
@@ -120,11 +120,6 @@ debug_callback_p.def_impl(_debug_callback_impl)
 
 
 # --- lowering -------------------------------------------------------------------------------------------
-def _row_major_layout(aval):
-    dims = ", ".join(str(d) for d in reversed(range(aval.ndim)))
-    return f"dense<[{dims}]> : tensor<{aval.ndim}xindex>" if aval.ndim else "dense<> : tensor<0xindex>"
-
-
 # XLA may reorder side-effecting calls (the GPU did), so each debug callback of a function body takes
 # the previous one's extra zero-size result as an extra operand: a data dependency that keeps them in
 # program order. Bodies of loops and conditionals start chains of their own.
@@ -149,9 +144,9 @@ class _InProgramOrder:
 def callback_lowering(target, ordered_by_token):
     def rule(ctx, *operands, callback, **_params):
         avals_in, avals_out = list(ctx.avals_in), list(ctx.avals_out)
-        operand_layouts = [_row_major_layout(a) for a in avals_in]
+        operand_layouts = [row_major_layout(a) for a in avals_in]
         result_types = [aval_type(a) for a in avals_out]
-        result_layouts = [_row_major_layout(a) for a in avals_out]
+        result_layouts = [row_major_layout(a) for a in avals_out]
         if ordered_by_token:
             previous = _order_chains.get(ctx.builder)
             if previous is None:

@@ -33,6 +33,12 @@ def aval_type(aval) -> str:
     return tensor_type(aval.shape, aval.dtype)
 
 
+def row_major_layout(aval) -> str:
+    """The layout attribute of a C-order array (minor-to-major dimensions), for custom calls."""
+    dims = ", ".join(str(d) for d in reversed(range(aval.ndim)))
+    return f"dense<[{dims}]> : tensor<{aval.ndim}xindex>" if aval.ndim else "dense<> : tensor<0xindex>"
+
+
 def i64_array(values) -> str:
     """`array<i64: 1, 2>`: StableHLO's dimension lists."""
     values = [int(v) for v in values]

@@ -204,6 +204,11 @@ def _register_gpu_kernels(c_api, kernels_package):
         for name, type_id in extension.ffi_types().items():
             xc.register_custom_type(name, type_id, platform="CUDA")
     registrations = dict(extension.ffi_handlers()) if hasattr(extension, "ffi_handlers") else {}
+    triton = gpu_triton_module()
+    if triton is not None:
+        # the legacy target (api_version 2 in StableHLO: the opaque bytes are the backend_config)
+        xc.register_custom_call_target("triton_kernel_call", triton.get_custom_call(), platform="CUDA")
+        registrations.update(triton.registrations())  # triton_kernel_call_ffi
     for module_name in ("_solver", "_linalg"):
         try:
             registrations.update(importlib.import_module(f"{kernels_package}.{module_name}").registrations())
@@ -211,6 +216,30 @@ def _register_gpu_kernels(c_api, kernels_package):
             continue
     for name, capsule in registrations.items():
         xc.register_custom_call_target(name, capsule, platform="CUDA", api_version=1)
+
+
+def gpu_triton_module():
+    """The CUDA plugin's Triton kernel-call builder (`TritonKernel`, `TritonKernelCall`,
+    `create_array_parameter`, ...; what `jaxlib.gpu_triton` re-exports), or None without the plugin."""
+    found = _find_cuda_plugin()
+    if found is None:
+        return None
+    load_jaxlib()  # the extension's types refer to jaxlib's
+    try:
+        return importlib.import_module(f"{found[1]}._triton")
+    except ImportError:
+        return None
+
+
+def gpu_compute_capability(device=None) -> int:
+    """The compute capability of a CUDA device (default: the GPU backend's first) as 10 * major + minor."""
+    if device is None:
+        device = get_backend("gpu").devices[0]
+    capability = getattr(device, "compute_capability", None)  # a PJRT device attribute: "9.0"
+    if capability is None:
+        return int(gpu_triton_module().get_compute_capability(device.local_hardware_id or 0))
+    major, minor = str(capability).split(".")
+    return 10 * int(major) + int(minor)
 
 
 # --- the distributed runtime (one process of several) ----------------------------------------------------
