@@ -238,9 +238,8 @@ def timings():
 # --- part 2: the user API, when the branch with numax.triton is merged ------------------------------------
 def user_api_checks():
     try:
-        import numax.triton as nt
-
         import numax
+        import numax.triton as nt
     except ImportError as error:
         print(f"skip  numax.triton checks: {error} (part 1 checked the engine)")
         return

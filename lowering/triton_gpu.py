@@ -24,6 +24,7 @@ from ..core import dtypes
 from . import xla
 from .stablehlo import aval_type, row_major_layout
 from .triton_cache import KernelCache
+from .triton_signature import unwrap_kernel
 
 # Triton's names of element types (pointer targets and scalars).
 _TRITON_TYPES = {
@@ -81,25 +82,6 @@ def _type_of(arg_type) -> str:
 
 
 # --- kernels and their wrappers --------------------------------------------------------------------------
-def unwrap_kernel(kernel):
-    """(the @triton.jit function, the triton.autotune wrapper or None, the triton.heuristics wrappers from
-    the outside in) of a kernel as users pass it."""
-    from triton.runtime.autotuner import Autotuner, Heuristics
-    from triton.runtime.jit import JITFunction
-
-    autotuner, heuristics, inner = None, [], kernel
-    while not isinstance(inner, JITFunction):
-        if isinstance(inner, Autotuner) and autotuner is None:
-            autotuner = inner
-        elif isinstance(inner, Heuristics):
-            heuristics.append(inner)
-        else:
-            raise TypeError(f"kernel must be a @triton.jit function (or a triton.autotune/triton.heuristics "
-                            f"wrapper of one), got {kernel!r}")
-        inner = inner.fn
-    return inner, autotuner, heuristics
-
-
 def _specialization(jit_fn, arg_types, metaparams):
     """Triton's (signature, constexprs, attrs) for `triton.compile`: every parameter typed (constexprs as
     'constexpr'), constexpr values from `metaparams` or the kernel's defaults, and the 16-byte divisibility
@@ -307,7 +289,11 @@ def kernel_launches(kernel, avals_in, avals_out, *, grid, call_spec, metaparams,
                     num_stages, num_ctas, debug, compute_capability) -> list:
     """The KernelLaunch of each config (one unless `kernel` is autotuned) for a call with the
     `triton_call` primitive's params."""
-    jit_fn, autotuner, heuristics = unwrap_kernel(kernel)
+    from triton.runtime.autotuner import Autotuner, Heuristics
+
+    jit_fn, wrappers = unwrap_kernel(kernel)
+    autotuner = next((w for w in wrappers if isinstance(w, Autotuner)), None)
+    heuristics = [w for w in wrappers if isinstance(w, Heuristics)]
     arg_types, named_args = [], {}
     user_params = [p.name for p in jit_fn.params if not p.is_constexpr]
     for position, (kind, value) in enumerate(call_spec):
@@ -383,7 +369,7 @@ def lower_triton_call_gpu(ctx, *operands, kernel, out_avals, grid, call_spec, me
                                metaparams=metaparams, zeroed_outputs=zeroed_outputs, num_warps=num_warps,
                                num_stages=num_stages, num_ctas=num_ctas, debug=debug,
                                compute_capability=capability)
-    kernel_name = name or unwrap_kernel(kernel)[0].__name__
+    kernel_name = name or unwrap_kernel(kernel)[0].fn.__name__
     aliases_with_sizes = [(operand, len(operands) + output,
                            ctx.avals_in[operand].size * np.dtype(ctx.avals_in[operand].dtype).itemsize)
                           for operand, output in input_output_aliases]
