@@ -13,6 +13,7 @@ module-global `interpreter_builder` (its `options` and `grid_idx`).
 
 import contextlib
 import dataclasses
+import functools
 import threading
 
 import numpy as np
@@ -201,11 +202,21 @@ def _kernel_arguments(call_args, outputs, input_output_aliases, kernel_name):
             array_index += 1
         elif isinstance(arg, (bool, int, float, np.bool_, np.integer, np.floating)):
             # The interpreter types only Python scalars (a np.float32 would reach the kernel untyped).
-            arguments.append(arg.item() if isinstance(arg, np.generic) else arg)
+            scalar = arg.item() if isinstance(arg, np.generic) else arg
+            if isinstance(scalar, bool) and not _interpreter_takes_bools():
+                scalar = int(scalar)  # Triton < 3.7 types a bool i1 but stores it as int32, and fails
+            arguments.append(scalar)
         else:
             raise TypeError(f"argument {position} of Triton kernel '{kernel_name}' must be a numpy array or a "
                             f"bool/int/float scalar, got {type(arg).__name__}")
     return arguments + output_tensors
+
+
+@functools.cache
+def _interpreter_takes_bools():
+    import triton
+
+    return tuple(int(part) for part in triton.__version__.split(".")[:2]) >= (3, 7)
 
 
 def _resolve_wrappers(wrappers, jit_function, positional, metaparams, kernel_name):

@@ -69,8 +69,8 @@ def test_row_softmax_and_blocked_matmul_match_numpy():
     expected = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(np.asarray(_softmax(x)), expected / expected.sum(1, keepdims=True), rtol=1e-5)
     a, b = rng.normal(size=(32, 16)).astype(F32), rng.normal(size=(16, 48)).astype(F32)
-    c = nt.triton_call(a, b, 32, 48, 16, kernel=K.matmul_kernel, out_shape=numax.ShapeDtypeStruct((32, 48), F32),
-                       grid=(2, 3), BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
+    c = nt.triton_call(a, b, 32, 48, kernel=K.matmul_kernel, out_shape=numax.ShapeDtypeStruct((32, 48), F32),
+                       grid=(2, 3), K=16, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
     np.testing.assert_allclose(np.asarray(c), a @ b, rtol=1e-4, atol=1e-4)
 
 

@@ -114,9 +114,10 @@ def softmax_backward_kernel(y_ptr, dy_ptr, n_cols, row_stride, dx_ptr, BLOCK: tl
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, M, N, K, c_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+def matmul_kernel(a_ptr, b_ptr, M, N, c_ptr, K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   BLOCK_K: tl.constexpr):
-    """c = a @ b for row-major a (M, K), b (K, N), c (M, N) in float32, on a 2-D grid of (BLOCK_M, BLOCK_N) tiles."""
+    """c = a @ b for row-major a (M, K), b (K, N), c (M, N) in float32, on a 2-D grid of (BLOCK_M, BLOCK_N) tiles.
+    K is a constexpr: Triton 3.6's interpreter cannot loop up to a runtime scalar with numpy >= 2.4."""
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
