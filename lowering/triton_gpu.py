@@ -24,7 +24,7 @@ from ..core import dtypes
 from . import xla
 from .stablehlo import aval_type, row_major_layout
 from .triton_cache import KernelCache
-from .triton_signature import unwrap_kernel
+from .triton_signature import TRITON_LANGUAGE_LOCK, unwrap_kernel
 
 # Triton's names of element types (pointer targets and scalars).
 _TRITON_TYPES = {
@@ -164,7 +164,8 @@ def compile_kernel(kernel, arg_types, metaparams, *, num_warps, num_stages, num_
         if num_ctas > 1 and compute_capability < 90:
             raise ValueError(f"num_ctas > 1 needs compute capability 9.0 or newer, not {compute_capability}")
         source = ASTSource(kernel, signature, constexprs, attrs)
-        compiled = triton.compile(source, target=GPUTarget("cuda", compute_capability, 32), options=options)
+        with TRITON_LANGUAGE_LOCK:  # not while the interpreter has triton.language patched
+            compiled = triton.compile(source, target=GPUTarget("cuda", compute_capability, 32), options=options)
         metadata = compiled.metadata
         if getattr(metadata, "profile_scratch_size", 0):
             raise NotImplementedError("Triton kernels compiled with instrumentation (a profile scratch buffer) "

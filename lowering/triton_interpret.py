@@ -14,15 +14,11 @@ module-global `interpreter_builder` (its `options` and `grid_idx`).
 import contextlib
 import dataclasses
 import functools
-import threading
 
 import numpy as np
 
-from .triton_signature import check_signature, unwrap_kernel
+from .triton_signature import TRITON_LANGUAGE_LOCK, check_signature, unwrap_kernel
 
-# Triton's interpreter keeps its state in module globals (the grid index, the patched triton.language), so
-# interpreted runs from several XLA callback threads must take turns.
-_INTERPRETER_LOCK = threading.Lock()
 # The interpreted form of each @triton.jit function seen (kernels and the helpers they call), keyed by its Python
 # function; Triton itself caches the rewritten source per Python function for the life of the process.
 _INTERPRETED_FUNCTIONS = {}
@@ -141,7 +137,7 @@ def run_interpreted(kernel, call_args, out_avals, *, grid, metaparams, input_out
     check_signature(jit_function, len(call_args), len(outputs), constexprs, kernel_name)
     from triton.runtime.errors import InterpreterError
 
-    with _INTERPRETER_LOCK, _interpreter_debug(debug), _jit_helpers_interpreted():
+    with TRITON_LANGUAGE_LOCK, _interpreter_debug(debug), _jit_helpers_interpreted():
         try:
             _interpreted(jit_function).run(*positional, grid=grid, warmup=False, **constexprs)
         except Exception as error:
@@ -242,7 +238,7 @@ def _resolve_wrappers(wrappers, jit_function, positional, metaparams, kernel_nam
 
 
 def _interpreted(jit_function):
-    """The interpreted form of a @triton.jit function, made once (callers hold _INTERPRETER_LOCK)."""
+    """The interpreted form of a @triton.jit function, made once (callers hold TRITON_LANGUAGE_LOCK)."""
     from triton.runtime.interpreter import InterpretedFunction
 
     if isinstance(jit_function, InterpretedFunction):
@@ -259,7 +255,7 @@ def _jit_helpers_interpreted():
     """Makes @triton.jit helpers that an interpreted kernel calls run interpreted too.
 
     Decorated without TRITON_INTERPRET=1, a helper is a JITFunction, whose `__call__` refuses to run outside a
-    compiled kernel; the interpreter calls it as plain Python. For the run (under _INTERPRETER_LOCK) the call
+    compiled kernel; the interpreter calls it as plain Python. For the run (under TRITON_LANGUAGE_LOCK) the call
     goes to the helper's interpreted form instead, wherever the kernel found the helper (globals, a module
     attribute, a closure).
     """

@@ -3,6 +3,12 @@ triton.autotune / triton.heuristics wrappers, and whether a call's arguments fit
 when a call is traced, so that a mistake names the kernel and its parameters instead of failing in a launch)."""
 
 import inspect
+import threading
+
+# Triton's interpreter keeps its state in module globals and patches triton.language while it runs, so
+# interpreted runs (from XLA's callback threads) take turns, and compiling a kernel for a GPU (which reads
+# triton.language) waits for them: both hold this lock.
+TRITON_LANGUAGE_LOCK = threading.Lock()
 
 
 def unwrap_kernel(kernel):
