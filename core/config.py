@@ -27,15 +27,26 @@ def _text_from_env(text, variable):
     return text
 
 
+FUSION_CHOICES = ("xla", "triton")
+
+
+def check_fusion(value, where="numax_fusion"):
+    """A valid fusion choice (`jit(fusion=...)`, the numax_fusion flag and NUMAX_FUSION), else a ValueError."""
+    if value not in FUSION_CHOICES:
+        raise ValueError(f"{where} must be one of {', '.join(map(repr, FUSION_CHOICES))}, got {value!r}")
+    return value
+
+
 class _Flag:
     """One flag: its attribute name, default, the names `update` knows it by (JAX's and numax's) and how
     its environment variables parse (`NUMAX_*` first, then `JAX_*`)."""
 
-    def __init__(self, attribute, default, names, parse=_bool_from_env):
+    def __init__(self, attribute, default, names, parse=_bool_from_env, check=None):
         self.attribute = attribute
         self.default = default
         self.names = names
         self.parse = parse
+        self.check = check  # check(value, name) -> value, raising for invalid values given to `update`
 
     def initial_value(self):
         for name in self.names:
@@ -55,6 +66,9 @@ _FLAGS = [
     _Flag("disable_jit", False, ["numax_disable_jit", "jax_disable_jit"]),
     # Where new arrays and computations go when no argument says (None: the default backend's first device).
     _Flag("default_device", None, ["numax_default_device", "jax_default_device"], None),
+    # How jit compiles elementwise regions: "xla" (XLA fuses them) or "triton" (generated Triton kernels).
+    _Flag("fusion", "xla", ["numax_fusion"], check_fusion, check_fusion),
+    _Flag("log_fusion", False, ["numax_log_fusion"]),
 ]
 
 
@@ -69,6 +83,7 @@ class Config:
     `_ConfigWithOverrides`, whose properties look in the reading thread's overrides first."""
 
     _names = {name: flag.attribute for flag in _FLAGS for name in flag.names}
+    _checks = {flag.attribute: flag.check for flag in _FLAGS if flag.check is not None}
 
     def __init__(self):
         for flag in _FLAGS:
@@ -97,6 +112,8 @@ class Config:
         attribute = self._names.get(name)
         if attribute is None:
             raise AttributeError(f"unknown numax config option {name!r}; known: {sorted(self._names)}")
+        if attribute in self._checks:
+            value = self._checks[attribute](value, name)
         setattr(self, attribute, value)
         self.check_numerics = bool(self.__dict__["debug_nans"] or self.__dict__["debug_infs"])
         for listener in self._listeners:

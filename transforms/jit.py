@@ -16,7 +16,7 @@ from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray, get_aval
-from ..core.config import config
+from ..core.config import check_fusion, config
 from ..core.ir import ClosedProgram, Equation, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.sharding import PartitionSpec, Sharding, as_sharding
@@ -71,6 +71,8 @@ def _jit_impl(*args, program, name):
 
 
 jit_p.def_impl(_jit_impl)
+# A jit function compiled under one numax_fusion default compiles again under another.
+config.on_change(lambda attribute, value: _clear_caches() if attribute == "fusion" else None)
 register_lowering(jit_p, lambda ctx, *args, program, name: ctx.lower_program(program, list(args)))
 
 
@@ -187,7 +189,7 @@ class JitFunction:
 
     def __init__(self, fun, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=(),
                  device=None, backend=None, inline=False, compiler_options=None, name=None, in_shardings=None,
-                 out_shardings=None):
+                 out_shardings=None, fusion=None):
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
         self.fun = fun
@@ -207,6 +209,7 @@ class JitFunction:
         self.inline = bool(inline)
         self.compiler_options = dict(compiler_options) if compiler_options else None
         self.in_shardings, self.out_shardings = in_shardings, out_shardings  # tree prefixes (None: unspecified)
+        self.fusion = None if fusion is None else check_fusion(fusion, "jit fusion")  # None: numax_fusion's
         self.cache = caches.ComputeOnceCache()  # signature -> _CacheEntry (compiled)
         self.traced_cache = caches.ComputeOnceCache()  # signature -> (ClosedProgram, out_tree), under transforms
         self.last_key = None
@@ -334,10 +337,19 @@ class JitFunction:
             self.last_key = key
             return _CacheEntry(executable, out_tree, closed, None)
         attributes = _donation_attributes(program, donated)
+        closed, _ = self._fused(closed)
         executable = dispatch.compile_program(closed, self.name, backend, device, attributes, reason,
                                               self.compiler_options)
         self.last_key = key
         return _CacheEntry(executable, out_tree, closed, donated if attributes else None)
+
+    def _fused(self, closed):
+        """(the program to compile, [FusedKernel]): with fusion "triton", its elementwise regions fused."""
+        if (self.fusion or config.fusion) != "triton":
+            return closed, []
+        from .fusion import fuse_with_kernels  # loaded only when asked for
+
+        return fuse_with_kernels(closed)
 
     def _shardings(self, args, kwargs, leaves, out_tree):
         """(in, out) shardings per leaf for a call: those asked for, else an argument's own layout over
@@ -389,8 +401,11 @@ class JitFunction:
         backend, device = self.placement or dispatch._placement_of_args(leaves)
         dynamic = tree.tree_leaves(self._split(args, kwargs)[:2])
         shardings = self._shardings(args, kwargs, dynamic, out_tree)
+        kernels = []
+        if not any(shardings):  # programs over several devices are left to XLA
+            closed, kernels = self._fused(closed)
         return Lowered(self.name, closed, in_tree, out_tree, _donation_attributes(program, donated), backend, device,
-                       self.compiler_options, shardings)
+                       self.compiler_options, shardings, kernels)
 
     def eval_shape(self, *args, **kwargs):
         program, _, _, out_tree, _ = self.trace_program(args, kwargs)
@@ -513,8 +528,9 @@ class Lowered:
     """A traced and lowered jit function: `as_text()` is its StableHLO; `compile()` compiles it."""
 
     def __init__(self, name, closed, in_tree, out_tree, arg_attributes, backend, device, compiler_options=None,
-                 shardings=((), ())):
+                 shardings=((), ()), kernels=()):
         self.name = name
+        self.kernels = list(kernels)
         self.in_shardings, self.out_shardings = shardings
         self.closed = closed
         self.in_tree = in_tree
@@ -547,6 +563,11 @@ class Lowered:
     @property
     def jaxpr(self):
         return self.closed
+
+    def triton_kernels(self):
+        """The Triton kernels generated for this program's fused regions (with `fusion="triton"`): objects with
+        `name`, `equations` (the region's equations as program text) and `source` (the kernel's Triton source)."""
+        return list(self.kernels)
 
 
 class Compiled:
@@ -646,7 +667,7 @@ def _fixed_placement(device, backend):
 
 def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=None, static_argnames=None,
         donate_argnums=None, donate_argnames=None, keep_unused=False, device=None, backend=None, inline=False,
-        compiler_options=None):
+        compiler_options=None, fusion=None):
     """Compiles `fun` with XLA: traced once per signature of its arguments, then called directly.
 
     JAX's options: `static_argnums`/`static_argnames` (hashable arguments the trace depends on),
@@ -656,11 +677,13 @@ def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=No
     `out_shardings` (a Sharding, or a PartitionSpec under `set_mesh`, or None, for all positional arguments or
     results, or a tree prefix of them: the program is compiled for the mesh's devices and partitioned by
     XLA; arguments already laid out over devices are taken as they are). `keep_unused` is accepted: numax
-    never prunes unused arguments."""
+    never prunes unused arguments. numax's own option `fusion`: "xla" leaves fusion to XLA; "triton" compiles
+    regions of elementwise equations to generated Triton kernels (on a CPU, run by Triton's interpreter);
+    None takes the `numax_fusion` config flag (default "xla")."""
     options = dict(in_shardings=in_shardings, out_shardings=out_shardings, static_argnums=static_argnums,
                    static_argnames=static_argnames, donate_argnums=donate_argnums,
                    donate_argnames=donate_argnames, device=device, backend=backend, inline=inline,
-                   compiler_options=compiler_options)
+                   compiler_options=compiler_options, fusion=fusion)
     if fun is None:
         return functools.partial(jit, keep_unused=keep_unused, **options)
     return JitFunction(fun, **options)

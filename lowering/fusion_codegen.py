@@ -1,0 +1,328 @@
+"""Triton source for a fused region of elementwise equations, and the kernels made from it.
+
+A region is a list of elementwise equations whose outputs all have one shape; the kernel sees every array of
+that shape flattened to 1-D and computes one block of `BLOCK` elements per program:
+
+    def fused_<ops>_<digest>(in0_ptr, ..., n, out0_ptr, ..., BLOCK: tl.constexpr)
+
+Inputs of the region's shape are loaded at the block's offsets; inputs of size 1 are loaded once and broadcast;
+scalar literals become constants. 16-bit floats are widened to float32 in registers, as XLA computes them, and
+narrowed only where the program converts explicitly and where a result is stored. `EQUATION_TEMPLATES` maps a
+primitive's name to the Triton expression of one equation; `fusible` says whether an equation has a faithful
+form (numerics within a few ulps of XLA's, integer and boolean results exact).
+
+Kernels are written to files under `$NUMAX_CACHE_DIR/fusion` (Triton reads a kernel's source from its file),
+named by a hash of the source, and imported once per process. This module knows equations only through their
+primitive names, params and avals: nothing here knows how regions are chosen.
+"""
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.ir import Literal
+
+BLOCK_SIZE = 1024
+
+_TRITON_DTYPES = {
+    dtypes.bool_: "tl.int1", np.dtype(np.int8): "tl.int8", np.dtype(np.int16): "tl.int16",
+    np.dtype(np.int32): "tl.int32", np.dtype(np.int64): "tl.int64", np.dtype(np.uint8): "tl.uint8",
+    np.dtype(np.uint16): "tl.uint16", np.dtype(np.uint32): "tl.uint32", np.dtype(np.uint64): "tl.uint64",
+    dtypes.float16: "tl.float16", dtypes.bfloat16: "tl.bfloat16", dtypes.float32: "tl.float32",
+    dtypes.float64: "tl.float64",
+}
+_NARROW_FLOATS = (dtypes.float16, dtypes.bfloat16)
+
+
+def has_triton_dtype(dtype):
+    return np.dtype(dtype) in _TRITON_DTYPES
+
+
+def register_dtype(dtype):
+    """The dtype a value of `dtype` has in the kernel's registers: float32 for 16-bit floats."""
+    return dtypes.float32 if dtype in _NARROW_FLOATS else np.dtype(dtype)
+
+
+def _is_float(dtype):
+    return dtypes.is_inexact(dtype)
+
+
+def _is_unsigned(dtype):
+    return dtypes.is_unsigned(dtype)
+
+
+# --- helpers written into kernels that need them ----------------------------------------------------------
+# Triton's interpreter cannot run libdevice, and tl has no log1p, expm1 or tanh: these are Kahan's accurate
+# forms over exp and log (a few ulps), which run the same way compiled and interpreted.
+_HELPERS = {
+    "_log1p": '''
+@triton.jit
+def _log1p(x):
+    # log(u) * x / (u - 1) with u = 1 + x cancels the rounding error of 1 + x (Kahan); where that form would
+    # divide 0 by 0 or inf by inf, u itself (2.0) stands in, and the outer where picks the exact answer.
+    u = 1.0 + x
+    exact = (u == 1.0) | (u == float("inf"))
+    w = tl.where(exact, 2.0, u)
+    return tl.where(exact, tl.where(u == 1.0, x, u), tl.log(w) * (x / (w - 1.0)))
+''',
+    "_expm1": '''
+@triton.jit
+def _expm1(x):
+    # (u - 1) * x / log(u) with u = exp(x) cancels the rounding error of exp (Kahan); at u == 1, u == inf and
+    # u - 1 == -1 the answer is x, inf and -1, and a stand-in (2.0) keeps the general form from dividing by 0.
+    u = tl.exp(x)
+    exact = (u == 1.0) | (u == float("inf")) | (u - 1.0 == -1.0)
+    w = tl.where(exact, 2.0, u)
+    return tl.where(exact, tl.where(u == 1.0, x, u - 1.0), (w - 1.0) * (x / tl.log(w)))
+''',
+    "_tanh": '''
+@triton.jit
+def _tanh(x):
+    # tanh|x| = -e / (e + 2) with e = expm1(-2|x|); the sign put back keeps tanh(-0.0) == -0.0.
+    e = _expm1(-2.0 * tl.abs(x))
+    magnitude = -e / (e + 2.0)
+    return tl.where(x < 0, -magnitude, tl.where(x == 0, x, magnitude))
+''',
+}
+_HELPER_NEEDS = {"_tanh": ("_expm1",)}
+
+
+class KernelWriter:
+    """Collects the lines of one kernel's body, the helpers it calls, and names for its values."""
+
+    def __init__(self):
+        self.lines = []
+        self.helpers = []
+        self.count = 0
+
+    def let(self, expression):
+        """Binds `expression` to a fresh name and returns the name."""
+        name = f"v{self.count}"
+        self.count += 1
+        self.lines.append(f"{name} = {expression}")
+        return name
+
+    def helper(self, name):
+        for needed in _HELPER_NEEDS.get(name, ()):
+            self.helper(needed)
+        if name not in self.helpers:
+            self.helpers.append(name)
+        return name
+
+
+# --- equation templates -------------------------------------------------------------------------------------
+# Each takes (writer, operand expressions, input avals, output aval, params) and returns the expression of the
+# equation's result in its register dtype; `_fusible_checks` refuses forms that would not match XLA.
+def _binary(symbol):
+    return lambda writer, ops, avals, out, params: f"({ops[0]} {symbol} {ops[1]})"
+
+
+def _call(function):
+    return lambda writer, ops, avals, out, params: f"{function}({', '.join(ops)})"
+
+
+def _helper(name):
+    return lambda writer, ops, avals, out, params: f"{writer.helper(name)}({ops[0]})"
+
+
+def _nan_propagating(function):
+    """tl.maximum/minimum; floats propagate NaN, as XLA's max and min do; booleans are or/and."""
+
+    def template(writer, ops, avals, out, params):
+        if out.dtype == dtypes.bool_:
+            return f"({ops[0]} {'|' if function == 'tl.maximum' else '&'} {ops[1]})"
+        if _is_float(out.dtype):
+            return f"{function}({ops[0]}, {ops[1]}, propagate_nan=tl.PropagateNan.ALL)"
+        return f"{function}({ops[0]}, {ops[1]})"
+
+    return template
+
+
+def _sign(writer, ops, avals, out, params):
+    (x,) = ops
+    if _is_float(out.dtype):  # zeros and NaN are their own sign
+        return f"tl.where({x} > 0, 1.0, tl.where({x} < 0, -1.0, {x}))"
+    kind = _TRITON_DTYPES[out.dtype]
+    if _is_unsigned(out.dtype):
+        return f"({x} != 0).to({kind})"
+    return f"(({x} > 0).to({kind}) - ({x} < 0).to({kind}))"
+
+
+def _integer_pow(writer, ops, avals, out, params):
+    """Exponentiation by squaring in XLA's order of multiplications; a negative power is a reciprocal."""
+    power = params["y"]
+    result, base, remaining = None, ops[0], abs(power)
+    while remaining:
+        if remaining & 1:
+            result = base if result is None else writer.let(f"{result} * {base}")
+        remaining >>= 1
+        if remaining:
+            base = writer.let(f"{base} * {base}")
+    if result is None:
+        result = f"tl.full([BLOCK], 1, {_TRITON_DTYPES[register_dtype(out.dtype)]})"
+    return f"tl.div_rn(1.0, {result})" if power < 0 else result
+
+
+def _select_n(writer, ops, avals, out, params):
+    which, cases = ops[0], ops[1:]
+    if avals[0].dtype == dtypes.bool_:
+        return cases[0] if len(cases) == 1 else f"tl.where({which}, {cases[1]}, {cases[0]})"
+
+    def choose(low, high):  # as XLA lowers it: halves split by `which < mid`
+        if high - low == 1:
+            return cases[low]
+        mid = (low + high) // 2
+        return f"tl.where({which} < {mid}, {choose(low, mid)}, {choose(mid, high)})"
+
+    return choose(0, len(cases))
+
+
+def _clamp(writer, ops, avals, out, params):
+    low, x, high = ops
+    nan = ", propagate_nan=tl.PropagateNan.ALL" if _is_float(out.dtype) else ""
+    return f"tl.minimum(tl.maximum({x}, {low}{nan}), {high}{nan})"
+
+
+def _not(writer, ops, avals, out, params):
+    return f"({ops[0]} == 0)" if out.dtype == dtypes.bool_ else f"(~{ops[0]})"
+
+
+def _convert(writer, ops, avals, out, params):
+    (x,), source, target = ops, avals[0].dtype, out.dtype
+    if target == dtypes.bool_:
+        return f"({x} != 0)"
+    if target in _NARROW_FLOATS:  # the program's own rounding, kept; computing goes on in float32
+        return f"{x}.to({_TRITON_DTYPES[target]}).to(tl.float32)"
+    if register_dtype(source) == register_dtype(target):
+        return x
+    return f"{x}.to({_TRITON_DTYPES[target]})"
+
+
+def _broadcast(writer, ops, avals, out, params):
+    return f"tl.broadcast_to({ops[0]}, [BLOCK])"
+
+
+EQUATION_TEMPLATES = {
+    "add": _binary("+"), "add_any": _binary("+"), "sub": _binary("-"), "mul": _binary("*"),
+    "div": _call("tl.div_rn"),
+    "neg": lambda writer, ops, avals, out, params: f"(-{ops[0]})",
+    "max": _nan_propagating("tl.maximum"), "min": _nan_propagating("tl.minimum"),
+    "exp": _call("tl.exp"), "log": _call("tl.log"), "log1p": _helper("_log1p"), "expm1": _helper("_expm1"),
+    "tanh": _helper("_tanh"),
+    "logistic": lambda writer, ops, avals, out, params: f"tl.div_rn(1.0, 1.0 + tl.exp(-{ops[0]}))",
+    "sqrt": _call("tl.sqrt_rn"), "rsqrt": _call("tl.rsqrt"), "abs": _call("tl.abs"), "sign": _sign,
+    "floor": _call("tl.floor"), "ceil": _call("tl.ceil"),
+    "integer_pow": _integer_pow, "select_n": _select_n, "clamp": _clamp,
+    "eq": _binary("=="), "ne": _binary("!="), "lt": _binary("<"), "le": _binary("<="), "gt": _binary(">"),
+    "ge": _binary(">="),
+    "and": _binary("&"), "or": _binary("|"), "xor": _binary("^"), "not": _not,
+    "convert_element_type": _convert, "broadcast_in_dim": _broadcast,
+}
+
+# Equations of these primitives fuse only for some dtypes: integer division has XLA-defined results for x / 0
+# and INT_MIN / -1 that Triton leaves undefined; a float-to-integer conversion saturates in XLA and is
+# undefined out of range in Triton.
+_fusible_checks = {
+    "div": lambda avals, out: _is_float(out.dtype),
+    "convert_element_type": lambda avals, out: not (_is_float(avals[0].dtype) and not _is_float(out.dtype)),
+}
+
+
+def fusible(primitive_name, in_avals, out_avals):
+    """True when the equation has a Triton form here and all its values have Triton dtypes."""
+    if primitive_name not in EQUATION_TEMPLATES or len(out_avals) != 1:
+        return False
+    if not all(has_triton_dtype(a.dtype) for a in list(in_avals) + list(out_avals)):
+        return False
+    check = _fusible_checks.get(primitive_name)
+    return check is None or check(in_avals, out_avals[0])
+
+
+# --- kernel source ---------------------------------------------------------------------------------------
+def _literal_text(literal):
+    value = np.asarray(literal.value).item()
+    dtype = register_dtype(literal.aval.dtype)
+    if isinstance(value, float) and not np.isfinite(value):
+        value = f'float("{value}")'
+    elif dtype == dtypes.bool_:
+        value = int(value)
+    return f"tl.full([BLOCK], {value}, {_TRITON_DTYPES[dtype]})"
+
+
+def generate_source(equations, inputs, outputs, size):
+    """(kernel name, Triton source) for `equations` over arrays of `size` elements.
+
+    inputs: the region's array inputs (Vars) in the kernel's order; each has `size` elements or one.
+    outputs: the Vars the kernel stores, in order. Literals among the equations' inputs become constants."""
+    writer = KernelWriter()
+    offsets = "tl.program_id(0).to(tl.int64) * BLOCK" if size >= 2 ** 31 else "tl.program_id(0) * BLOCK"
+    writer.lines += [f"offsets = {offsets} + tl.arange(0, BLOCK)", "mask = offsets < n"]
+    names = {}
+    for position, var in enumerate(inputs):
+        address = f"in{position}_ptr" if var.aval.size == 1 else f"in{position}_ptr + offsets"
+        load = f"tl.load({address})" if var.aval.size == 1 else f"tl.load({address}, mask=mask)"
+        if var.aval.dtype in _NARROW_FLOATS:
+            load += ".to(tl.float32)"
+        names[var] = writer.let(load)
+    for eqn in equations:
+        operands = [_literal_text(a) if isinstance(a, Literal) else names[a] for a in eqn.inputs]
+        template = EQUATION_TEMPLATES[eqn.primitive.name]
+        expression = template(writer, operands, [a.aval for a in eqn.inputs], eqn.outvars[0].aval, eqn.params)
+        names[eqn.outvars[0]] = writer.let(expression)
+    for position, var in enumerate(outputs):
+        value = names[var]
+        if var.aval.dtype in _NARROW_FLOATS:
+            value += f".to({_TRITON_DTYPES[var.aval.dtype]})"
+        writer.lines.append(f"tl.store(out{position}_ptr + offsets, {value}, mask=mask)")
+    parameters = [f"in{i}_ptr" for i in range(len(inputs))] + ["n"] + [f"out{i}_ptr" for i in range(len(outputs))]
+    body = "".join(f"    {line}\n" for line in writer.lines)
+    helpers = "".join(_HELPERS[name] for name in writer.helpers)
+    signature = f"({', '.join(parameters)}, BLOCK: tl.constexpr):\n"
+    digest = hashlib.sha256((helpers + signature + body).encode()).hexdigest()[:10]
+    operations = list(dict.fromkeys(eqn.primitive.name for eqn in equations))
+    name = "_".join(["fused"] + operations[:3] + (["etc"] if len(operations) > 3 else []) + [digest])
+    source = ("import triton\nimport triton.language as tl\n" + helpers
+              + f"\n\n@triton.jit\ndef {name}{signature}{body}")
+    return name, source
+
+
+# --- kernel files ------------------------------------------------------------------------------------------
+def kernel_directory():
+    """`$NUMAX_CACHE_DIR/fusion` if set, else ~/.cache/numax/fusion."""
+    root = os.environ.get("NUMAX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "numax")
+    return os.path.join(root, "fusion")
+
+
+_kernels = {}  # source -> @triton.jit kernel
+_kernels_lock = threading.Lock()
+
+
+def load_kernel(name, source):
+    """The @triton.jit function `name` defined by `source`: written to a file named by the source's hash (under
+    a temporary name, then renamed into place) and imported, once per source and process."""
+    with _kernels_lock:
+        kernel = _kernels.get(source)
+        if kernel is not None:
+            return kernel
+        digest = hashlib.sha256(source.encode()).hexdigest()
+        directory = kernel_directory()
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, f"{digest}.py")
+        if not os.path.exists(path):
+            handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+            with os.fdopen(handle, "w") as file:
+                file.write(source)
+            os.replace(temporary, path)
+        module_name = f"_numax_fused_{digest}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # Triton finds a kernel's globals and source through its module
+        spec.loader.exec_module(module)
+        kernel = _kernels[source] = getattr(module, name)
+        return kernel
