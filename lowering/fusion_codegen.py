@@ -195,11 +195,13 @@ def _not(writer, ops, avals, out, params):
 
 def _convert(writer, ops, avals, out, params):
     (x,), source, target = ops, avals[0].dtype, out.dtype
+    if source in _NARROW_FLOATS and target != source:  # leaving a 16-bit type: its value is rounded to it first
+        x = f"{x}.to({_TRITON_DTYPES[source]})"
     if target == dtypes.bool_:
         return f"({x} != 0)"
     if target in _NARROW_FLOATS:  # the program's own rounding, kept; computing goes on in float32
         return f"{x}.to({_TRITON_DTYPES[target]}).to(tl.float32)"
-    if register_dtype(source) == register_dtype(target):
+    if source == target or (source not in _NARROW_FLOATS and register_dtype(source) == register_dtype(target)):
         return x
     return f"{x}.to({_TRITON_DTYPES[target]})"
 
@@ -226,11 +228,11 @@ EQUATION_TEMPLATES = {
 }
 
 # Equations of these primitives fuse only for some dtypes: integer division has XLA-defined results for x / 0
-# and INT_MIN / -1 that Triton leaves undefined; a float-to-integer conversion saturates in XLA and is
+# and INT_MIN / -1 that Triton leaves undefined; a float-to-integer conversion saturates in XLA (to bool it is `x != 0`, exact) and is
 # undefined out of range in Triton.
 _fusible_checks = {
     "div": lambda avals, out: _is_float(out.dtype),
-    "convert_element_type": lambda avals, out: not (_is_float(avals[0].dtype) and not _is_float(out.dtype)),
+    "convert_element_type": lambda avals, out: not (_is_float(avals[0].dtype) and dtypes.is_integer(out.dtype)),
 }
 
 

@@ -1,0 +1,290 @@
+"""Automatic elementwise fusion (`jit(fusion="triton")`), run here through Triton's interpreter on the CPU: every
+fusible primitive in chains against the same function under plain jit (XLA), 16-bit chains computed in float32,
+scalars and literals, several outputs, values used inside and outside a region, grad, nested jit, random
+elementwise programs (hypothesis), the generated kernels, the option and its errors, and programs left alone."""
+
+import hashlib
+import os
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import numax
+import numax.lax as lax
+import numax.numpy as mnp
+from numax.core.config import Config
+from numax.transforms.fusion import fuse_elementwise
+
+F32, F16, BF16, I32, U8 = np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.uint8
+SIZE = 37  # not a multiple of anything: the kernel's mask matters
+
+_grid = np.linspace(-4, 4, SIZE - 7)
+GENERAL = np.concatenate([_grid, [0.0, -0.0, 1e-7, -1e-7, 1e-3, -25.0, 40.0]]).astype(F32)
+POSITIVE = np.concatenate([np.linspace(0.05, 30, SIZE - 3), [1e-6, 1e-30, 3e5]]).astype(F32)
+ABOVE_MINUS_ONE = np.concatenate([np.linspace(-0.9, 10, SIZE - 4), [1e-7, -1e-7, 1e-4, 0.0]]).astype(F32)
+WITH_NAN = np.where(np.arange(SIZE) % 5 == 0, np.nan, GENERAL).astype(F32)
+INTS = (np.arange(SIZE) * 7919 % 201 - 100).astype(I32)
+OTHER_INTS = (np.arange(SIZE) * 104729 % 97 - 48).astype(I32)
+
+
+def assert_ulps(actual, expected, ulps=4, floor=None):
+    """Equal dtypes and shapes; floats within `ulps` units in the last place of the expected value, or of `floor`
+    where that is larger (NaN where it is NaN), everything else exactly equal."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    if actual.dtype.kind not in "fV" and actual.dtype != BF16:
+        np.testing.assert_array_equal(actual, expected)
+        return
+    info = ml_dtypes.finfo(actual.dtype)
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    tolerance = ulps * float(info.eps) * np.maximum(np.abs(e), floor or float(info.smallest_normal))
+    close = (a == e) | (np.isnan(a) & np.isnan(e)) | (np.abs(a - e) <= tolerance)
+    assert close.all(), f"differ beyond {ulps} ulps at {np.flatnonzero(~close)}: {a[~close]} vs {e[~close]}"
+
+
+def check_fused(f, *args, ulps=4, kernels=1, floor=None):
+    """`f` under jit with fusion="triton" (`kernels` generated kernels) equals `f` under plain jit."""
+    fused = numax.jit(f, fusion="triton")
+    assert len(fused.lower(*args).triton_kernels()) == kernels
+    expected, actual = numax.jit(f)(*args), fused(*args)
+    for a, e in zip(*(x if isinstance(x, tuple) else (x,) for x in (actual, expected))):
+        assert_ulps(a, e, ulps, floor)
+
+
+UNARY = {  # name: (primitive applied to a product, input); the product makes a chain of two
+    "exp": (lax.exp, GENERAL), "log": (lax.log, POSITIVE), "log1p": (lax.log1p, ABOVE_MINUS_ONE),
+    "expm1": (lax.expm1, GENERAL), "tanh": (lax.tanh, GENERAL), "logistic": (lax.logistic, GENERAL),
+    "sqrt": (lax.sqrt, POSITIVE), "rsqrt": (lax.rsqrt, POSITIVE), "abs": (lax.abs, GENERAL),
+    "sign": (lax.sign, GENERAL), "neg": (lax.neg, GENERAL), "floor": (lax.floor, GENERAL),
+    "ceil": (lax.ceil, GENERAL), "square": (lax.square, GENERAL),
+    "integer_pow_5": (lambda x: lax.integer_pow(x, 5), GENERAL),
+    "integer_pow_-3": (lambda x: lax.integer_pow(x, -3), POSITIVE),
+    "integer_pow_0": (lambda x: lax.integer_pow(x, 0), GENERAL),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_primitive_in_a_chain_of_two(name):
+    op, x = UNARY[name]
+    # 0.75 is exact in binary: the product rounds the same way in both paths
+    check_fused(lambda v: op(lax.mul(v, np.float32(0.75))), x)
+
+
+BINARY = {
+    "add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": lax.div, "max": lax.max, "min": lax.min,
+    "eq": lax.eq, "ne": lax.ne, "lt": lax.lt, "le": lax.le, "gt": lax.gt, "ge": lax.ge,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_primitive_on_floats_with_nan(name):
+    op = BINARY[name]
+    check_fused(lambda x, y: op(lax.mul(x, np.float32(2.0)), y), WITH_NAN, GENERAL[::-1].copy())
+
+
+def test_integer_and_boolean_chains_are_exact():
+    def integers(i, j):
+        k = lax.max(lax.sub(lax.mul(i, np.int32(3)), j), lax.neg(i))
+        return lax.min(lax.abs(k), lax.integer_pow(j, 3)), lax.sign(lax.add(k, j)), lax.bitwise_xor(
+            lax.bitwise_not(k), lax.bitwise_or(i, lax.bitwise_and(j, np.int32(12))))
+
+    check_fused(integers, INTS, OTHER_INTS)
+    wrapping = lambda u: lax.add(lax.mul(u, np.uint8(7)), np.uint8(200))  # uint8 wraps around as in XLA
+    check_fused(wrapping, np.arange(SIZE, dtype=U8) * 5)
+
+    def booleans(x, y):
+        p, q = lax.gt(x, np.float32(0)), lax.lt(y, np.float32(1))
+        return lax.bitwise_xor(lax.bitwise_or(p, lax.bitwise_not(q)), lax.bitwise_and(p, q)), lax.max(p, q)
+
+    check_fused(booleans, GENERAL, GENERAL[::-1].copy())
+
+
+def test_select_n_clamp_and_conversions():
+    check_fused(lambda x, y: lax.select_n(lax.gt(x, np.float32(0)), lax.mul(x, np.float32(2)), y), GENERAL,
+                POSITIVE)
+    three_cases = lambda i, x: lax.select_n(lax.clamp(np.int32(0), i, np.int32(2)), x, lax.exp(x), lax.neg(x))
+    check_fused(three_cases, INTS % 4 - 1, GENERAL)
+    check_fused(lambda x: lax.clamp(np.float32(-1), lax.mul(x, np.float32(0.5)), np.float32(1)), WITH_NAN)
+
+    def conversions(x, i):
+        as_f16 = lax.convert_element_type(lax.mul(x, np.float32(1.1)), F16)  # the program's own rounding
+        back = lax.convert_element_type(lax.add(as_f16, F16(1)), F32)
+        from_int = lax.add(lax.convert_element_type(i, F32), x)
+        to_bool = lax.convert_element_type(lax.sub(x, np.float32(1)), np.bool_)
+        narrowed = lax.convert_element_type(lax.mul(i, np.int32(1000)), np.int8)  # wraps as in XLA
+        return back, from_int, lax.convert_element_type(to_bool, F32), lax.add(narrowed, np.int8(1))
+
+    check_fused(conversions, GENERAL, INTS, kernels=4)  # four chains with no value in common
+
+
+def test_float_to_int_conversion_stays_with_xla():
+    f = lambda x: lax.add(lax.convert_element_type(lax.mul(x, np.float32(1e9)), I32), np.int32(1))
+    check_fused(f, GENERAL, kernels=0)
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=["float16", "bfloat16"])
+def test_16_bit_chains_compute_in_float32(dtype):
+    def chain(x, y):
+        z = x * y + 2.0
+        return mnp.tanh(z * 0.25) * lax.logistic(z), z / (mnp.abs(y) + 1.0)
+
+    x, y = GENERAL.astype(dtype) / 4, POSITIVE[::-1].astype(dtype) / 30
+    fused = numax.jit(chain, fusion="triton")
+    # The kernel rounds only its stores: it is the chain computed in float32, rounded once (Triton's interpreter
+    # narrows to bfloat16 by truncation: one ulp)...
+    in_float32 = numax.jit(chain)(x.astype(F32), y.astype(F32))
+    for actual, wide in zip(fused(x, y), in_float32):
+        assert_ulps(actual, np.asarray(wide).astype(dtype), ulps=1)
+    # ...and a few 16-bit ulps from XLA's, which rounds every step to 16 bits (a well-conditioned chain)
+    check_fused(chain, x, y, ulps=4)
+    source = fused.lower(x, y).triton_kernels()[0].source
+    assert ".to(tl.float32)" in source and f".to({'tl.float16' if dtype is F16 else 'tl.bfloat16'})" in source
+
+
+def test_scalars_literals_and_size_one_inputs():
+    def f(x, s, one):  # (no cancellation after a product: XLA on the CPU contracts x * s + 2.5 into an fma)
+        return lax.add(lax.mul(x, s), 2.5) * mnp.exp(x - one) + mnp.zeros_like(x)
+
+    check_fused(f, GENERAL, np.float32(0.25), np.full((1,), 0.25, F32))
+    source = numax.jit(f, fusion="triton").lower(GENERAL, np.float32(0.25), np.ones(1, F32)).triton_kernels()[0].source
+    assert "tl.load(in1_ptr)" in source and "tl.load(in2_ptr)" in source  # loaded once, not per element
+    assert "tl.full([BLOCK], 2.5, tl.float32)" in source
+
+
+def test_several_outputs_and_values_used_inside_and_outside_a_region():
+    def f(x):
+        scaled = x * 2.0
+        grown = mnp.exp(scaled) + 1.0
+        total = mnp.sum(scaled)  # XLA's: between the two kernels, reading the first one's output
+        return grown, mnp.tanh(grown / total) + scaled * scaled, scaled
+
+    check_fused(f, GENERAL / 8, kernels=2)
+    closed = numax.jit(f, fusion="triton").lower(GENERAL).closed
+    names = [eqn.primitive.name for eqn in closed.equations]
+    assert names == ["triton_call", "reduce_sum", "triton_call"]
+    first, second = closed.equations[0], closed.equations[2]
+    # scaled (read by the sum), grown and scaled * scaled (read by the second kernel) are the first's outputs
+    assert len(first.outvars) == 3 and closed.equations[1].inputs[0] in first.outvars
+    assert set(closed.program.outvars) <= set(first.outvars) | set(second.outvars)
+
+
+def test_grad_is_fused_too():
+    loss = lambda x: mnp.sum(mnp.tanh(x) * x + mnp.exp(-x * x))
+    # The forward and backward chains make one region. (1 - tanh(x)**2) * x cancels up to 80-fold near |x| = 3:
+    # there both paths are 4 to 8 ulps from the exact gradient, on either side of it.
+    check_fused(numax.grad(loss), GENERAL, kernels=1, ulps=16, floor=1.0)
+    closed = numax.jit(numax.grad(loss), fusion="triton").lower(GENERAL).closed
+    names = [eqn.primitive.name for eqn in closed.equations]  # (the unused loss's sum is still there)
+    assert names.count("triton_call") == 1 and not {"tanh", "exp", "mul", "sub", "add_any"} & set(names)
+
+
+def test_nested_jit_programs_are_fused():
+    inner = numax.jit(lambda x: mnp.sqrt(mnp.abs(x) + 1.0) * x)
+    f = lambda x: inner(x) + mnp.sum(inner(x * 3.0))
+    check_fused(f, GENERAL, kernels=1)  # the inner program is fused once, in place
+    closed = numax.jit(f, fusion="triton").lower(GENERAL).closed
+    nested = [eqn.params["program"] for eqn in closed.equations if eqn.primitive.name == "jit"]
+    assert nested and all([e.primitive.name for e in p.equations] == ["triton_call"] for p in nested)
+
+
+_UNARY_POOL = [mnp.tanh, mnp.abs, lambda v: v * 0.5, mnp.negative, lambda v: mnp.exp(-mnp.abs(v)), mnp.square]
+_BINARY_POOL = [mnp.add, mnp.subtract, mnp.multiply, mnp.maximum, mnp.minimum,
+                lambda a, b: mnp.where(a > b, a, b * 0.25)]
+
+
+@settings(max_examples=6)  # each example compiles twice and runs the interpreter
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 5), st.integers(0, 99)),
+                min_size=2, max_size=8),
+       st.sampled_from([F32, F16]))
+def test_random_elementwise_programs_match_xla(steps, dtype):
+    """Programs of unary and binary operations on the latest value and any earlier one (a connected DAG), over
+    two inputs and a scalar; every value is a result."""
+
+    def program(x, y, s):
+        values = [x, y, x * s]
+        for binary, op, other in steps:
+            a, b = values[-1], values[other % len(values)]
+            values.append(_BINARY_POOL[op](a, b) if binary else _UNARY_POOL[op](a))
+        return tuple(values[2:])
+
+    args = (GENERAL.astype(dtype) / 4, POSITIVE[::-1].astype(dtype) / 30, dtype(0.75))
+    fused = numax.jit(program, fusion="triton")
+    assert fused.lower(*args).triton_kernels()
+    expected, actual = numax.jit(program)(*args), fused(*args)
+    for a, e in zip(actual, expected):
+        # relative to values of order one (XLA contracts products and sums into fmas, and 16-bit XLA rounds
+        # each of up to 8 steps)
+        assert_ulps(a, e, ulps=8 if dtype is F16 else 4, floor=1.0)
+
+
+def test_triton_kernels_and_kernel_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMAX_CACHE_DIR", str(tmp_path))
+    f = lambda x: mnp.exp(x * 7.125) - 3.0  # a region no other test makes: its kernel is written here
+    kernels = numax.jit(f, fusion="triton").lower(GENERAL).triton_kernels()
+    assert len(kernels) == 1
+    kernel = kernels[0]
+    assert kernel.name.startswith("fused_mul_exp_sub_")
+    assert "mul a 7.125" in kernel.equations and "exp" in kernel.equations and "sub" in kernel.equations
+    assert f"def {kernel.name}(in0_ptr, n, out0_ptr, BLOCK: tl.constexpr):" in kernel.source
+    assert "@triton.jit" in kernel.source and "tl.store(out0_ptr + offsets" in kernel.source
+    path = tmp_path / "fusion" / f"{hashlib.sha256(kernel.source.encode()).hexdigest()}.py"
+    assert path.read_text() == kernel.source
+    assert [p.name for p in (tmp_path / "fusion").iterdir()] == [path.name]  # no temporary file left behind
+    assert numax.jit(f).lower(GENERAL).triton_kernels() == []  # fusion="xla": nothing generated
+
+
+def test_fusion_log(capsys):
+    numax.config.update("numax_log_fusion", True)
+    try:
+        numax.jit(lambda x: mnp.cos(x) * mnp.tanh(x) + 1.0, fusion="triton")(GENERAL)
+    finally:
+        numax.config.update("numax_log_fusion", False)
+    err = capsys.readouterr().err
+    assert "numax: fused 3 equations over f32[37] into fused_tanh_mul_add_" in err and "cos" not in err
+
+
+def test_global_default_and_environment(monkeypatch):
+    f = lambda x: mnp.exp(x) * 2.0
+    numax.config.update("numax_fusion", "triton")
+    try:
+        assert len(numax.jit(f).lower(GENERAL).triton_kernels()) == 1
+        assert_ulps(numax.jit(f)(GENERAL), np.asarray(numax.jit(f, fusion="xla")(GENERAL)))
+        assert numax.jit(f, fusion="xla").lower(GENERAL).triton_kernels() == []
+    finally:
+        numax.config.update("numax_fusion", "xla")
+    assert numax.jit(f).lower(GENERAL).triton_kernels() == []
+    monkeypatch.setenv("NUMAX_FUSION", "triton")
+    assert Config().fusion == "triton"
+    monkeypatch.setenv("NUMAX_FUSION", "cuda")
+    with pytest.raises(ValueError, match="NUMAX_FUSION must be one of 'xla', 'triton', got 'cuda'"):
+        Config()
+
+
+def test_option_errors(monkeypatch):
+    with pytest.raises(ValueError, match="jit fusion must be one of 'xla', 'triton', got 'cuda'"):
+        numax.jit(lambda x: x, fusion="cuda")
+    with pytest.raises(ValueError, match="numax_fusion must be one of 'xla', 'triton'"):
+        numax.config.update("numax_fusion", True)
+    assert numax.config.fusion == "xla"
+    monkeypatch.setitem(sys.modules, "triton", None)  # as if Triton were not installed
+    with pytest.raises(ImportError, match="pip install triton"):
+        numax.jit(lambda x: mnp.exp(x) + 1.0, fusion="triton")(GENERAL)
+
+
+def test_programs_with_nothing_to_fuse_are_unchanged():
+    lone = numax.make_jaxpr(lambda x: mnp.sum(mnp.exp(x)))(GENERAL)  # one elementwise op: nothing to gain
+    assert fuse_elementwise(lone) is lone
+    scalars = numax.make_jaxpr(lambda s: mnp.exp(s) * 2.0 + 1.0)(np.float32(2))  # size 1: not worth a kernel
+    assert fuse_elementwise(scalars) is scalars
+    other = numax.make_jaxpr(lambda x: mnp.cumsum(x) @ x)(GENERAL)
+    assert fuse_elementwise(other) is other
+
+
+def test_no_kernel_directory_without_fusion(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMAX_CACHE_DIR", str(tmp_path))
+    numax.jit(lambda x: mnp.exp(x) * 5.5)(GENERAL)
+    assert not os.path.exists(tmp_path / "fusion")
