@@ -228,8 +228,8 @@ EQUATION_TEMPLATES = {
 }
 
 # Equations of these primitives fuse only for some dtypes: integer division has XLA-defined results for x / 0
-# and INT_MIN / -1 that Triton leaves undefined; a float-to-integer conversion saturates in XLA (to bool it is `x != 0`, exact) and is
-# undefined out of range in Triton.
+# and INT_MIN / -1 that Triton leaves undefined; a float-to-integer conversion saturates in XLA and is undefined
+# out of range in Triton (to bool it is `x != 0`, exact).
 _fusible_checks = {
     "div": lambda avals, out: _is_float(out.dtype),
     "convert_element_type": lambda avals, out: not (_is_float(avals[0].dtype) and dtypes.is_integer(out.dtype)),

@@ -8,16 +8,16 @@ import os
 import sys
 
 import ml_dtypes
+import numax.lax as lax
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import numax
-import numax.lax as lax
-import numax.numpy as mnp
 from numax.core.config import Config
 from numax.transforms.fusion import fuse_elementwise
+
+import numax
+import numax.numpy as mnp
 
 F32, F16, BF16, I32, U8 = np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.uint8
 SIZE = 37  # not a multiple of anything: the kernel's mask matters

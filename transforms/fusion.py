@@ -85,9 +85,11 @@ class _Fuser:
     def program(self, program):
         equations = [self.nested(eqn) for eqn in program.equations]
         regions = [r for r in _regions(equations) if len(r) >= 2]
+        users = _users(equations, program.outvars)
         fused = {}  # first member's index -> (fused equation, members)
         for members in regions:
-            outputs = _region_outputs(members, equations, program.outvars)
+            inside = set(members)
+            outputs = [v for i in members for v in equations[i].outvars if users.get(v, set()) - inside]
             if outputs:
                 fused[members[0]] = (self.fused_equation([equations[i] for i in members], outputs), members)
         if not fused:
@@ -209,12 +211,15 @@ class _Resolved:
         return None if region is None else self.regions.find(region)
 
 
-def _region_outputs(members, equations, program_outvars):
-    """The values of the region that equations outside it, or the program's results, use."""
-    inside = set(members)
-    used = {v for i, eqn in enumerate(equations) if i not in inside for v in _vars(eqn.inputs)}
-    used.update(v for v in program_outvars if type(v) is not Literal)
-    return [v for i in members for v in equations[i].outvars if v in used]
+def _users(equations, program_outvars):
+    """Each value's users: the indices of the equations reading it, and -1 for the program's results."""
+    users = {}
+    for index, eqn in enumerate(equations):
+        for v in _vars(eqn.inputs):
+            users.setdefault(v, set()).add(index)
+    for v in _vars(program_outvars):
+        users.setdefault(v, set()).add(-1)
+    return users
 
 
 def _ordered(equations, fused):
