@@ -96,13 +96,17 @@ def test_the_key_covers_text_options_devices_flags_and_callback_count(cache_dir,
     assert _counts() == (0, 1, 1)
     _compile()
     assert _counts() == (1, 1, 1)
+
+    def with_other_xla_flags():
+        monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_cpu_enable_fast_min_max")
+        return _compile()
+
     variants = [
         lambda: _compile(_TEXT.replace("multiply", "add")),
         lambda: _compile(compiler_options={"xla_cpu_enable_fast_math": True}),
         lambda: _compile(device_index=1),
         lambda: _compile(host_callbacks=[print]),
-        lambda: monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_cpu_enable_fast_min_max")
-        or _compile(),
+        with_other_xla_flags,
     ]
     for count, variant in enumerate(variants, start=2):
         variant()
