@@ -37,6 +37,16 @@ def check_fusion(value, where="numax_fusion"):
     return value
 
 
+def _number_from_env(kind):
+    def parse(text, variable):
+        try:
+            return kind(text)
+        except ValueError:
+            raise ValueError(f"invalid {kind.__name__} value {text!r} for environment variable {variable}") from None
+
+    return parse
+
+
 class _Flag:
     """One flag: its attribute name, default, the names `update` knows it by (JAX's and numax's) and how
     its environment variables parse (`NUMAX_*` first, then `JAX_*`)."""
@@ -69,6 +79,18 @@ _FLAGS = [
     # How jit compiles elementwise regions: "xla" (XLA fuses them) or "triton" (generated Triton kernels).
     _Flag("fusion", "xla", ["numax_fusion"], check_fusion, check_fusion),
     _Flag("log_fusion", False, ["numax_log_fusion"]),
+    # The persistent compilation cache (lowering/compile_cache.py): off while the directory is unset.
+    _Flag("compilation_cache_dir", None, ["numax_compilation_cache_dir", "jax_compilation_cache_dir"],
+          _text_from_env),
+    _Flag("enable_compilation_cache", True, ["numax_enable_compilation_cache", "jax_enable_compilation_cache"]),
+    _Flag("persistent_cache_min_compile_time_secs", 1.0, ["numax_persistent_cache_min_compile_time_secs",
+                                                          "jax_persistent_cache_min_compile_time_secs"],
+          _number_from_env(float)),
+    _Flag("persistent_cache_min_entry_size_bytes", 0, ["numax_persistent_cache_min_entry_size_bytes",
+                                                       "jax_persistent_cache_min_entry_size_bytes"],
+          _number_from_env(int)),
+    _Flag("compilation_cache_max_size", -1, ["numax_compilation_cache_max_size", "jax_compilation_cache_max_size"],
+          _number_from_env(int)),
 ]
 
 

@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -424,7 +425,40 @@ def compile_module(text: str, backend: Backend, devices, host_callbacks=(), num_
     """Verifies and compiles a module for `devices`; returns the loaded executable. `compiler_options`
     ({XLA option name: value}) override XLA's debug options for this compile, as jax.jit's do. An `spmd`
     module (over `num_partitions` devices) is split over the devices by XLA's Shardy partitioner.
-    Threads compile concurrently: PJRT clients are thread-safe."""
+    Threads compile concurrently: PJRT clients are thread-safe.
+
+    With the persistent compilation cache on (lowering/compile_cache.py), an executable stored for the same
+    key is loaded instead, and a fresh one is stored."""
+    _ensure_custom_call_targets(text, backend)
+    _check_host_callback_indices(text, host_callbacks)
+    settings = (num_replicas, num_partitions, compiler_options, spmd)
+    cache_root = config.compilation_cache_dir and _compile_cache().directory()
+    if not cache_root:
+        return _compile(text, backend, devices, host_callbacks, *settings)
+    compile_cache = _compile_cache()
+    key = compile_cache.cache_key(_cache_key_fields(text, backend, devices, len(host_callbacks), *settings))
+    start = time.perf_counter()
+    executable = compile_cache.lookup(cache_root, key,
+                                      lambda blob: deserialize(blob, backend, devices, host_callbacks))
+    if executable is not None:
+        if config.log_compiles:
+            compile_cache.log_hit(text, key, time.perf_counter() - start)
+        return executable
+    start = time.perf_counter()
+    executable = _compile(text, backend, devices, host_callbacks, *settings)
+    compile_cache.remember(cache_root, key, time.perf_counter() - start, executable.serialize)
+    return executable
+
+
+def _compile_cache():
+    """The persistent cache's module, imported on first use: its imports (hashlib, json, tempfile) would add
+    about 9 ms to `import numax` for every program that leaves the cache off."""
+    from . import compile_cache
+
+    return compile_cache
+
+
+def _compile(text, backend, devices, host_callbacks, num_replicas, num_partitions, compiler_options, spmd):
     module = parse_module(text)
     options = xc.CompileOptions()
     options.num_replicas = num_replicas
@@ -437,9 +471,39 @@ def compile_module(text: str, backend: Backend, devices, host_callbacks=(), num_
     # Always assigned: without it XLA runs a one-device program on device 0, whatever `devices` says.
     ids = np.array([d.id for d in devices], dtype=np.int32).reshape(num_replicas, num_partitions)
     options.device_assignment = xc.DeviceAssignment.create(ids)
-    _ensure_custom_call_targets(text, backend)
-    _check_host_callback_indices(text, host_callbacks)
     return backend.client.compile_and_load(module, backend.device_list(devices), options, list(host_callbacks))
+
+
+# Environment variables read when XLA compiles that change the code it makes (XLA_FLAGS holds XLA's own
+# options; the rest of the environment numax reads reaches the program through the module text).
+_CODEGEN_ENVIRONMENT = ("XLA_FLAGS",)
+
+
+def _cache_key_fields(text, backend, devices, callback_count, num_replicas, num_partitions, compiler_options, spmd):
+    """Everything that changes the executable compiled from `text`, for the persistent cache's key.
+
+    Programs with host callbacks are cached too: the module calls each callback by its position in the list
+    given to compile (the `index` attribute of its custom call, part of the text), and a loaded executable
+    is given this process's list, built by lowering the same program, in the same order. So an executable is
+    only ever loaded with the callbacks of a module with the same text; the count is part of the key as well,
+    so that one is never loaded with more or fewer callbacks than it was compiled for."""
+    from jaxlib import version as jaxlib_version
+
+    return {
+        "module": _compile_cache().text_digest(text),
+        "replicas": num_replicas,
+        "partitions": num_partitions,
+        "spmd": spmd,
+        "compiler_options": sorted((str(name), repr(_option_value(value)))
+                                   for name, value in (compiler_options or {}).items()),
+        "device_ids": [device.id for device in devices],
+        "device_kinds": [device.device_kind for device in devices],
+        "platform": [backend.platform, backend.client.platform_version],
+        "processes": [backend.process_index, len(backend.global_devices)],
+        "versions": [jaxlib_version.__version__, sys.modules["numax"].__version__],
+        "environment": {name: os.environ.get(name) for name in _CODEGEN_ENVIRONMENT},
+        "host_callbacks": callback_count,
+    }
 
 
 def _option_value(value):
