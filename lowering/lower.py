@@ -35,6 +35,7 @@ class ModuleContext:
         self.num_partitions = 1  # the devices an SPMD program (one with a pmap) spans
         self.axis_env = axis_env  # ((axis name, size), ...) of the enclosing per-device computation
         self.meshes = {}  # symbol -> `sdy.mesh` body, declared at the top of the module
+        self.functions = {}  # symbol -> text of a private function beside @main (an exported module's body)
         self.channels = 0
 
     def next_channel(self) -> int:
@@ -147,6 +148,7 @@ def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=
         *builder.lines,
         ret,
         "  }",
+        *module.functions.values(),
         "}",
     ])
     return text, module

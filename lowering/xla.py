@@ -736,3 +736,46 @@ def serialize(executable) -> bytes:
 
 def deserialize(blob: bytes, backend: Backend, devices, host_callbacks=()):
     return backend.client.deserialize_executable(blob, backend.device_list(devices), None, list(host_callbacks))
+
+
+# --- StableHLO portable artifacts (numax.export) ----------------------------------------------------
+class ArtifactError(ValueError):
+    """Bytes that are not a StableHLO portable artifact this jaxlib can read."""
+
+
+def serialize_portable_artifact(text: str) -> bytes:
+    """A module's StableHLO portable artifact (versioned MLIR bytecode), targeting this jaxlib's StableHLO
+    version: later jaxlibs read it (StableHLO keeps backward compatibility for years)."""
+    from jaxlib.mlir.dialects import stablehlo
+
+    module = parse_module(text)
+    with _mlir_context():
+        return bytes(stablehlo.serialize_portable_artifact_str(str(module), stablehlo.get_current_version()))
+
+
+def deserialize_portable_artifact(artifact: bytes) -> str:
+    """The module text of a portable artifact, upgraded to this jaxlib's StableHLO."""
+    from jaxlib.mlir.dialects import stablehlo
+
+    context = _mlir_context()
+    with context:
+        try:
+            return str(stablehlo.deserialize_portable_artifact(context, artifact))
+        except Exception as error:  # jaxlib raises a bare exception type for unreadable bytecode
+            raise ArtifactError(f"not a readable StableHLO portable artifact: {error}") from None
+
+
+def private_functions(text: str, prefix: str) -> str:
+    """The functions of a module as private functions named `prefix` + their name (calls inside renamed too),
+    to be pasted into another module and called from it."""
+    from jaxlib.mlir import ir
+
+    module = parse_module(text)
+    with _mlir_context():
+        functions = [op for op in module.body.operations if op.operation.name == "func.func"]
+        for function in functions:
+            old = ir.StringAttr(function.attributes["sym_name"]).value
+            ir.SymbolTable.replace_all_symbol_uses(old, prefix + old, module.operation)
+            ir.SymbolTable.set_symbol_name(function, prefix + old)
+            function.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        return "\n".join(str(function) for function in functions)

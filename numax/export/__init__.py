@@ -1,0 +1,12 @@
+"""numax.export: a jitted function exported as a StableHLO artifact, serialized, and run without its source.
+
+`export(numax.jit(f))(*args_or_ShapeDtypeStructs)` traces and lowers `f` into an `Exported`;
+`exported.serialize()` gives bytes (numax's versioned format, see `_format.py`), and `deserialize(blob)` gives
+back an `Exported` whose `.call(*args)` runs the module, eagerly or inside jit, vmap and (when exported with
+`vjp_order`) grad. The JAX API: `jax.export.export`, `jax.export.deserialize`, `jax.export.Exported`.
+"""
+
+from ._exported import Exported, export  # noqa: F401
+from ._format import SERIALIZATION_VERSION, deserialize  # noqa: F401
+
+__all__ = ["Exported", "export", "deserialize", "SERIALIZATION_VERSION"]

@@ -1,0 +1,60 @@
+"""The `call_exported` primitive: a deserialized module applied to arrays.
+
+It is lowered by pasting the module's functions into the enclosing module as private functions and calling
+its `main`, so eager calls (the primitive compiled alone) and calls inside jit share one path. Under vmap it
+runs once per example (the module has fixed shapes); it has no JVP of its own: `Exported.call` differentiates
+through the exported VJP instead.
+"""
+
+import itertools
+
+from ..core.primitives import Primitive, batching_rules, jvp_rules
+from ..lowering.lower import register_lowering
+from ..lowering.stablehlo import aval_type
+from ..lowering import xla
+
+call_exported_p = Primitive("call_exported", multiple_results=True)
+call_exported_p.def_abstract_eval(lambda *avals, exported: list(exported.out_avals))
+
+_symbol_counter = itertools.count()
+NUMAX_PLATFORMS = {"cpu": "cpu", "gpu": "cuda"}  # numax's backend platform -> the name exports use (JAX's)
+
+
+def symbol_prefix(fun_name):
+    """A module-unique prefix for one Exported's functions."""
+    cleaned = "".join(c if c.isalnum() else "_" for c in fun_name)
+    return f"exported_{next(_symbol_counter)}_{cleaned}_"
+
+
+def _lower_call_exported(ctx, *args, exported):
+    platform = NUMAX_PLATFORMS.get(ctx.module.platform, ctx.module.platform)
+    if platform not in exported.platforms:
+        raise ValueError(f"function {exported.fun_name!r} was exported for platforms {exported.platforms} and "
+                         f"cannot run on {platform!r}: export it with platforms=({platform!r},)")
+    main = exported.symbol_prefix + "main"
+    if main not in ctx.module.functions:
+        ctx.module.functions[main] = xla.private_functions(exported.mlir_module(), exported.symbol_prefix)
+    return ctx.builder.op("func.call", list(args), [aval_type(a) for a in ctx.avals_out], {"callee": f"@{main}"})
+
+
+def _batch_call_exported(values, dims, exported):
+    """One call per example: the module's shapes are fixed."""
+    import numax.numpy as jnp
+
+    size = next(v.shape[d] for v, d in zip(values, dims) if d is not None)
+    per_example = []
+    for i in range(size):
+        example = [v if d is None else jnp.take(v, i, axis=d) for v, d in zip(values, dims)]
+        per_example.append(call_exported_p.bind(*example, exported=exported))
+    outs = [jnp.stack(results) for results in zip(*per_example)]
+    return outs, [0] * len(outs)
+
+
+def _jvp_call_exported(primals, tangents, exported):
+    raise ValueError(f"function {exported.fun_name!r} was serialized without its VJP, so it cannot be "
+                     "differentiated: serialize it with `exported.serialize(vjp_order=1)`")
+
+
+register_lowering(call_exported_p, _lower_call_exported)
+batching_rules[call_exported_p] = _batch_call_exported
+jvp_rules[call_exported_p] = _jvp_call_exported
