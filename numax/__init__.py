@@ -72,7 +72,8 @@ __version__ = "0.1.0"
 
 # Loaded on first use (`numax.random.key`, `from numax import nn`, `numax.distributed.initialize`,
 # `import numax.scipy.special`, `numax.remat`).
-_defer_imports(globals(), {"debug": ("pure_callback",), "distributed": (), "export": (), "nn": (), "random": (), "scipy": (),
+_defer_imports(globals(), {"debug": ("pure_callback",), "distributed": (), "export": (), "nn": (), "random": (),
+                          "scipy": (),
                           "transforms.checkpoint": ("checkpoint", "checkpoint_policies", "remat"),
                           "transforms.pmap": ("pmap",), "transforms.shard_map": ("shard_map",),
                           "sharding": ("make_mesh", "P", "set_mesh", "reshard"), "triton": ("triton_call",),

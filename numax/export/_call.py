@@ -9,9 +9,9 @@ through the exported VJP instead.
 import itertools
 
 from ..core.primitives import Primitive, batching_rules, jvp_rules
+from ..lowering import xla
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type
-from ..lowering import xla
 
 call_exported_p = Primitive("call_exported", multiple_results=True)
 call_exported_p.def_abstract_eval(lambda *avals, exported: list(exported.out_avals))
