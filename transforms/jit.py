@@ -8,6 +8,7 @@ at lowering, run by compiling it), `numax.jit` with its per-signature cache and 
 import functools
 import inspect
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -28,6 +29,16 @@ from ..lowering.lower import lower_to_module, register_lowering
 from ..lowering.sharded_array import ShardedArray
 from .jvp import jvp_program
 from .partial_eval import partial_eval_program, partial_eval_rules
+from .recompiles import (
+    CallDescription,
+    JitStatistics,
+    explain_miss,
+    global_statistics,
+    log_explanation,
+    reason_text,
+    record_compile,
+    warn_if_past_limit,
+)
 from .transpose import transpose_program
 
 # --- the call primitive ---------------------------------------------------------------------------
@@ -213,6 +224,8 @@ class JitFunction:
         self.cache = caches.ComputeOnceCache()  # signature -> _CacheEntry (compiled)
         self.traced_cache = caches.ComputeOnceCache()  # signature -> (ClosedProgram, out_tree), under transforms
         self.last_key = None
+        self.stats = JitStatistics()  # compiles, cache hits and compile seconds of this function
+        self._descriptions = []  # a CallDescription per compiled call, to explain the next cache miss
         with _jit_functions_lock:
             _jit_functions.add(self)
 
@@ -314,6 +327,9 @@ class JitFunction:
         entry = self.cache.entries.get(key)
         if entry is None:
             entry = self.cache.get(key, lambda: self._compile(key, args, kwargs, leaves))
+        else:
+            self.stats.cache_hits += 1
+            global_statistics.cache_hits += 1
         executable = entry.executable
         outs = executable.wrap_outputs(executable.run_on(leaves))
         if config.check_numerics:
@@ -325,7 +341,19 @@ class JitFunction:
         return entry.out_tree.unflatten(outs)
 
     def _compile(self, key, args, kwargs, leaves):
-        reason = _compile_reason(self.last_key, key)
+        start = time.perf_counter()
+        description = CallDescription(self.signature, args, kwargs, self.static_argnums, self.static_argnames,
+                                      {"enable_x64": key[3], "default_device": key[4]})
+        changes = explain_miss(self._descriptions, description)
+        if self._descriptions and config.explain_cache_misses:
+            log_explanation(self.name, self.fun, changes)
+        entry = self._compile_entry(key, args, kwargs, leaves, reason_text(changes))
+        self._descriptions.append(description)
+        record_compile(self.stats, time.perf_counter() - start)
+        warn_if_past_limit(self, config.recompile_limit, changes)
+        return entry
+
+    def _compile_entry(self, key, args, kwargs, leaves, reason):
         program, consts, in_tree, out_tree, donated = self.trace_program(args, kwargs)
         closed = ClosedProgram(program, consts)
         backend, device = self.placement or dispatch._placement_of_args(leaves)
@@ -414,6 +442,7 @@ class JitFunction:
     def clear_cache(self):
         self.cache.clear()
         self.traced_cache.clear()
+        self._descriptions = []
 
     def _cache_size(self):
         return len(self.cache)
@@ -438,56 +467,8 @@ def _donation_attributes(program, donated):
     return attributes or None
 
 
-def _compile_reason(previous, key):
-    if previous is None:
-        return "first call"
-    old_sig, old_kw, old_static, old_x64, old_device = previous
-    new_sig, new_kw, new_static, new_x64, new_device = key
-    if old_x64 != new_x64:
-        return "the x64 flag changed"
-    if old_device != new_device:
-        return f"the default device changed to {new_device}"
-    if old_static != new_static:
-        return f"new static arguments {new_static} (was {old_static})"
-    old_leaves, new_leaves = _signature_leaves(old_sig) + _signature_leaves(old_kw), (
-        _signature_leaves(new_sig) + _signature_leaves(new_kw))
-    if len(old_leaves) != len(new_leaves) or _structure_only(old_sig) != _structure_only(new_sig) or (
-            _structure_only(old_kw) != _structure_only(new_kw)):
-        return "new argument structure"
-    changes = [f"argument leaf {i}: {_sig_text(a)} -> {_sig_text(b)}"
-               for i, (a, b) in enumerate(zip(old_leaves, new_leaves)) if a != b]
-    return "new shapes or dtypes: " + "; ".join(changes[:4])
-
-
 class LaidOut(tuple):
     """The signature of an argument laid out over devices: (aval, sharding)."""
-
-    def text(self):
-        return f"{self[0].str_short()} laid out by {self[1]}"
-
-
-def _is_leaf_signature(part):
-    return isinstance(part, ShapedArray | LaidOut) or part in dtypes.python_scalar_types
-
-
-def _signature_leaves(signature):
-    if signature is None:
-        return []
-    if _is_leaf_signature(signature):
-        return [signature]
-    return [leaf for part in signature[1:] for leaf in _signature_leaves(part)]
-
-
-def _structure_only(signature):
-    if signature is None or _is_leaf_signature(signature):
-        return None
-    return (signature[0],) + tuple(_structure_only(part) for part in signature[1:])
-
-
-def _sig_text(signature):
-    if isinstance(signature, LaidOut):
-        return signature.text()
-    return signature.str_short() if isinstance(signature, ShapedArray) else f"Python {signature.__name__}"
 
 
 class ShapeDtypeStruct:
