@@ -11,8 +11,6 @@ import threading
 import time
 import weakref
 
-import numpy as np
-
 from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
@@ -23,10 +21,11 @@ from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_ru
 from ..core.sharding import PartitionSpec, Sharding, as_sharding
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, is_tracing
-from ..lowering import dispatch, sharded, xla
+from ..lowering import dispatch, xla
 from ..lowering.array import Array
-from ..lowering.lower import lower_to_module, register_lowering
+from ..lowering.lower import register_lowering
 from ..lowering.sharded_array import ShardedArray
+from .aot import Lowered, ShapeDtypeStruct, Traced
 from .jvp import jvp_program
 from .partial_eval import partial_eval_program, partial_eval_rules
 from .recompiles import (
@@ -422,18 +421,27 @@ class JitFunction:
         return out_tree.unflatten(outs)
 
     # -- inspection --
-    def lower(self, *args, **kwargs):
+    def trace(self, *args, **kwargs):
+        """Traces for these arguments (arrays or ShapeDtypeStructs): a `Traced` with `.jaxpr` and `.lower()`."""
         program, consts, in_tree, out_tree, donated = self.trace_program(args, kwargs)
-        closed = ClosedProgram(program, consts)
-        leaves = tree.tree_leaves((args, kwargs))
+        return Traced(self, ClosedProgram(program, consts), in_tree, out_tree, donated, args, kwargs)
+
+    def lower(self, *args, **kwargs):
+        """Traces and lowers for these arguments (arrays or ShapeDtypeStructs): a `Lowered`."""
+        return self.trace(*args, **kwargs).lower()
+
+    def lower_traced(self, traced):
+        """The `Lowered` of a `Traced` of this function: placed, fused and given its shardings as a call is."""
+        leaves = tree.tree_leaves((traced.args, traced.kwargs))
         backend, device = self.placement or dispatch._placement_of_args(leaves)
-        dynamic = tree.tree_leaves(self._split(args, kwargs)[:2])
-        shardings = self._shardings(args, kwargs, dynamic, out_tree)
-        kernels = []
+        dynamic = tree.tree_leaves(self._split(traced.args, traced.kwargs)[:2])
+        shardings = self._shardings(traced.args, traced.kwargs, dynamic, traced.out_tree)
+        closed, kernels = traced.jaxpr, []
         if not any(shardings):  # programs over several devices are left to XLA
             closed, kernels = self._fused(closed)
-        return Lowered(self.name, closed, in_tree, out_tree, _donation_attributes(program, donated), backend, device,
-                       self.compiler_options, shardings, kernels)
+        attributes = _donation_attributes(traced.jaxpr.program, traced.donated)
+        return Lowered(self.name, closed, traced.in_tree, traced.out_tree, attributes, backend, device,
+                       self.compiler_options, shardings, kernels, traced.donated)
 
     def eval_shape(self, *args, **kwargs):
         program, _, _, out_tree, _ = self.trace_program(args, kwargs)
@@ -469,110 +477,6 @@ def _donation_attributes(program, donated):
 
 class LaidOut(tuple):
     """The signature of an argument laid out over devices: (aval, sharding)."""
-
-
-class ShapeDtypeStruct:
-    """A shape and dtype standing for an array (what `eval_shape` returns, and a valid jit argument)."""
-
-    __slots__ = ("shape", "dtype", "weak_type")
-
-    def __init__(self, shape, dtype, weak_type=False):
-        self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
-        self.weak_type = weak_type
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return int(np.prod(self.shape))
-
-    @property
-    def aval(self):
-        return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
-
-    def __eq__(self, other):
-        return (isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type)
-                == (other.shape, other.dtype, other.weak_type))
-
-    def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
-
-    def __repr__(self):
-        weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
-
-
-class Lowered:
-    """A traced and lowered jit function: `as_text()` is its StableHLO; `compile()` compiles it."""
-
-    def __init__(self, name, closed, in_tree, out_tree, arg_attributes, backend, device, compiler_options=None,
-                 shardings=((), ()), kernels=()):
-        self.name = name
-        self.kernels = list(kernels)
-        self.in_shardings, self.out_shardings = shardings
-        self.closed = closed
-        self.in_tree = in_tree
-        self.out_tree = out_tree
-        self.arg_attributes = arg_attributes
-        self.backend = backend
-        self.device = device
-        self.compiler_options = compiler_options
-        self._text = None
-
-    def as_text(self, dialect="stablehlo"):
-        if self._text is None:
-            mesh = sharded.program_mesh(self.closed.program, self.in_shardings, self.out_shardings)
-            if mesh is not None:  # partitioned over the mesh's devices
-                self._text = sharded.lower_partitioned(
-                    self.closed, self.name, mesh, self.in_shardings or [None] * len(self.closed.program.invars),
-                    self.out_shardings or [None] * len(self.closed.program.outvars), self.backend.platform)[0]
-            else:  # constants are written into the module so that the text is self-contained
-                self._text, _ = lower_to_module(self.closed, self.name, self.backend.platform, self.arg_attributes)
-        return self._text
-
-    def compile(self, compiler_options=None):
-        """Compiles for the lowered placement; `compiler_options` add to (and override) the jit's."""
-        options = {**(self.compiler_options or {}), **(compiler_options or {})} or None
-        executable = dispatch.compile_program(self.closed, self.name, self.backend, self.device,
-                                              arg_attributes=self.arg_attributes, compiler_options=options,
-                                              in_shardings=self.in_shardings, out_shardings=self.out_shardings)
-        return Compiled(executable, self.in_tree, self.out_tree)
-
-    @property
-    def jaxpr(self):
-        return self.closed
-
-    def triton_kernels(self):
-        """The Triton kernels generated for this program's fused regions (with `fusion="triton"`): objects with
-        `name`, `equations` (the region's equations as program text) and `source` (the kernel's Triton source)."""
-        return list(self.kernels)
-
-
-class Compiled:
-    """A compiled jit function: called with the lowered arguments, static ones left out."""
-
-    def __init__(self, executable, in_tree, out_tree):
-        self.executable = executable
-        self.in_tree = in_tree
-        self.out_tree = out_tree
-
-    def __call__(self, *args, **kwargs):
-        leaves, in_tree = tree.tree_flatten((args, kwargs))
-        if in_tree != self.in_tree:
-            raise TypeError(f"function compiled for arguments structured as {self.in_tree} was called with "
-                            f"{in_tree}")
-        for i, (leaf, aval) in enumerate(zip(leaves, self.executable.in_avals)):
-            leaf_aval = _leaf_aval(leaf, leaf_signature(leaf))
-            if (leaf_aval.shape, leaf_aval.dtype) != (aval.shape, aval.dtype):
-                raise TypeError(f"compiled function: argument leaf {i} of type {leaf_aval.str_short()} passed "
-                                f"where {aval.str_short()} is expected")
-        return self.out_tree.unflatten(self.executable(*leaves))
-
-    def as_text(self):
-        return self.executable.hlo_text()
 
 
 def _per_leaf(shardings, tree_of_values, what):
