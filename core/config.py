@@ -69,6 +69,10 @@ class _Flag:
 _FLAGS = [
     _Flag("enable_x64", False, ["numax_enable_x64", "jax_enable_x64"]),
     _Flag("log_compiles", False, ["numax_log_compiles", "jax_log_compiles"]),
+    # Each jit cache miss after a function's first compile logs what changed (the "numax.jit" logger).
+    _Flag("explain_cache_misses", False, ["numax_explain_cache_misses", "jax_explain_cache_misses"]),
+    # A RecompileWarning once a jit function has compiled more than this many times (0: never).
+    _Flag("recompile_limit", 8, ["numax_recompile_limit"], _number_from_env(int)),
     _Flag("platform_name", "", ["numax_platforms", "jax_platforms", "numax_platform_name", "jax_platform_name"],
           _text_from_env),
     _Flag("debug_nans", False, ["numax_debug_nans", "jax_debug_nans"]),

@@ -59,6 +59,7 @@ from numax.transforms.autodiff import (  # noqa: F401
 )
 from numax.transforms.custom_derivatives import closure_convert, custom_jvp, custom_vjp  # noqa: F401, E402
 from numax.transforms.jit import ShapeDtypeStruct, eval_shape, jit, make_jaxpr  # noqa: F401, E402
+from numax.transforms.recompiles import JitStatistics, RecompileWarning, jit_statistics  # noqa: F401, E402
 from numax.transforms.vmap import vmap  # noqa: F401
 
 tree = tree_util.tree_namespace

@@ -476,7 +476,7 @@ def test_log_compiles_reasons_for_static_and_structure_changes(capsys):
         numax.config.update("jax_log_compiles", old)
     lines = [line for line in err.splitlines() if line.startswith("numax: compiled")]
     assert len(lines) == 4, err
-    assert "new static arguments" in lines[1] and "3" in lines[1]
+    assert "static argument n: 2 -> 3" in lines[1]
     assert "new argument structure" in lines[3]
 
 

@@ -8,9 +8,8 @@ at lowering, run by compiling it), `numax.jit` with its per-signature cache and 
 import functools
 import inspect
 import threading
+import time
 import weakref
-
-import numpy as np
 
 from ..core import caches, dtypes
 from ..core import pytree as tree
@@ -22,12 +21,23 @@ from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_ru
 from ..core.sharding import PartitionSpec, Sharding, as_sharding
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, is_tracing
-from ..lowering import dispatch, sharded, xla
+from ..lowering import dispatch, xla
 from ..lowering.array import Array
-from ..lowering.lower import lower_to_module, register_lowering
+from ..lowering.lower import register_lowering
 from ..lowering.sharded_array import ShardedArray
+from .aot import Lowered, ShapeDtypeStruct, Traced
 from .jvp import jvp_program
 from .partial_eval import partial_eval_program, partial_eval_rules
+from .recompiles import (
+    CallDescription,
+    JitStatistics,
+    explain_miss,
+    global_statistics,
+    log_explanation,
+    reason_text,
+    record_compile,
+    warn_if_past_limit,
+)
 from .transpose import transpose_program
 
 # --- the call primitive ---------------------------------------------------------------------------
@@ -213,6 +223,8 @@ class JitFunction:
         self.cache = caches.ComputeOnceCache()  # signature -> _CacheEntry (compiled)
         self.traced_cache = caches.ComputeOnceCache()  # signature -> (ClosedProgram, out_tree), under transforms
         self.last_key = None
+        self.stats = JitStatistics()  # compiles, cache hits and compile seconds of this function
+        self._descriptions = []  # a CallDescription per compiled call, to explain the next cache miss
         with _jit_functions_lock:
             _jit_functions.add(self)
 
@@ -314,6 +326,9 @@ class JitFunction:
         entry = self.cache.entries.get(key)
         if entry is None:
             entry = self.cache.get(key, lambda: self._compile(key, args, kwargs, leaves))
+        else:
+            self.stats.cache_hits += 1
+            global_statistics.cache_hits += 1
         executable = entry.executable
         outs = executable.wrap_outputs(executable.run_on(leaves))
         if config.check_numerics:
@@ -325,7 +340,19 @@ class JitFunction:
         return entry.out_tree.unflatten(outs)
 
     def _compile(self, key, args, kwargs, leaves):
-        reason = _compile_reason(self.last_key, key)
+        start = time.perf_counter()
+        description = CallDescription(self.signature, args, kwargs, self.static_argnums, self.static_argnames,
+                                      {"enable_x64": key[3], "default_device": key[4]})
+        changes = explain_miss(self._descriptions, description)
+        if self._descriptions and config.explain_cache_misses:
+            log_explanation(self.name, self.fun, changes)
+        entry = self._compile_entry(key, args, kwargs, leaves, reason_text(changes))
+        self._descriptions.append(description)
+        record_compile(self.stats, time.perf_counter() - start)
+        warn_if_past_limit(self, config.recompile_limit, changes)
+        return entry
+
+    def _compile_entry(self, key, args, kwargs, leaves, reason):
         program, consts, in_tree, out_tree, donated = self.trace_program(args, kwargs)
         closed = ClosedProgram(program, consts)
         backend, device = self.placement or dispatch._placement_of_args(leaves)
@@ -394,18 +421,27 @@ class JitFunction:
         return out_tree.unflatten(outs)
 
     # -- inspection --
-    def lower(self, *args, **kwargs):
+    def trace(self, *args, **kwargs):
+        """Traces for these arguments (arrays or ShapeDtypeStructs): a `Traced` with `.jaxpr` and `.lower()`."""
         program, consts, in_tree, out_tree, donated = self.trace_program(args, kwargs)
-        closed = ClosedProgram(program, consts)
-        leaves = tree.tree_leaves((args, kwargs))
+        return Traced(self, ClosedProgram(program, consts), in_tree, out_tree, donated, args, kwargs)
+
+    def lower(self, *args, **kwargs):
+        """Traces and lowers for these arguments (arrays or ShapeDtypeStructs): a `Lowered`."""
+        return self.trace(*args, **kwargs).lower()
+
+    def lower_traced(self, traced):
+        """The `Lowered` of a `Traced` of this function: placed, fused and given its shardings as a call is."""
+        leaves = tree.tree_leaves((traced.args, traced.kwargs))
         backend, device = self.placement or dispatch._placement_of_args(leaves)
-        dynamic = tree.tree_leaves(self._split(args, kwargs)[:2])
-        shardings = self._shardings(args, kwargs, dynamic, out_tree)
-        kernels = []
+        dynamic = tree.tree_leaves(self._split(traced.args, traced.kwargs)[:2])
+        shardings = self._shardings(traced.args, traced.kwargs, dynamic, traced.out_tree)
+        closed, kernels = traced.jaxpr, []
         if not any(shardings):  # programs over several devices are left to XLA
             closed, kernels = self._fused(closed)
-        return Lowered(self.name, closed, in_tree, out_tree, _donation_attributes(program, donated), backend, device,
-                       self.compiler_options, shardings, kernels)
+        attributes = _donation_attributes(traced.jaxpr.program, traced.donated)
+        return Lowered(self.name, closed, traced.in_tree, traced.out_tree, attributes, backend, device,
+                       self.compiler_options, shardings, kernels, traced.donated)
 
     def eval_shape(self, *args, **kwargs):
         program, _, _, out_tree, _ = self.trace_program(args, kwargs)
@@ -414,6 +450,7 @@ class JitFunction:
     def clear_cache(self):
         self.cache.clear()
         self.traced_cache.clear()
+        self._descriptions = []
 
     def _cache_size(self):
         return len(self.cache)
@@ -438,160 +475,8 @@ def _donation_attributes(program, donated):
     return attributes or None
 
 
-def _compile_reason(previous, key):
-    if previous is None:
-        return "first call"
-    old_sig, old_kw, old_static, old_x64, old_device = previous
-    new_sig, new_kw, new_static, new_x64, new_device = key
-    if old_x64 != new_x64:
-        return "the x64 flag changed"
-    if old_device != new_device:
-        return f"the default device changed to {new_device}"
-    if old_static != new_static:
-        return f"new static arguments {new_static} (was {old_static})"
-    old_leaves, new_leaves = _signature_leaves(old_sig) + _signature_leaves(old_kw), (
-        _signature_leaves(new_sig) + _signature_leaves(new_kw))
-    if len(old_leaves) != len(new_leaves) or _structure_only(old_sig) != _structure_only(new_sig) or (
-            _structure_only(old_kw) != _structure_only(new_kw)):
-        return "new argument structure"
-    changes = [f"argument leaf {i}: {_sig_text(a)} -> {_sig_text(b)}"
-               for i, (a, b) in enumerate(zip(old_leaves, new_leaves)) if a != b]
-    return "new shapes or dtypes: " + "; ".join(changes[:4])
-
-
 class LaidOut(tuple):
     """The signature of an argument laid out over devices: (aval, sharding)."""
-
-    def text(self):
-        return f"{self[0].str_short()} laid out by {self[1]}"
-
-
-def _is_leaf_signature(part):
-    return isinstance(part, ShapedArray | LaidOut) or part in dtypes.python_scalar_types
-
-
-def _signature_leaves(signature):
-    if signature is None:
-        return []
-    if _is_leaf_signature(signature):
-        return [signature]
-    return [leaf for part in signature[1:] for leaf in _signature_leaves(part)]
-
-
-def _structure_only(signature):
-    if signature is None or _is_leaf_signature(signature):
-        return None
-    return (signature[0],) + tuple(_structure_only(part) for part in signature[1:])
-
-
-def _sig_text(signature):
-    if isinstance(signature, LaidOut):
-        return signature.text()
-    return signature.str_short() if isinstance(signature, ShapedArray) else f"Python {signature.__name__}"
-
-
-class ShapeDtypeStruct:
-    """A shape and dtype standing for an array (what `eval_shape` returns, and a valid jit argument)."""
-
-    __slots__ = ("shape", "dtype", "weak_type")
-
-    def __init__(self, shape, dtype, weak_type=False):
-        self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
-        self.weak_type = weak_type
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return int(np.prod(self.shape))
-
-    @property
-    def aval(self):
-        return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
-
-    def __eq__(self, other):
-        return (isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type)
-                == (other.shape, other.dtype, other.weak_type))
-
-    def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
-
-    def __repr__(self):
-        weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
-
-
-class Lowered:
-    """A traced and lowered jit function: `as_text()` is its StableHLO; `compile()` compiles it."""
-
-    def __init__(self, name, closed, in_tree, out_tree, arg_attributes, backend, device, compiler_options=None,
-                 shardings=((), ()), kernels=()):
-        self.name = name
-        self.kernels = list(kernels)
-        self.in_shardings, self.out_shardings = shardings
-        self.closed = closed
-        self.in_tree = in_tree
-        self.out_tree = out_tree
-        self.arg_attributes = arg_attributes
-        self.backend = backend
-        self.device = device
-        self.compiler_options = compiler_options
-        self._text = None
-
-    def as_text(self, dialect="stablehlo"):
-        if self._text is None:
-            mesh = sharded.program_mesh(self.closed.program, self.in_shardings, self.out_shardings)
-            if mesh is not None:  # partitioned over the mesh's devices
-                self._text = sharded.lower_partitioned(
-                    self.closed, self.name, mesh, self.in_shardings or [None] * len(self.closed.program.invars),
-                    self.out_shardings or [None] * len(self.closed.program.outvars), self.backend.platform)[0]
-            else:  # constants are written into the module so that the text is self-contained
-                self._text, _ = lower_to_module(self.closed, self.name, self.backend.platform, self.arg_attributes)
-        return self._text
-
-    def compile(self, compiler_options=None):
-        """Compiles for the lowered placement; `compiler_options` add to (and override) the jit's."""
-        options = {**(self.compiler_options or {}), **(compiler_options or {})} or None
-        executable = dispatch.compile_program(self.closed, self.name, self.backend, self.device,
-                                              arg_attributes=self.arg_attributes, compiler_options=options,
-                                              in_shardings=self.in_shardings, out_shardings=self.out_shardings)
-        return Compiled(executable, self.in_tree, self.out_tree)
-
-    @property
-    def jaxpr(self):
-        return self.closed
-
-    def triton_kernels(self):
-        """The Triton kernels generated for this program's fused regions (with `fusion="triton"`): objects with
-        `name`, `equations` (the region's equations as program text) and `source` (the kernel's Triton source)."""
-        return list(self.kernels)
-
-
-class Compiled:
-    """A compiled jit function: called with the lowered arguments, static ones left out."""
-
-    def __init__(self, executable, in_tree, out_tree):
-        self.executable = executable
-        self.in_tree = in_tree
-        self.out_tree = out_tree
-
-    def __call__(self, *args, **kwargs):
-        leaves, in_tree = tree.tree_flatten((args, kwargs))
-        if in_tree != self.in_tree:
-            raise TypeError(f"function compiled for arguments structured as {self.in_tree} was called with "
-                            f"{in_tree}")
-        for i, (leaf, aval) in enumerate(zip(leaves, self.executable.in_avals)):
-            leaf_aval = _leaf_aval(leaf, leaf_signature(leaf))
-            if (leaf_aval.shape, leaf_aval.dtype) != (aval.shape, aval.dtype):
-                raise TypeError(f"compiled function: argument leaf {i} of type {leaf_aval.str_short()} passed "
-                                f"where {aval.str_short()} is expected")
-        return self.out_tree.unflatten(self.executable(*leaves))
-
-    def as_text(self):
-        return self.executable.hlo_text()
 
 
 def _per_leaf(shardings, tree_of_values, what):
