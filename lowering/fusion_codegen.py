@@ -11,6 +11,11 @@ narrowed only where the program converts explicitly and where a result is stored
 primitive's name to the Triton expression of one equation; `fusible` says whether an equation has a faithful
 form (numerics within a few ulps of XLA's, integer and boolean results exact).
 
+Transcendental functions take a form per platform (`MATH_FORMS`): for "gpu", libdevice's precise functions
+(`triton.language.extra.libdevice`, in Triton 3.x: `tl.exp` and `tl.log` lower to approximate PTX there), which
+are what XLA's GPU code calls; for "cpu" (Triton's interpreter, which cannot run libdevice), `tl.exp`/`tl.log`
+(numpy's) and accurate helpers built on them.
+
 Kernels are written to files under `$NUMAX_CACHE_DIR/fusion` (Triton reads a kernel's source from its file),
 named by a hash of the source, and imported once per process. This module knows equations only through their
 primitive names, params and avals: nothing here knows how regions are chosen.
@@ -93,12 +98,27 @@ def _tanh(x):
 _HELPER_NEEDS = {"_tanh": ("_expm1",)}
 
 
-class KernelWriter:
-    """Collects the lines of one kernel's body, the helpers it calls, and names for its values."""
+# The form of each transcendental function per platform: a `tl`/`libdevice` function or a helper's name.
+# sqrt is tl.sqrt_rn everywhere (correctly rounded, as XLA's is).
+MATH_FORMS = {
+    "cpu": {"exp": "tl.exp", "log": "tl.log", "log1p": "_log1p", "expm1": "_expm1", "tanh": "_tanh",
+            "rsqrt": "tl.rsqrt", "sqrt": "tl.sqrt_rn"},
+    "gpu": {"exp": "libdevice.exp", "log": "libdevice.log", "log1p": "libdevice.log1p",
+            "expm1": "libdevice.expm1", "tanh": "libdevice.tanh", "rsqrt": "libdevice.rsqrt", "sqrt": "tl.sqrt_rn"},
+}
 
-    def __init__(self):
+
+class KernelWriter:
+    """Collects the lines of one kernel's body, the helpers it calls, and names for its values, for `platform`
+    ("cpu": Triton's interpreter, "gpu": compiled for the device)."""
+
+    def __init__(self, platform="cpu"):
+        if platform not in MATH_FORMS:
+            raise ValueError(f"fusion code generation knows platforms {sorted(MATH_FORMS)}, got {platform!r}")
+        self.platform = platform
         self.lines = []
         self.helpers = []
+        self.uses_libdevice = False
         self.count = 0
 
     def let(self, expression):
@@ -115,6 +135,13 @@ class KernelWriter:
             self.helpers.append(name)
         return name
 
+    def math(self, function):
+        """The callable's text for the transcendental `function` ("exp", "tanh", ...) on this platform."""
+        form = MATH_FORMS[self.platform][function]
+        if form.startswith("libdevice."):
+            self.uses_libdevice = True
+        return self.helper(form) if form in _HELPERS else form
+
 
 # --- equation templates -------------------------------------------------------------------------------------
 # Each takes (writer, operand expressions, input avals, output aval, params) and returns the expression of the
@@ -127,8 +154,8 @@ def _call(function):
     return lambda writer, ops, avals, out, params: f"{function}({', '.join(ops)})"
 
 
-def _helper(name):
-    return lambda writer, ops, avals, out, params: f"{writer.helper(name)}({ops[0]})"
+def _math(function):
+    return lambda writer, ops, avals, out, params: f"{writer.math(function)}({ops[0]})"
 
 
 def _nan_propagating(function):
@@ -215,10 +242,10 @@ EQUATION_TEMPLATES = {
     "div": _call("tl.div_rn"),
     "neg": lambda writer, ops, avals, out, params: f"(-{ops[0]})",
     "max": _nan_propagating("tl.maximum"), "min": _nan_propagating("tl.minimum"),
-    "exp": _call("tl.exp"), "log": _call("tl.log"), "log1p": _helper("_log1p"), "expm1": _helper("_expm1"),
-    "tanh": _helper("_tanh"),
-    "logistic": lambda writer, ops, avals, out, params: f"tl.div_rn(1.0, 1.0 + tl.exp(-{ops[0]}))",
-    "sqrt": _call("tl.sqrt_rn"), "rsqrt": _call("tl.rsqrt"), "abs": _call("tl.abs"), "sign": _sign,
+    "exp": _math("exp"), "log": _math("log"), "log1p": _math("log1p"), "expm1": _math("expm1"),
+    "tanh": _math("tanh"),
+    "logistic": lambda writer, ops, avals, out, params: f"tl.div_rn(1.0, 1.0 + {writer.math('exp')}(-{ops[0]}))",
+    "sqrt": _math("sqrt"), "rsqrt": _math("rsqrt"), "abs": _call("tl.abs"), "sign": _sign,
     "floor": _call("tl.floor"), "ceil": _call("tl.ceil"),
     "integer_pow": _integer_pow, "select_n": _select_n, "clamp": _clamp,
     "eq": _binary("=="), "ne": _binary("!="), "lt": _binary("<"), "le": _binary("<="), "gt": _binary(">"),
@@ -257,12 +284,12 @@ def _literal_text(literal):
     return f"tl.full([BLOCK], {value}, {_TRITON_DTYPES[dtype]})"
 
 
-def generate_source(equations, inputs, outputs, size):
-    """(kernel name, Triton source) for `equations` over arrays of `size` elements.
+def generate_source(equations, inputs, outputs, size, platform="cpu"):
+    """(kernel name, Triton source) for `equations` over arrays of `size` elements, for `platform`.
 
     inputs: the region's array inputs (Vars) in the kernel's order; each has `size` elements or one.
     outputs: the Vars the kernel stores, in order. Literals among the equations' inputs become constants."""
-    writer = KernelWriter()
+    writer = KernelWriter(platform)
     offsets = "tl.program_id(0).to(tl.int64) * BLOCK" if size >= 2 ** 31 else "tl.program_id(0) * BLOCK"
     writer.lines += [f"offsets = {offsets} + tl.arange(0, BLOCK)", "mask = offsets < n"]
     names = {}
@@ -289,7 +316,10 @@ def generate_source(equations, inputs, outputs, size):
     digest = hashlib.sha256((helpers + signature + body).encode()).hexdigest()[:10]
     operations = list(dict.fromkeys(eqn.primitive.name for eqn in equations))
     name = "_".join(["fused"] + operations[:3] + (["etc"] if len(operations) > 3 else []) + [digest])
-    source = ("import triton\nimport triton.language as tl\n" + helpers
+    imports = "import triton\nimport triton.language as tl\n"
+    if writer.uses_libdevice:
+        imports += "from triton.language.extra import libdevice\n"
+    source = (imports + helpers
               + f"\n\n@triton.jit\ndef {name}{signature}{body}")
     return name, source
 

@@ -50,22 +50,24 @@ def require_triton():
                           "pip install triton (or use fusion=\"xla\")") from None
 
 
-def fuse_elementwise(closed: ClosedProgram) -> ClosedProgram:
-    """`closed` with its elementwise regions fused into generated Triton kernels."""
-    return fuse_with_kernels(closed)[0]
+def fuse_elementwise(closed: ClosedProgram, platform="cpu") -> ClosedProgram:
+    """`closed` with its elementwise regions fused into generated Triton kernels for `platform` ("cpu": run
+    through Triton's interpreter, "gpu": compiled for the device; the forms of exp, log, tanh, ... differ)."""
+    return fuse_with_kernels(closed, platform)[0]
 
 
-def fuse_with_kernels(closed: ClosedProgram):
+def fuse_with_kernels(closed: ClosedProgram, platform="cpu"):
     """(fused ClosedProgram, [FusedKernel] in the order the regions were generated)."""
     require_triton()
-    fuser = _Fuser()
+    fuser = _Fuser(platform)
     return fuser.closed(closed), fuser.kernels
 
 
 class _Fuser:
     """One pass over a program and the programs of its nested jit equations (each fused once)."""
 
-    def __init__(self):
+    def __init__(self, platform):
+        self.platform = platform
         self.kernels = []
         self.done = {}  # id of a nested ClosedProgram -> its fused form
 
@@ -102,7 +104,7 @@ class _Fuser:
         inputs = list(dict.fromkeys(a for eqn in members for a in eqn.inputs
                                     if type(a) is Var and a not in produced))
         size = outputs[0].aval.size
-        name, source = codegen.generate_source(members, inputs, outputs, size)
+        name, source = codegen.generate_source(members, inputs, outputs, size, self.platform)
         kernel = codegen.load_kernel(name, source)
         text = str(Program([], inputs, outputs, members))
         self.kernels.append(FusedKernel(name, text, source))
