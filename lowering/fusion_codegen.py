@@ -1,7 +1,8 @@
 """Triton source for a fused region of elementwise equations, and the kernels made from it.
 
 A region is a list of elementwise equations whose outputs all have one shape; the kernel sees every array of
-that shape flattened to 1-D and computes one block of `BLOCK` elements per program:
+that shape flattened to 1-D and computes one block of `BLOCK` elements per program (`launch_parameters` picks
+BLOCK and num_warps from the region's size):
 
     def fused_<ops>_<digest>(in0_ptr, ..., n, out0_ptr, ..., BLOCK: tl.constexpr)
 
@@ -33,7 +34,22 @@ import numpy as np
 from ..core import dtypes
 from ..core.ir import Literal
 
-BLOCK_SIZE = 1024
+SMALL_REGION = 1024  # elements: one program covers a region this small
+LARGE_REGION = 1 << 20  # elements: from here on, blocks of 4096 over 8 warps
+
+
+def launch_parameters(size):
+    """(BLOCK, num_warps) for an elementwise region of `size` elements.
+
+    A small region (up to 1024 elements) runs as one program of 4 warps over the next power of two of its size
+    (at least 128: one element per thread); a middle-sized one in blocks of 1024 over 4 warps;
+    a large one (a million elements or more) in blocks of 4096 over 8 warps, 16 elements per thread, which
+    keeps more loads in flight per program and launches a quarter of the programs."""
+    if size <= SMALL_REGION:
+        return max(128, 1 << (size - 1).bit_length()), 4
+    if size < LARGE_REGION:
+        return 1024, 4
+    return 4096, 8
 
 _TRITON_DTYPES = {
     dtypes.bool_: "tl.int1", np.dtype(np.int8): "tl.int8", np.dtype(np.int16): "tl.int16",

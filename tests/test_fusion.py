@@ -308,3 +308,15 @@ def test_math_forms_per_platform():
     assert numax.jit(f, fusion="triton").lower(GENERAL).triton_kernels()[0].source == cpu  # arrays on the CPU
     with pytest.raises(ValueError, match="fusion code generation knows platforms"):
         fuse_with_kernels(closed, "tpu")
+
+
+@pytest.mark.parametrize("size, block, num_warps", [(37, 128, 4), (1000, 1024, 4), (3001, 1024, 4),
+                                                     ((1 << 20) + 5, 4096, 8)])
+def test_launch_parameters_follow_the_region_size(size, block, num_warps):
+    x = np.linspace(-3, 3, size, dtype=F32)
+    f = lambda v: mnp.tanh(v * 1.5) + v
+    closed = numax.jit(f, fusion="triton").lower(x).closed
+    (call,) = closed.equations
+    assert dict(call.params["metaparams"])["BLOCK"] == block and call.params["num_warps"] == num_warps
+    assert call.params["grid"]({"BLOCK": block}) == (-(-size // block),)
+    check_fused(f, x)  # a partial last block is masked

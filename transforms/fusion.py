@@ -104,6 +104,7 @@ class _Fuser:
         inputs = list(dict.fromkeys(a for eqn in members for a in eqn.inputs
                                     if type(a) is Var and a not in produced))
         size = outputs[0].aval.size
+        block, num_warps = codegen.launch_parameters(size)
         name, source = codegen.generate_source(members, inputs, outputs, size, self.platform)
         kernel = codegen.load_kernel(name, source)
         text = str(Program([], inputs, outputs, members))
@@ -113,8 +114,8 @@ class _Fuser:
                   file=sys.stderr)
         params = dict(kernel=kernel, out_avals=tuple(v.aval for v in outputs), grid=BlockGrid(size),
                       call_spec=tuple(("array", i) for i in range(len(inputs))) + (("scalar", size),),
-                      metaparams=(("BLOCK", codegen.BLOCK_SIZE),), input_output_aliases=(), zeroed_outputs=(),
-                      num_warps=None, num_stages=None, num_ctas=1, debug=False, name=name)
+                      metaparams=(("BLOCK", block),), input_output_aliases=(), zeroed_outputs=(),
+                      num_warps=num_warps, num_stages=None, num_ctas=1, debug=False, name=name)
         return Equation(triton_call_p, inputs, outputs, params)
 
 
