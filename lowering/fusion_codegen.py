@@ -110,6 +110,16 @@ def _tanh(x):
     magnitude = -e / (e + 2.0)
     return tl.where(x < 0, -magnitude, tl.where(x == 0, x, magnitude))
 ''',
+    "_max_propagating": '''
+@triton.jit
+def _max_propagating(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
+    "_min_propagating": '''
+@triton.jit
+def _min_propagating(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
 }
 _HELPER_NEEDS = {"_tanh": ("_expm1",)}
 
@@ -127,6 +137,8 @@ MATH_FORMS = {
 class KernelWriter:
     """Collects the lines of one kernel's body, the helpers it calls, and names for its values, for `platform`
     ("cpu": Triton's interpreter, "gpu": compiled for the device)."""
+
+    literal_shape = "[BLOCK]"  # the shape of a constant: a block of it
 
     def __init__(self, platform="cpu"):
         if platform not in MATH_FORMS:
@@ -208,7 +220,7 @@ def _integer_pow(writer, ops, avals, out, params):
         if remaining:
             base = writer.let(f"{base} * {base}")
     if result is None:
-        result = f"tl.full([BLOCK], 1, {_TRITON_DTYPES[register_dtype(out.dtype)]})"
+        result = f"tl.full({writer.literal_shape}, 1, {_TRITON_DTYPES[register_dtype(out.dtype)]})"
     return f"tl.div_rn(1.0, {result})" if power < 0 else result
 
 
@@ -266,8 +278,10 @@ EQUATION_TEMPLATES = {
     "integer_pow": _integer_pow, "select_n": _select_n, "clamp": _clamp,
     "eq": _binary("=="), "ne": _binary("!="), "lt": _binary("<"), "le": _binary("<="), "gt": _binary(">"),
     "ge": _binary(">="),
+    "is_finite": lambda writer, ops, avals, out, params: f"(tl.abs({ops[0]}) < float(\"inf\"))",  # NaN: False
     "and": _binary("&"), "or": _binary("|"), "xor": _binary("^"), "not": _not,
     "convert_element_type": _convert, "broadcast_in_dim": _broadcast,
+    "stop_gradient": lambda writer, ops, avals, out, params: ops[0],  # the identity once derivatives are taken
 }
 
 # Equations of these primitives fuse only for some dtypes: integer division has XLA-defined results for x / 0
@@ -290,14 +304,48 @@ def fusible(primitive_name, in_avals, out_avals):
 
 
 # --- kernel source ---------------------------------------------------------------------------------------
-def _literal_text(literal):
+def _literal_text(literal, shape="[BLOCK]"):
     value = np.asarray(literal.value).item()
     dtype = register_dtype(literal.aval.dtype)
     if isinstance(value, float) and not np.isfinite(value):
         value = f'float("{value}")'
     elif dtype == dtypes.bool_:
         value = int(value)
-    return f"tl.full([BLOCK], {value}, {_TRITON_DTYPES[dtype]})"
+    return f"tl.full({shape}, {value}, {_TRITON_DTYPES[dtype]})"
+
+
+def load_text(address, dtype, mask=None):
+    """A load of `address` (masked by `mask`), widened to float32 from a 16-bit float."""
+    load = f"tl.load({address})" if mask is None else f"tl.load({address}, mask={mask})"
+    return load + ".to(tl.float32)" if dtype in _NARROW_FLOATS else load
+
+
+def stored_text(value, dtype):
+    """`value` narrowed to `dtype` for a store where `dtype` is a 16-bit float."""
+    return f"{value}.to({_TRITON_DTYPES[dtype]})" if dtype in _NARROW_FLOATS else value
+
+
+def emit_equations(writer, equations, names, templates=EQUATION_TEMPLATES):
+    """Binds each equation's result to a name in `writer` (`names`: Var -> name, the inputs' already there)."""
+    for eqn in equations:
+        operands = [_literal_text(a, writer.literal_shape) if isinstance(a, Literal) else names[a] for a in eqn.inputs]
+        template = templates[eqn.primitive.name]
+        expression = template(writer, operands, [a.aval for a in eqn.inputs], eqn.outvars[0].aval, eqn.params)
+        names[eqn.outvars[0]] = writer.let(expression)
+
+
+def kernel_source(writer, equations, parameters):
+    """(name, source) of the kernel whose body `writer` holds: named by its operations and a hash of its text."""
+    body = "".join(f"    {line}\n" for line in writer.lines)
+    helpers = "".join(_HELPERS[name] for name in writer.helpers)
+    signature = f"({', '.join(parameters)}, BLOCK: tl.constexpr):\n"
+    digest = hashlib.sha256((helpers + signature + body).encode()).hexdigest()[:10]
+    operations = list(dict.fromkeys(eqn.primitive.name for eqn in equations))
+    name = "_".join(["fused"] + operations[:3] + (["etc"] if len(operations) > 3 else []) + [digest])
+    imports = "import triton\nimport triton.language as tl\n"
+    if writer.uses_libdevice:
+        imports += "from triton.language.extra import libdevice\n"
+    return name, imports + helpers + f"\n\n@triton.jit\ndef {name}{signature}{body}"
 
 
 def generate_source(equations, inputs, outputs, size, platform="cpu"):
@@ -310,34 +358,15 @@ def generate_source(equations, inputs, outputs, size, platform="cpu"):
     writer.lines += [f"offsets = {offsets} + tl.arange(0, BLOCK)", "mask = offsets < n"]
     names = {}
     for position, var in enumerate(inputs):
-        address = f"in{position}_ptr" if var.aval.size == 1 else f"in{position}_ptr + offsets"
-        load = f"tl.load({address})" if var.aval.size == 1 else f"tl.load({address}, mask=mask)"
-        if var.aval.dtype in _NARROW_FLOATS:
-            load += ".to(tl.float32)"
-        names[var] = writer.let(load)
-    for eqn in equations:
-        operands = [_literal_text(a) if isinstance(a, Literal) else names[a] for a in eqn.inputs]
-        template = EQUATION_TEMPLATES[eqn.primitive.name]
-        expression = template(writer, operands, [a.aval for a in eqn.inputs], eqn.outvars[0].aval, eqn.params)
-        names[eqn.outvars[0]] = writer.let(expression)
+        one = var.aval.size == 1
+        address = f"in{position}_ptr" if one else f"in{position}_ptr + offsets"
+        names[var] = writer.let(load_text(address, var.aval.dtype, None if one else "mask"))
+    emit_equations(writer, equations, names)
     for position, var in enumerate(outputs):
-        value = names[var]
-        if var.aval.dtype in _NARROW_FLOATS:
-            value += f".to({_TRITON_DTYPES[var.aval.dtype]})"
+        value = stored_text(names[var], var.aval.dtype)
         writer.lines.append(f"tl.store(out{position}_ptr + offsets, {value}, mask=mask)")
     parameters = [f"in{i}_ptr" for i in range(len(inputs))] + ["n"] + [f"out{i}_ptr" for i in range(len(outputs))]
-    body = "".join(f"    {line}\n" for line in writer.lines)
-    helpers = "".join(_HELPERS[name] for name in writer.helpers)
-    signature = f"({', '.join(parameters)}, BLOCK: tl.constexpr):\n"
-    digest = hashlib.sha256((helpers + signature + body).encode()).hexdigest()[:10]
-    operations = list(dict.fromkeys(eqn.primitive.name for eqn in equations))
-    name = "_".join(["fused"] + operations[:3] + (["etc"] if len(operations) > 3 else []) + [digest])
-    imports = "import triton\nimport triton.language as tl\n"
-    if writer.uses_libdevice:
-        imports += "from triton.language.extra import libdevice\n"
-    source = (imports + helpers
-              + f"\n\n@triton.jit\ndef {name}{signature}{body}")
-    return name, source
+    return kernel_source(writer, equations, parameters)
 
 
 # --- kernel files ------------------------------------------------------------------------------------------
