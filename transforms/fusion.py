@@ -15,9 +15,10 @@ passes of `grad` fuse too. Two passes find maximal connected, acyclic regions of
 Each region of two or more equations is replaced by one `triton_call` equation. A value a region computes
 becomes a kernel output when something outside the region uses it; nothing is computed twice; regions are
 only merged when no path leaves a region and comes back into it, and the equations are re-ordered
-topologically around the fused ones. The programs of nested `jit` equations and of custom derivatives (whose
-rules are spent once the final program is reached) are fused the same way, in place; control-flow bodies,
-collectives, pmap and shard_map are left to XLA. Kernels are generated for the platform the program is
+topologically around the fused ones. A custom derivative's equation is replaced by its program's equations
+(its rules are spent in the final program), so a forward pass fuses with the backward pass its rule made; where
+nothing fuses, it stays called with its program fused in place, as the programs of nested `jit` equations are.
+Control-flow bodies, collectives, pmap and shard_map are left to XLA. Kernels are generated for the platform the program is
 compiled for ("gpu": libdevice's precise math; "cpu": Triton's interpreter).
 """
 
@@ -31,7 +32,7 @@ from ..lax.triton_call import triton_call_p
 from ..lowering import fusion_codegen as codegen
 from ..lowering import fusion_rows_codegen as rows_codegen
 
-_CALLS = ("jit", "custom_jvp_call", "custom_vjp_call")  # equations holding a program to fuse in place
+_CUSTOM_DERIVATIVES = ("custom_jvp_call", "custom_vjp_call")  # their rules are spent in a final program
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +98,7 @@ class _Fuser:
         return closed if program is closed.program else ClosedProgram(program, closed.consts)
 
     def nested(self, eqn):
-        if eqn.primitive.name not in _CALLS:
+        if eqn.primitive.name not in ("jit",) + _CUSTOM_DERIVATIVES:
             return eqn
         inner = eqn.params["program"]
         if id(inner) not in self.done:
@@ -106,11 +107,13 @@ class _Fuser:
         return eqn if fused is inner else eqn.replace(params={**eqn.params, "program": fused})
 
     def program(self, program):
-        equations = [self.nested(eqn) for eqn in program.equations]
+        equations = [self.nested(eqn) for eqn in _inlined(program.equations)]
         fused = self.fuse_regions(equations, program.outvars, _row_domains, self.row_equation)
         fused = self.fuse_regions(fused, program.outvars, _elementwise_domains, self.elementwise_equation)
-        if len(fused) == len(program.equations) and all(a is b for a, b in zip(fused, program.equations)):
-            return program
+        if fused is equations:  # no region here: custom derivatives stay called (their programs fused)
+            fused = [self.nested(eqn) for eqn in program.equations]
+            if all(a is b for a, b in zip(fused, program.equations)):
+                return program
         return Program(program.constvars, program.invars, program.outvars, fused)
 
     def fuse_regions(self, equations, program_outvars, domains_of, fused_equation):
@@ -159,6 +162,32 @@ class _Fuser:
                       metaparams=(("BLOCK", block),), input_output_aliases=(), zeroed_outputs=(),
                       num_warps=num_warps, num_stages=None, num_ctas=1, debug=False, name=name)
         return Equation(triton_call_p, inputs, outputs, params)
+
+
+def _inlined(equations):
+    """`equations` with each custom derivative's equation replaced by its program's equations (on fresh
+    variables), so that a function's forward pass can fuse with the backward pass its rule produced. A program
+    with constants of its own, or whose results are not values its equations compute (once each), stays called."""
+    if not any(eqn.primitive.name in _CUSTOM_DERIVATIVES for eqn in equations):
+        return equations
+    result = []
+    for eqn in equations:
+        closed = eqn.params.get("program") if eqn.primitive.name in _CUSTOM_DERIVATIVES else None
+        inner = closed.program if closed is not None else None
+        produced = inner and {v for e in inner.equations for v in e.outvars}
+        if (inner is None or inner.constvars or len(set(inner.outvars)) != len(inner.outvars)
+                or not all(type(v) is Var and v in produced for v in inner.outvars)):
+            result.append(eqn)
+            continue
+        renamed = dict(zip(inner.invars, eqn.inputs))
+        renamed.update(zip(inner.outvars, eqn.outvars))
+        for inner_eqn in _inlined(inner.equations):
+            for v in inner_eqn.outvars:
+                renamed.setdefault(v, Var(v.aval))
+            result.append(inner_eqn.replace(inputs=[renamed.get(a, a) if type(a) is Var else a
+                                                    for a in inner_eqn.inputs],
+                                            outvars=[renamed[v] for v in inner_eqn.outvars]))
+    return result
 
 
 def _elementwise_domains(eqn):
