@@ -18,8 +18,8 @@ only merged when no path leaves a region and comes back into it, and the equatio
 topologically around the fused ones. A custom derivative's equation is replaced by its program's equations
 (its rules are spent in the final program), so a forward pass fuses with the backward pass its rule made; where
 nothing fuses, it stays called with its program fused in place, as the programs of nested `jit` equations are.
-Control-flow bodies, collectives, pmap and shard_map are left to XLA. Kernels are generated for the platform the program is
-compiled for ("gpu": libdevice's precise math; "cpu": Triton's interpreter).
+Control-flow bodies, collectives, pmap and shard_map are left to XLA. Kernels are generated for the platform
+the program is compiled for ("gpu": libdevice's precise math; "cpu": Triton's interpreter).
 """
 
 import dataclasses
