@@ -1,7 +1,8 @@
 """Triton source for a fused region of elementwise equations, and the kernels made from it.
 
 A region is a list of elementwise equations whose outputs all have one shape; the kernel sees every array of
-that shape flattened to 1-D and computes one block of `BLOCK` elements per program:
+that shape flattened to 1-D and computes one block of `BLOCK` elements per program (`launch_parameters` picks
+BLOCK and num_warps from the region's size):
 
     def fused_<ops>_<digest>(in0_ptr, ..., n, out0_ptr, ..., BLOCK: tl.constexpr)
 
@@ -10,6 +11,11 @@ scalar literals become constants. 16-bit floats are widened to float32 in regist
 narrowed only where the program converts explicitly and where a result is stored. `EQUATION_TEMPLATES` maps a
 primitive's name to the Triton expression of one equation; `fusible` says whether an equation has a faithful
 form (numerics within a few ulps of XLA's, integer and boolean results exact).
+
+Transcendental functions take a form per platform (`MATH_FORMS`): for "gpu", libdevice's precise functions
+(`triton.language.extra.libdevice`, in Triton 3.x: `tl.exp` and `tl.log` lower to approximate PTX there), which
+are what XLA's GPU code calls; for "cpu" (Triton's interpreter, which cannot run libdevice), `tl.exp`/`tl.log`
+(numpy's) and accurate helpers built on them.
 
 Kernels are written to files under `$NUMAX_CACHE_DIR/fusion` (Triton reads a kernel's source from its file),
 named by a hash of the source, and imported once per process. This module knows equations only through their
@@ -28,7 +34,22 @@ import numpy as np
 from ..core import dtypes
 from ..core.ir import Literal
 
-BLOCK_SIZE = 1024
+SMALL_REGION = 1024  # elements: one program covers a region this small
+LARGE_REGION = 1 << 20  # elements: from here on, blocks of 4096 over 8 warps
+
+
+def launch_parameters(size):
+    """(BLOCK, num_warps) for an elementwise region of `size` elements.
+
+    A small region (up to 1024 elements) runs as one program of 4 warps over the next power of two of its size
+    (at least 128: one element per thread); a middle-sized one in blocks of 1024 over 4 warps;
+    a large one (a million elements or more) in blocks of 4096 over 8 warps, 16 elements per thread, which
+    keeps more loads in flight per program and launches a quarter of the programs."""
+    if size <= SMALL_REGION:
+        return max(128, 1 << (size - 1).bit_length()), 4
+    if size < LARGE_REGION:
+        return 1024, 4
+    return 4096, 8
 
 _TRITON_DTYPES = {
     dtypes.bool_: "tl.int1", np.dtype(np.int8): "tl.int8", np.dtype(np.int16): "tl.int16",
@@ -89,16 +110,43 @@ def _tanh(x):
     magnitude = -e / (e + 2.0)
     return tl.where(x < 0, -magnitude, tl.where(x == 0, x, magnitude))
 ''',
+    "_max_propagating": '''
+@triton.jit
+def _max_propagating(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
+    "_min_propagating": '''
+@triton.jit
+def _min_propagating(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
 }
 _HELPER_NEEDS = {"_tanh": ("_expm1",)}
 
 
-class KernelWriter:
-    """Collects the lines of one kernel's body, the helpers it calls, and names for its values."""
+# The form of each transcendental function per platform: a `tl`/`libdevice` function or a helper's name.
+# sqrt is tl.sqrt_rn everywhere (correctly rounded, as XLA's is).
+MATH_FORMS = {
+    "cpu": {"exp": "tl.exp", "log": "tl.log", "log1p": "_log1p", "expm1": "_expm1", "tanh": "_tanh",
+            "rsqrt": "tl.rsqrt", "sqrt": "tl.sqrt_rn"},
+    "gpu": {"exp": "libdevice.exp", "log": "libdevice.log", "log1p": "libdevice.log1p",
+            "expm1": "libdevice.expm1", "tanh": "libdevice.tanh", "rsqrt": "libdevice.rsqrt", "sqrt": "tl.sqrt_rn"},
+}
 
-    def __init__(self):
+
+class KernelWriter:
+    """Collects the lines of one kernel's body, the helpers it calls, and names for its values, for `platform`
+    ("cpu": Triton's interpreter, "gpu": compiled for the device)."""
+
+    literal_shape = "[BLOCK]"  # the shape of a constant: a block of it
+
+    def __init__(self, platform="cpu"):
+        if platform not in MATH_FORMS:
+            raise ValueError(f"fusion code generation knows platforms {sorted(MATH_FORMS)}, got {platform!r}")
+        self.platform = platform
         self.lines = []
         self.helpers = []
+        self.uses_libdevice = False
         self.count = 0
 
     def let(self, expression):
@@ -115,6 +163,13 @@ class KernelWriter:
             self.helpers.append(name)
         return name
 
+    def math(self, function):
+        """The callable's text for the transcendental `function` ("exp", "tanh", ...) on this platform."""
+        form = MATH_FORMS[self.platform][function]
+        if form.startswith("libdevice."):
+            self.uses_libdevice = True
+        return self.helper(form) if form in _HELPERS else form
+
 
 # --- equation templates -------------------------------------------------------------------------------------
 # Each takes (writer, operand expressions, input avals, output aval, params) and returns the expression of the
@@ -127,8 +182,8 @@ def _call(function):
     return lambda writer, ops, avals, out, params: f"{function}({', '.join(ops)})"
 
 
-def _helper(name):
-    return lambda writer, ops, avals, out, params: f"{writer.helper(name)}({ops[0]})"
+def _math(function):
+    return lambda writer, ops, avals, out, params: f"{writer.math(function)}({ops[0]})"
 
 
 def _nan_propagating(function):
@@ -165,7 +220,7 @@ def _integer_pow(writer, ops, avals, out, params):
         if remaining:
             base = writer.let(f"{base} * {base}")
     if result is None:
-        result = f"tl.full([BLOCK], 1, {_TRITON_DTYPES[register_dtype(out.dtype)]})"
+        result = f"tl.full({writer.literal_shape}, 1, {_TRITON_DTYPES[register_dtype(out.dtype)]})"
     return f"tl.div_rn(1.0, {result})" if power < 0 else result
 
 
@@ -215,16 +270,18 @@ EQUATION_TEMPLATES = {
     "div": _call("tl.div_rn"),
     "neg": lambda writer, ops, avals, out, params: f"(-{ops[0]})",
     "max": _nan_propagating("tl.maximum"), "min": _nan_propagating("tl.minimum"),
-    "exp": _call("tl.exp"), "log": _call("tl.log"), "log1p": _helper("_log1p"), "expm1": _helper("_expm1"),
-    "tanh": _helper("_tanh"),
-    "logistic": lambda writer, ops, avals, out, params: f"tl.div_rn(1.0, 1.0 + tl.exp(-{ops[0]}))",
-    "sqrt": _call("tl.sqrt_rn"), "rsqrt": _call("tl.rsqrt"), "abs": _call("tl.abs"), "sign": _sign,
+    "exp": _math("exp"), "log": _math("log"), "log1p": _math("log1p"), "expm1": _math("expm1"),
+    "tanh": _math("tanh"),
+    "logistic": lambda writer, ops, avals, out, params: f"tl.div_rn(1.0, 1.0 + {writer.math('exp')}(-{ops[0]}))",
+    "sqrt": _math("sqrt"), "rsqrt": _math("rsqrt"), "abs": _call("tl.abs"), "sign": _sign,
     "floor": _call("tl.floor"), "ceil": _call("tl.ceil"),
     "integer_pow": _integer_pow, "select_n": _select_n, "clamp": _clamp,
     "eq": _binary("=="), "ne": _binary("!="), "lt": _binary("<"), "le": _binary("<="), "gt": _binary(">"),
     "ge": _binary(">="),
+    "is_finite": lambda writer, ops, avals, out, params: f"(tl.abs({ops[0]}) < float(\"inf\"))",  # NaN: False
     "and": _binary("&"), "or": _binary("|"), "xor": _binary("^"), "not": _not,
     "convert_element_type": _convert, "broadcast_in_dim": _broadcast,
+    "stop_gradient": lambda writer, ops, avals, out, params: ops[0],  # the identity once derivatives are taken
 }
 
 # Equations of these primitives fuse only for some dtypes: integer division has XLA-defined results for x / 0
@@ -247,51 +304,69 @@ def fusible(primitive_name, in_avals, out_avals):
 
 
 # --- kernel source ---------------------------------------------------------------------------------------
-def _literal_text(literal):
+def _literal_text(literal, shape="[BLOCK]"):
     value = np.asarray(literal.value).item()
     dtype = register_dtype(literal.aval.dtype)
     if isinstance(value, float) and not np.isfinite(value):
         value = f'float("{value}")'
     elif dtype == dtypes.bool_:
         value = int(value)
-    return f"tl.full([BLOCK], {value}, {_TRITON_DTYPES[dtype]})"
+    return f"tl.full({shape}, {value}, {_TRITON_DTYPES[dtype]})"
 
 
-def generate_source(equations, inputs, outputs, size):
-    """(kernel name, Triton source) for `equations` over arrays of `size` elements.
+def load_text(address, dtype, mask=None):
+    """A load of `address` (masked by `mask`), widened to float32 from a 16-bit float."""
+    load = f"tl.load({address})" if mask is None else f"tl.load({address}, mask={mask})"
+    return load + ".to(tl.float32)" if dtype in _NARROW_FLOATS else load
 
-    inputs: the region's array inputs (Vars) in the kernel's order; each has `size` elements or one.
-    outputs: the Vars the kernel stores, in order. Literals among the equations' inputs become constants."""
-    writer = KernelWriter()
-    offsets = "tl.program_id(0).to(tl.int64) * BLOCK" if size >= 2 ** 31 else "tl.program_id(0) * BLOCK"
-    writer.lines += [f"offsets = {offsets} + tl.arange(0, BLOCK)", "mask = offsets < n"]
-    names = {}
-    for position, var in enumerate(inputs):
-        address = f"in{position}_ptr" if var.aval.size == 1 else f"in{position}_ptr + offsets"
-        load = f"tl.load({address})" if var.aval.size == 1 else f"tl.load({address}, mask=mask)"
-        if var.aval.dtype in _NARROW_FLOATS:
-            load += ".to(tl.float32)"
-        names[var] = writer.let(load)
+
+def stored_text(value, dtype):
+    """`value` narrowed to `dtype` for a store where `dtype` is a 16-bit float."""
+    return f"{value}.to({_TRITON_DTYPES[dtype]})" if dtype in _NARROW_FLOATS else value
+
+
+def emit_equations(writer, equations, names, templates=EQUATION_TEMPLATES):
+    """Binds each equation's result to a name in `writer` (`names`: Var -> name, the inputs' already there)."""
     for eqn in equations:
-        operands = [_literal_text(a) if isinstance(a, Literal) else names[a] for a in eqn.inputs]
-        template = EQUATION_TEMPLATES[eqn.primitive.name]
+        operands = [_literal_text(a, writer.literal_shape) if isinstance(a, Literal) else names[a] for a in eqn.inputs]
+        template = templates[eqn.primitive.name]
         expression = template(writer, operands, [a.aval for a in eqn.inputs], eqn.outvars[0].aval, eqn.params)
         names[eqn.outvars[0]] = writer.let(expression)
-    for position, var in enumerate(outputs):
-        value = names[var]
-        if var.aval.dtype in _NARROW_FLOATS:
-            value += f".to({_TRITON_DTYPES[var.aval.dtype]})"
-        writer.lines.append(f"tl.store(out{position}_ptr + offsets, {value}, mask=mask)")
-    parameters = [f"in{i}_ptr" for i in range(len(inputs))] + ["n"] + [f"out{i}_ptr" for i in range(len(outputs))]
+
+
+def kernel_source(writer, equations, parameters):
+    """(name, source) of the kernel whose body `writer` holds: named by its operations and a hash of its text."""
     body = "".join(f"    {line}\n" for line in writer.lines)
     helpers = "".join(_HELPERS[name] for name in writer.helpers)
     signature = f"({', '.join(parameters)}, BLOCK: tl.constexpr):\n"
     digest = hashlib.sha256((helpers + signature + body).encode()).hexdigest()[:10]
     operations = list(dict.fromkeys(eqn.primitive.name for eqn in equations))
     name = "_".join(["fused"] + operations[:3] + (["etc"] if len(operations) > 3 else []) + [digest])
-    source = ("import triton\nimport triton.language as tl\n" + helpers
-              + f"\n\n@triton.jit\ndef {name}{signature}{body}")
-    return name, source
+    imports = "import triton\nimport triton.language as tl\n"
+    if writer.uses_libdevice:
+        imports += "from triton.language.extra import libdevice\n"
+    return name, imports + helpers + f"\n\n@triton.jit\ndef {name}{signature}{body}"
+
+
+def generate_source(equations, inputs, outputs, size, platform="cpu"):
+    """(kernel name, Triton source) for `equations` over arrays of `size` elements, for `platform`.
+
+    inputs: the region's array inputs (Vars) in the kernel's order; each has `size` elements or one.
+    outputs: the Vars the kernel stores, in order. Literals among the equations' inputs become constants."""
+    writer = KernelWriter(platform)
+    offsets = "tl.program_id(0).to(tl.int64) * BLOCK" if size >= 2 ** 31 else "tl.program_id(0) * BLOCK"
+    writer.lines += [f"offsets = {offsets} + tl.arange(0, BLOCK)", "mask = offsets < n"]
+    names = {}
+    for position, var in enumerate(inputs):
+        one = var.aval.size == 1
+        address = f"in{position}_ptr" if one else f"in{position}_ptr + offsets"
+        names[var] = writer.let(load_text(address, var.aval.dtype, None if one else "mask"))
+    emit_equations(writer, equations, names)
+    for position, var in enumerate(outputs):
+        value = stored_text(names[var], var.aval.dtype)
+        writer.lines.append(f"tl.store(out{position}_ptr + offsets, {value}, mask=mask)")
+    parameters = [f"in{i}_ptr" for i in range(len(inputs))] + ["n"] + [f"out{i}_ptr" for i in range(len(outputs))]
+    return kernel_source(writer, equations, parameters)
 
 
 # --- kernel files ------------------------------------------------------------------------------------------

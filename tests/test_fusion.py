@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numax.core.config import Config
-from numax.transforms.fusion import fuse_elementwise
+from numax.transforms.fusion import fuse_elementwise, fuse_with_kernels
 
 import numax
 import numax.numpy as mnp
@@ -288,3 +288,35 @@ def test_no_kernel_directory_without_fusion(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMAX_CACHE_DIR", str(tmp_path))
     numax.jit(lambda x: mnp.exp(x) * 5.5)(GENERAL)
     assert not os.path.exists(tmp_path / "fusion")
+
+
+def test_math_forms_per_platform():
+    def f(x):
+        y = x * 0.5
+        return mnp.exp(y) + mnp.log(y * y + 1.0) + mnp.log1p(y * y) + mnp.expm1(y) + mnp.tanh(y) + lax.rsqrt(
+            y * y + 2.0) + mnp.sqrt(y * y) + lax.logistic(y)
+
+    closed = numax.make_jaxpr(f)(GENERAL)
+    gpu = fuse_with_kernels(closed, "gpu")[1][0].source
+    for function in ("exp", "log", "log1p", "expm1", "tanh", "rsqrt"):
+        assert f"libdevice.{function}(" in gpu
+    assert "from triton.language.extra import libdevice" in gpu and "tl.exp(" not in gpu and "tl.log(" not in gpu
+    assert "tl.rsqrt(" not in gpu and "def _tanh" not in gpu and "tl.sqrt_rn(" in gpu
+    cpu = fuse_with_kernels(closed, "cpu")[1][0].source
+    assert "libdevice" not in cpu and "tl.exp(" in cpu and "tl.rsqrt(" in cpu
+    assert all(f"def _{helper}(" in cpu for helper in ("log1p", "expm1", "tanh"))
+    assert numax.jit(f, fusion="triton").lower(GENERAL).triton_kernels()[0].source == cpu  # arrays on the CPU
+    with pytest.raises(ValueError, match="fusion code generation knows platforms"):
+        fuse_with_kernels(closed, "tpu")
+
+
+@pytest.mark.parametrize("size, block, num_warps", [(37, 128, 4), (1000, 1024, 4), (3001, 1024, 4),
+                                                     ((1 << 20) + 5, 4096, 8)])
+def test_launch_parameters_follow_the_region_size(size, block, num_warps):
+    x = np.linspace(-3, 3, size, dtype=F32)
+    f = lambda v: mnp.tanh(v * 1.5) + v
+    closed = numax.jit(f, fusion="triton").lower(x).closed
+    (call,) = closed.equations
+    assert dict(call.params["metaparams"])["BLOCK"] == block and call.params["num_warps"] == num_warps
+    assert call.params["grid"]({"BLOCK": block}) == (-(-size // block),)
+    check_fused(f, x)  # a partial last block is masked

@@ -1,15 +1,25 @@
-"""Automatic fusion: regions of elementwise equations become generated Triton kernels (`fusion="triton"`).
+"""Automatic fusion: regions of elementwise equations, and row-wise reductions with them, become generated
+Triton kernels (`fusion="triton"`).
 
 `fuse_elementwise` runs on the final program a jit compiles, after every transformation, so the backward
-passes of `grad` fuse too. It finds maximal connected regions of fusible elementwise equations whose outputs
-share one shape (their inputs have that shape or one element), and replaces each region of two or more
-equations by one `triton_call` equation running a kernel generated for it (lowering/fusion_codegen.py). A value
-a region computes becomes a kernel output when something outside the region uses it; nothing is computed
-twice; regions are only merged when no path leaves a region and comes back into it, and the equations are
-re-ordered topologically around the fused ones. The programs of nested `jit` equations are fused the same
-way; control-flow bodies, custom derivatives, collectives, pmap and shard_map are left to XLA.
+passes of `grad` fuse too. Two passes find maximal connected, acyclic regions of equations sharing a domain:
 
-This slice fuses elementwise chains only; row-wise reductions and autotuning against XLA come later.
+- row-wise first: reduce_sum/max/min over the last axis of a 2-D or higher array (rows of at most
+  `ROW_LIMIT` elements, the leading axes flattened) with the elementwise equations over those rows or over one
+  value per row, the reshapes of per-row values and their broadcasts back along the rows (softmax,
+  log_softmax, logsumexp, layer and RMS norm, and their backward passes); a region holding a reduction
+  becomes one kernel with one program per row (lowering/fusion_rows_codegen.py);
+- then elementwise: equations whose outputs share one shape (their inputs have that shape or one element)
+  (lowering/fusion_codegen.py).
+
+Each region of two or more equations is replaced by one `triton_call` equation. A value a region computes
+becomes a kernel output when something outside the region uses it; nothing is computed twice; regions are
+only merged when no path leaves a region and comes back into it, and the equations are re-ordered
+topologically around the fused ones. A custom derivative's equation is replaced by its program's equations
+(its rules are spent in the final program), so a forward pass fuses with the backward pass its rule made; where
+nothing fuses, it stays called with its program fused in place, as the programs of nested `jit` equations are.
+Control-flow bodies, collectives, pmap and shard_map are left to XLA. Kernels are generated for the platform
+the program is compiled for ("gpu": libdevice's precise math; "cpu": Triton's interpreter).
 """
 
 import dataclasses
@@ -20,7 +30,9 @@ from ..core.config import config
 from ..core.ir import ClosedProgram, Equation, Literal, Program, Var
 from ..lax.triton_call import triton_call_p
 from ..lowering import fusion_codegen as codegen
-from .jit import jit_p
+from ..lowering import fusion_rows_codegen as rows_codegen
+
+_CUSTOM_DERIVATIVES = ("custom_jvp_call", "custom_vjp_call")  # their rules are spent in a final program
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +42,16 @@ class FusedKernel:
     name: str
     equations: str
     source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RowGrid:
+    """A row-wise kernel's launch grid: one program per row."""
+
+    rows: int
+
+    def __call__(self, metaparams):
+        return (self.rows,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,22 +72,24 @@ def require_triton():
                           "pip install triton (or use fusion=\"xla\")") from None
 
 
-def fuse_elementwise(closed: ClosedProgram) -> ClosedProgram:
-    """`closed` with its elementwise regions fused into generated Triton kernels."""
-    return fuse_with_kernels(closed)[0]
+def fuse_elementwise(closed: ClosedProgram, platform="cpu") -> ClosedProgram:
+    """`closed` with its elementwise regions fused into generated Triton kernels for `platform` ("cpu": run
+    through Triton's interpreter, "gpu": compiled for the device; the forms of exp, log, tanh, ... differ)."""
+    return fuse_with_kernels(closed, platform)[0]
 
 
-def fuse_with_kernels(closed: ClosedProgram):
+def fuse_with_kernels(closed: ClosedProgram, platform="cpu"):
     """(fused ClosedProgram, [FusedKernel] in the order the regions were generated)."""
     require_triton()
-    fuser = _Fuser()
+    fuser = _Fuser(platform)
     return fuser.closed(closed), fuser.kernels
 
 
 class _Fuser:
     """One pass over a program and the programs of its nested jit equations (each fused once)."""
 
-    def __init__(self):
+    def __init__(self, platform):
+        self.platform = platform
         self.kernels = []
         self.done = {}  # id of a nested ClosedProgram -> its fused form
 
@@ -74,7 +98,7 @@ class _Fuser:
         return closed if program is closed.program else ClosedProgram(program, closed.consts)
 
     def nested(self, eqn):
-        if eqn.primitive is not jit_p:
+        if eqn.primitive.name not in ("jit",) + _CUSTOM_DERIVATIVES:
             return eqn
         inner = eqn.params["program"]
         if id(inner) not in self.done:
@@ -83,37 +107,143 @@ class _Fuser:
         return eqn if fused is inner else eqn.replace(params={**eqn.params, "program": fused})
 
     def program(self, program):
-        equations = [self.nested(eqn) for eqn in program.equations]
-        regions = [r for r in _regions(equations) if len(r) >= 2]
-        users = _users(equations, program.outvars)
+        equations = [self.nested(eqn) for eqn in _inlined(program.equations)]
+        fused = self.fuse_regions(equations, program.outvars, _row_domains, self.row_equation)
+        fused = self.fuse_regions(fused, program.outvars, _elementwise_domains, self.elementwise_equation)
+        if fused is equations:  # no region here: custom derivatives stay called (their programs fused)
+            fused = [self.nested(eqn) for eqn in program.equations]
+            if all(a is b for a, b in zip(fused, program.equations)):
+                return program
+        return Program(program.constvars, program.invars, program.outvars, fused)
+
+    def fuse_regions(self, equations, program_outvars, domains_of, fused_equation):
+        """`equations` with each region `domains_of` finds replaced by `fused_equation(members, inputs, outputs,
+        domain)` where that is not None, in a topological order."""
+        users = _users(equations, program_outvars)
         fused = {}  # first member's index -> (fused equation, members)
-        for members in regions:
+        for members, domain in _regions(equations, domains_of):
             inside = set(members)
             outputs = [v for i in members for v in equations[i].outvars if users.get(v, set()) - inside]
-            if outputs:
-                fused[members[0]] = (self.fused_equation([equations[i] for i in members], outputs), members)
-        if not fused:
-            changed = any(a is not b for a, b in zip(equations, program.equations))
-            return Program(program.constvars, program.invars, program.outvars, equations) if changed else program
-        return Program(program.constvars, program.invars, program.outvars, _ordered(equations, fused))
+            if not outputs:
+                continue
+            member_equations = [equations[i] for i in members]
+            produced = {v for eqn in member_equations for v in eqn.outvars}
+            inputs = list(dict.fromkeys(a for eqn in member_equations for a in eqn.inputs
+                                        if type(a) is Var and a not in produced))
+            equation = fused_equation(member_equations, inputs, outputs, domain)
+            if equation is not None:
+                fused[members[0]] = (equation, members)
+        return _ordered(equations, fused) if fused else equations
 
-    def fused_equation(self, members, outputs):
-        produced = {v for eqn in members for v in eqn.outvars}
-        inputs = list(dict.fromkeys(a for eqn in members for a in eqn.inputs
-                                    if type(a) is Var and a not in produced))
+    def elementwise_equation(self, members, inputs, outputs, domain):
         size = outputs[0].aval.size
-        name, source = codegen.generate_source(members, inputs, outputs, size)
+        block, num_warps = codegen.launch_parameters(size)
+        name, source = codegen.generate_source(members, inputs, outputs, size, self.platform)
+        return self.kernel_equation(members, inputs, outputs, name, source, BlockGrid(size), size, block, num_warps)
+
+    def row_equation(self, members, inputs, outputs, domain):
+        """The kernel of a row-wise region, or None where it holds no reduction (the elementwise pass's then)."""
+        if not any(eqn.primitive.name in rows_codegen.REDUCTIONS for eqn in members):
+            return None
+        _, rows, length = domain
+        block, num_warps = rows_codegen.row_launch_parameters(length)
+        name, source = rows_codegen.generate_row_source(members, inputs, outputs, rows, length, self.platform)
+        return self.kernel_equation(members, inputs, outputs, name, source, RowGrid(rows), length, block, num_warps)
+
+    def kernel_equation(self, members, inputs, outputs, name, source, grid, n, block, num_warps):
         kernel = codegen.load_kernel(name, source)
         text = str(Program([], inputs, outputs, members))
         self.kernels.append(FusedKernel(name, text, source))
         if config.log_fusion:
             print(f"numax: fused {len(members)} equations over {outputs[0].aval.str_short()} into {name}: {text}",
                   file=sys.stderr)
-        params = dict(kernel=kernel, out_avals=tuple(v.aval for v in outputs), grid=BlockGrid(size),
-                      call_spec=tuple(("array", i) for i in range(len(inputs))) + (("scalar", size),),
-                      metaparams=(("BLOCK", codegen.BLOCK_SIZE),), input_output_aliases=(), zeroed_outputs=(),
-                      num_warps=None, num_stages=None, num_ctas=1, debug=False, name=name)
+        params = dict(kernel=kernel, out_avals=tuple(v.aval for v in outputs), grid=grid,
+                      call_spec=tuple(("array", i) for i in range(len(inputs))) + (("scalar", n),),
+                      metaparams=(("BLOCK", block),), input_output_aliases=(), zeroed_outputs=(),
+                      num_warps=num_warps, num_stages=None, num_ctas=1, debug=False, name=name)
         return Equation(triton_call_p, inputs, outputs, params)
+
+
+def _inlined(equations):
+    """`equations` with each custom derivative's equation replaced by its program's equations (on fresh
+    variables), so that a function's forward pass can fuse with the backward pass its rule produced. A program
+    with constants of its own, or whose results are not values its equations compute (once each), stays called."""
+    if not any(eqn.primitive.name in _CUSTOM_DERIVATIVES for eqn in equations):
+        return equations
+    result = []
+    for eqn in equations:
+        closed = eqn.params.get("program") if eqn.primitive.name in _CUSTOM_DERIVATIVES else None
+        inner = closed.program if closed is not None else None
+        produced = inner and {v for e in inner.equations for v in e.outvars}
+        if (inner is None or inner.constvars or len(set(inner.outvars)) != len(inner.outvars)
+                or not all(type(v) is Var and v in produced for v in inner.outvars)):
+            result.append(eqn)
+            continue
+        renamed = dict(zip(inner.invars, eqn.inputs))
+        renamed.update(zip(inner.outvars, eqn.outvars))
+        for inner_eqn in _inlined(inner.equations):
+            for v in inner_eqn.outvars:
+                renamed.setdefault(v, Var(v.aval))
+            result.append(inner_eqn.replace(inputs=[renamed.get(a, a) if type(a) is Var else a
+                                                    for a in inner_eqn.inputs],
+                                            outvars=[renamed[v] for v in inner_eqn.outvars]))
+    return result
+
+
+def _elementwise_domains(eqn):
+    shape = _fusible_shape(eqn)
+    return [] if shape is None else [("elementwise", shape)]
+
+
+def _row_domains(eqn):
+    """The row-wise domains ("rows", rows, length) `eqn` can belong to (length None: it sees only per-row values,
+    any length will do): a reduction over the last axis of a 2-D or higher array fixes both; an elementwise
+    equation over rows (with per-row operands broadcast along them), or over per-row values, or a reshape of
+    per-row values."""
+    name, params = eqn.primitive.name, eqn.params
+    in_avals, out_avals = [a.aval for a in eqn.inputs], [v.aval for v in eqn.outvars]
+    if len(out_avals) != 1:
+        return []
+    out = out_avals[0]
+    if name in rows_codegen.REDUCTIONS:
+        x = in_avals[0]
+        fits = x.ndim >= 2 and tuple(params["axes"]) == (x.ndim - 1,) and 2 <= x.shape[-1] <= rows_codegen.ROW_LIMIT
+        return [("rows", x.size // x.shape[-1], x.shape[-1])] if fits and rows_codegen.reducible(name, x.dtype) else []
+    if name == "reshape":
+        fits = params.get("dimensions") is None and codegen.has_triton_dtype(out.dtype)
+        return [("rows", out.size, None)] if fits else []
+    if not codegen.fusible(name, in_avals, out_avals):
+        return []
+    domains = []
+    if out.ndim >= 1 and 2 <= out.shape[-1] <= rows_codegen.ROW_LIMIT and _fits_rows(eqn, in_avals, out.shape):
+        domains.append(("rows", out.size // out.shape[-1], out.shape[-1]))
+    same_size = name == "broadcast_in_dim" and in_avals[0].size == out.size  # only 1-dims inserted
+    if same_size or all(a.shape == out.shape or a.size == 1 for a in in_avals):
+        domains.append(("rows", out.size, None))
+    return domains
+
+
+def _fits_rows(eqn, in_avals, shape):
+    """Does an elementwise equation with result `shape` read each operand as a row of that shape, a value per
+    row (its last axis 1) or a single value?"""
+    per_row = shape[:-1] + (1,)
+    if eqn.primitive.name != "broadcast_in_dim":
+        return all(a.shape in (shape, per_row) or a.size == 1 for a in in_avals)
+    operand, dimensions = in_avals[0].shape, tuple(eqn.params["broadcast_dimensions"])
+    return (in_avals[0].size == 1 or operand == shape or (operand == shape[:-1] and dimensions ==
+            tuple(range(len(shape) - 1))) or (operand == per_row and dimensions == tuple(range(len(shape)))))
+
+
+def _merged_domains(first, second):
+    """The domains both lists allow: equal ones, and row-wise ones of equal rows where a length is unknown."""
+    merged = []
+    for a in first:
+        for b in second:
+            if a == b:
+                merged.append(a)
+            elif a[0] == b[0] == "rows" and a[1] == b[1] and None in (a[2], b[2]):
+                merged.append(("rows", a[1], a[2] if b[2] is None else b[2]))
+    return list(dict.fromkeys(merged))
 
 
 def _fusible_shape(eqn):
@@ -134,12 +264,12 @@ class _Regions:
 
     def __init__(self):
         self.parent = []
-        self.shape = []
+        self.domains = []  # region id -> the domains all its equations allow
         self.outside = []  # region id -> ids of the regions its outside inputs depend on
 
-    def new(self, shape):
+    def new(self, domains):
         self.parent.append(len(self.parent))
-        self.shape.append(shape)
+        self.domains.append(domains)
         self.outside.append(set())
         return len(self.parent) - 1
 
@@ -157,8 +287,9 @@ class _Regions:
                 reached |= ancestors.get(value, frozenset())
         return not {self.find(r) for r in reached} & set(roots)
 
-    def join(self, roots, eqn, region_of_var, ancestors):
+    def join(self, roots, domains, eqn, region_of_var, ancestors):
         root = roots[0]
+        self.domains[root] = domains
         for other in roots[1:]:
             self.parent[other] = root
             self.outside[root] |= self.outside[other]
@@ -172,21 +303,29 @@ def _vars(atoms):
     return [a for a in atoms if type(a) is not Literal]
 
 
-def _regions(equations):
-    """Maximal acyclic regions of fusible equations of one shape, as sorted lists of equation indices."""
+def _regions(equations, domains_of):
+    """Maximal acyclic regions of two or more equations that share a domain (`domains_of(eqn)`: the domains an
+    equation fuses in, none when it does not), as (sorted equation indices, domain)."""
     regions = _Regions()
     region_of_eqn, region_of_var, ancestors = [None] * len(equations), {}, {}
     current_region_of_var = _Resolved(regions, region_of_var)
     for index, eqn in enumerate(equations):
         inherited = frozenset().union(*(ancestors.get(v, frozenset()) for v in _vars(eqn.inputs)))
-        shape = _fusible_shape(eqn)
-        if shape is not None:
+        domains = domains_of(eqn)
+        if domains:
             candidates = list(dict.fromkeys(
                 regions.find(region_of_var[v]) for v in _vars(eqn.inputs) if v in region_of_var))
-            candidates = [r for r in candidates if regions.shape[r] == shape]
+            candidates = [r for r in candidates if _merged_domains(regions.domains[r], domains)]
             options = [candidates] + ([[r] for r in candidates] if len(candidates) > 1 else []) if candidates else []
-            chosen = next((o for o in options if regions.joinable(o, eqn, current_region_of_var, ancestors)), None)
-            region = regions.join(chosen or [regions.new(shape)], eqn, current_region_of_var, ancestors)
+            chosen, shared = None, domains
+            for option in options:
+                allowed = domains
+                for r in option:
+                    allowed = _merged_domains(allowed, regions.domains[r])
+                if allowed and regions.joinable(option, eqn, current_region_of_var, ancestors):
+                    chosen, shared = option, allowed
+                    break
+            region = regions.join(chosen or [regions.new(domains)], shared, eqn, current_region_of_var, ancestors)
             region_of_eqn[index] = region
             inherited = inherited | {region}
             for v in eqn.outvars:
@@ -197,7 +336,7 @@ def _regions(equations):
     for index, region in enumerate(region_of_eqn):
         if region is not None:
             groups.setdefault(regions.find(region), []).append(index)
-    return list(groups.values())
+    return [(members, regions.domains[root][0]) for root, members in groups.items() if len(members) >= 2]
 
 
 class _Resolved:

@@ -1,0 +1,147 @@
+"""Row-wise fusion (`jit(fusion="triton")`): reductions over the last axis with their elementwise prologue and
+epilogue as one kernel, one program per row, run through Triton's interpreter against the same functions under
+plain jit (XLA): softmax, log_softmax, logsumexp, layer norm, RMS norm, forward and grad, leading axes
+flattened, NaN, 16-bit inputs summed in float32, random shapes, and what stays with XLA."""
+
+import numax.lax as lax
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numax.lowering.fusion_rows_codegen import ROW_LIMIT
+from numax.transforms.fusion import fuse_with_kernels
+
+import numax
+import numax.nn as nn
+import numax.numpy as mnp
+from numax.scipy.special import logsumexp
+
+F32, F16 = np.float32, np.float16
+X = (np.random.RandomState(0).randn(5, 37) * 3).astype(F32)  # 37: rows shorter than their block (64)
+
+
+def layer_norm(x):
+    mean = mnp.mean(x, axis=-1, keepdims=True)
+    return (x - mean) * lax.rsqrt(mnp.var(x, axis=-1, keepdims=True) + 1e-5) * 1.5 + 0.25
+
+
+def rms_norm(x):
+    return x * lax.rsqrt(mnp.mean(x * x, axis=-1, keepdims=True) + 1e-6)
+
+
+FORWARD = {
+    "softmax": nn.softmax, "log_softmax": nn.log_softmax, "logsumexp": lambda x: logsumexp(x, axis=-1),
+    "layer_norm": layer_norm, "rms_norm": rms_norm,
+}
+
+
+def kernel_calls(closed):
+    """The triton_call equations of a program and of the programs nested in its equations."""
+    calls = []
+    for eqn in closed.equations:
+        if eqn.primitive.name == "triton_call":
+            calls.append(eqn)
+        elif "program" in eqn.params:
+            calls += kernel_calls(eqn.params["program"])
+    return calls
+
+
+def assert_close(actual, expected, rtol=4e-6, atol=1e-6):
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=atol)
+
+
+def check_rows(f, x, kernels=1, rtol=4e-6, atol=1e-6):
+    """`f` with fusion="triton" has `kernels` kernels, row-wise ones among them, and equals `f` under plain jit."""
+    fused = numax.jit(f, fusion="triton")
+    lowered = fused.lower(x)
+    assert len(lowered.triton_kernels()) == kernels
+    assert any(k.source.count("tl.sum(") + k.source.count("tl.reduce(") for k in lowered.triton_kernels())
+    assert_close(fused(x), numax.jit(f)(x), rtol, atol)
+    return lowered
+
+
+@pytest.mark.parametrize("name", sorted(FORWARD))
+def test_forward_is_one_kernel_with_one_program_per_row(name):
+    lowered = check_rows(FORWARD[name], X)
+    (call,) = kernel_calls(lowered.closed)
+    assert call.params["grid"]({}) == (5,) and dict(call.params["metaparams"])["BLOCK"] == 64
+    assert not {"reduce_sum", "reduce_max", "exp", "sub"} & {e.primitive.name for e in lowered.closed.equations}
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "layer_norm", "rms_norm"])
+def test_grad_regions_are_fused(name):
+    weights = np.linspace(-1, 1, 37, dtype=F32)
+    loss = lambda x: mnp.sum(FORWARD[name](x) * weights)
+    # softmax's custom derivative is inlined: its forward pass fuses with the backward pass its rule made
+    lowered = check_rows(numax.grad(loss), X, atol=1e-5)
+    assert "custom_jvp_call" not in {e.primitive.name for e in lowered.closed.equations}
+    # what stays with XLA: the loss's own sum over both axes and the weights' broadcast along the columns
+    for eqn in lowered.closed.equations:
+        assert eqn.primitive.name not in ("reduce_sum", "reduce_max") or eqn.params["axes"] == (0, 1)
+
+
+def test_leading_axes_are_flattened_into_rows():
+    x = np.random.RandomState(1).randn(2, 3, 19).astype(F32)
+    lowered = check_rows(layer_norm, x)
+    (call,) = kernel_calls(lowered.closed)
+    assert call.params["grid"]({}) == (6,) and dict(call.params["metaparams"])["BLOCK"] == 32
+
+
+def test_nan_propagates_through_row_max_and_min():
+    x = X.copy()
+    x[1, 4] = np.nan
+
+    def f(v):
+        top = mnp.max(v * 2.0, axis=-1, keepdims=True)
+        bottom = mnp.min(v - top, axis=-1, keepdims=True)
+        return top, bottom, mnp.exp(v * 2.0 - top) + bottom
+
+    fused = numax.jit(f, fusion="triton")
+    assert len(fused.lower(x).triton_kernels()) == 1
+    results = fused(x)
+    for actual, expected in zip(results, numax.jit(f)(x)):
+        assert_close(actual, expected)
+    assert np.isnan(np.asarray(results[0])[1, 0]) and np.isnan(np.asarray(results[1])[1, 0])
+    assert not np.isnan(np.asarray(results[0])[0, 0])
+
+
+def test_16_bit_rows_are_summed_in_float32():
+    x = (X[:, :32] * 8).astype(F16)  # sums of 32 values of this size lose bits in float16
+    fused = numax.jit(layer_norm, fusion="triton")
+    source = fused.lower(x).triton_kernels()[0].source
+    assert "tl.load(in0_ptr + offsets, mask=mask).to(tl.float32)" in source and ".to(tl.float16)" in source
+    in_float32 = np.asarray(numax.jit(layer_norm)(x.astype(F32))).astype(F16)  # rounded once
+    assert_close(fused(x), in_float32, rtol=1e-3, atol=1e-3)
+
+
+@settings(max_examples=5)  # each example compiles twice and runs the interpreter
+@given(st.integers(1, 4), st.integers(2, 70), st.sampled_from(["softmax", "log_softmax", "layer_norm"]))
+def test_random_row_shapes(rows, length, name):
+    x = np.random.RandomState(rows * 100 + length).randn(rows, length).astype(F32)
+    check_rows(FORWARD[name], x, atol=2e-6)
+
+
+def test_other_axes_and_long_rows_stay_with_xla():
+    over_columns = lambda x: mnp.exp(x - mnp.max(x, axis=0, keepdims=True)) * 2.0
+    lowered = numax.jit(over_columns, fusion="triton").lower(X)
+    assert "reduce_max" in [e.primitive.name for e in lowered.closed.equations]
+    assert all("tl.sum(" not in k.source and "tl.reduce(" not in k.source for k in lowered.triton_kernels())
+    assert_close(numax.jit(over_columns, fusion="triton")(X), numax.jit(over_columns)(X))
+    whole = lambda x: mnp.sum(mnp.exp(x) * 2.0)  # over every axis
+    assert "reduce_sum" in [e.primitive.name for e in numax.jit(whole, fusion="triton").lower(X).closed.equations]
+    relu_columns = numax.make_jaxpr(lambda x: mnp.sum(nn.relu(x), axis=0))(X)  # nothing fuses: still called
+    assert fuse_with_kernels(relu_columns)[0] is relu_columns
+    long_rows = np.zeros((2, ROW_LIMIT + 1), F32)
+    lowered = numax.jit(nn.log_softmax, fusion="triton").lower(long_rows)
+    assert {"reduce_max", "reduce_sum"} <= {e.primitive.name for e in lowered.closed.equations}
+
+
+def test_row_kernels_for_the_gpu_use_libdevice():
+    closed = numax.make_jaxpr(nn.log_softmax)(X)
+    (kernel,) = fuse_with_kernels(closed, "gpu")[1]
+    assert "libdevice.exp(" in kernel.source and "libdevice.log(" in kernel.source
+    assert "tl.reduce(" in kernel.source and "tl.sum(" in kernel.source and "tl.exp(" not in kernel.source
+    (interpreted,) = fuse_with_kernels(closed, "cpu")[1]
+    assert "libdevice" not in interpreted.source and "tl.exp(" in interpreted.source
