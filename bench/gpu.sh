@@ -15,9 +15,11 @@ PY
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 # The oracle runs where numax runs, so both use the same GPU code generation. The multi-device modules need 8
 # devices: they run on the CPU's forced devices, and bench/gpu_parallel.py checks pmap, sharded jit and
-# shard_map over the one GPU against jax.
+# shard_map over the one GPU against jax. test_export (its committed artifact is a CPU one) and
+# test_compile_cache (its keys, entries and processes are checked for CPU programs) run on the CPU too.
 multi_device=(tests/test_pmap.py tests/test_collectives_permute.py tests/test_sharding_objects.py
-              tests/test_sharded_jit.py tests/test_shard_map.py tests/test_multiprocess.py)
+              tests/test_sharded_jit.py tests/test_shard_map.py tests/test_multiprocess.py
+              tests/test_export.py tests/test_compile_cache.py)
 ignores=()
 for module in "${multi_device[@]}"; do [ -e "$module" ] && ignores+=(--ignore="$module"); done
 JAX_PLATFORMS=cuda,cpu XLA_PYTHON_CLIENT_PREALLOCATE=false python3 -m pytest -n 8 -p no:cacheprovider "${ignores[@]}" "${@:-tests}" 2>&1 | tee "$out/gpu-tests.log" | tail -40

@@ -21,14 +21,6 @@ from numax import export
 V1_ARTIFACT = pathlib.Path(__file__).parent / "data" / "export_v1.bin"
 
 
-@pytest.fixture(autouse=True)
-def _on_the_cpu():
-    """Exports here are for the CPU (the committed artifact is a CPU one): on a GPU machine, where arrays go
-    to the GPU by default, the tests still export and run on the CPU."""
-    with numax.default_device(numax.devices("cpu")[0]):
-        yield
-
-
 def _layer(x, params):
     """The function of the committed artifact: a dense layer with tanh, and the sum of its outputs."""
     y = jnp.tanh(x @ params["w"] + params["b"])
