@@ -186,7 +186,7 @@ def test_wrong_number_of_arguments_and_wrong_structure():
 def test_compiled_rejects_wrong_shapes():
     compiled = numax.jit(lambda p: p[0] + p[1]).lower((xnp.ones(3), xnp.ones(3))).compile()
     np.testing.assert_array_equal(np.asarray(compiled((xnp.ones(3), xnp.ones(3)))), np.full(3, 2, np.float32))
-    with pytest.raises(TypeError, match=r"f32\[4\] passed where f32\[3\] is expected"):
+    with pytest.raises(TypeError, match=r"args\[0\]\[1\] compiled with f32\[3\] and called with f32\[4\]"):
         compiled((xnp.ones(3), xnp.ones(4)))
 
 
