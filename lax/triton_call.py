@@ -10,11 +10,10 @@ kernels run, and are tested, without a GPU. Under vmap the kernel runs once per 
 the program; it has no derivative of its own: pair a forward and a backward kernel with `custom_vjp`.
 """
 
-import numpy as np
-
 from ..core import pytree as tree
 from ..core.primitives import Primitive, batching_rules, jvp_rules
 from ..lowering.lower import register_lowering
+from ..lowering.triton_signature import resolve_grid, resolve_zeroed
 from .batching import move_axis
 from .callbacks import HostCallback, callback_lowering
 
@@ -31,22 +30,6 @@ def _abstract_eval(*avals, out_avals, input_output_aliases, name, **_):
 
 
 triton_call_p.def_abstract_eval(_abstract_eval)
-
-
-def resolve_grid(grid, metaparams):
-    """The launch grid as three ints from an int, a tuple of up to three, or a function of the metaparams."""
-    if callable(grid):
-        grid = grid(dict(metaparams))
-    if isinstance(grid, int | np.integer):
-        grid = (grid,)
-    grid = tuple(int(g) for g in grid)
-    if not 1 <= len(grid) <= 3 or any(g < 0 for g in grid):
-        raise ValueError(f"triton_call: the grid must have one to three non-negative sizes, got {grid}")
-    return grid + (1,) * (3 - len(grid))
-
-
-def resolve_zeroed(zeroed_outputs, metaparams):
-    return tuple(zeroed_outputs(dict(metaparams)) if callable(zeroed_outputs) else zeroed_outputs)
 
 
 def _jvp(primals, tangents, *, name, **_):

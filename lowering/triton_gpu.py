@@ -24,7 +24,7 @@ from ..core import dtypes
 from . import xla
 from .stablehlo import aval_type, row_major_layout
 from .triton_cache import KernelCache
-from .triton_signature import TRITON_LANGUAGE_LOCK, unwrap_kernel
+from .triton_signature import TRITON_LANGUAGE_LOCK, resolve_grid, resolve_zeroed, unwrap_kernel
 
 # Triton's names of element types (pointer targets and scalars).
 _TRITON_TYPES = {
@@ -252,15 +252,6 @@ def backend_config(launches, name, input_output_aliases=()) -> bytes:
 
 
 # --- configs: plain, autotuned, heuristics ----------------------------------------------------------------
-def _normalize_grid(grid, metaparams) -> tuple:
-    if callable(grid):
-        grid = grid(dict(metaparams))
-    grid = (grid,) if isinstance(grid, int | np.integer) else tuple(grid)
-    if not 1 <= len(grid) <= 3:
-        raise ValueError(f"a Triton grid has one to three dimensions, got {grid}")
-    return tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-
-
 def _configs(autotuner, metaparams, named_args, num_warps, num_stages, num_ctas):
     """[(config metaparams, num_warps, num_stages, num_ctas, description)]: the autotuner's configs that
     agree with the caller's metaparams (after its early pruning), or the one the caller asked for."""
@@ -315,10 +306,9 @@ def kernel_launches(kernel, avals_in, avals_out, *, grid, call_spec, metaparams,
         merged = _apply_heuristics(heuristics, named_args, {**metaparams, **config_metaparams})
         compiled = compile_kernel(jit_fn, arg_types, merged, num_warps=warps, num_stages=stages, num_ctas=ctas,
                                   compute_capability=compute_capability, debug=debug)
-        zeroed = zeroed_outputs(merged) if callable(zeroed_outputs) else zeroed_outputs
         zeroed_bytes = {len(call_spec) + i: avals_out[i].size * np.dtype(avals_out[i].dtype).itemsize
-                        for i in zeroed}
-        launches.append(KernelLaunch(compiled, _normalize_grid(grid, merged),
+                        for i in resolve_zeroed(zeroed_outputs, merged)}
+        launches.append(KernelLaunch(compiled, resolve_grid(grid, merged),
                                      kernel_parameters(arg_types, zeroed_bytes), description))
     return launches
 

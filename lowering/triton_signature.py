@@ -1,9 +1,12 @@
-"""What numax reads off a user's Triton kernel before running it anywhere: the @triton.jit function under its
-triton.autotune / triton.heuristics wrappers, and whether a call's arguments fit the kernel's signature (checked
-when a call is traced, so that a mistake names the kernel and its parameters instead of failing in a launch)."""
+"""What numax reads off a user's Triton kernel and call before running it anywhere: the @triton.jit function under
+its triton.autotune / triton.heuristics wrappers, whether a call's arguments fit the kernel's signature (checked
+when a call is traced, so that a mistake names the kernel and its parameters instead of failing in a launch), and
+the launch grid and zeroed outputs a call resolves to (the same for the GPU and the interpreter)."""
 
 import inspect
 import threading
+
+import numpy as np
 
 # Triton's interpreter keeps its state in module globals and patches triton.language while it runs, so
 # interpreted runs (from XLA's callback threads) take turns, and compiling a kernel for a GPU (which reads
@@ -85,3 +88,20 @@ def check_signature(jit_function, num_call_args, num_outputs, metaparams, kernel
                             f"{parameter.name}=... to the call")
         # jax-triton lets a non-constexpr scalar come as a metaparameter too, so name both ways to pass it.
         raise TypeError(f"{described} {count}, and no metaparameter '{parameter.name}'")
+
+
+def resolve_grid(grid, metaparams):
+    """The launch grid as three ints from an int, a tuple of up to three, or a function of the metaparams."""
+    if callable(grid):
+        grid = grid(dict(metaparams))
+    if isinstance(grid, int | np.integer):
+        grid = (grid,)
+    grid = tuple(int(g) for g in grid)
+    if not 1 <= len(grid) <= 3 or any(g < 0 for g in grid):
+        raise ValueError(f"triton_call: the grid must have one to three non-negative sizes, got {grid}")
+    return grid + (1,) * (3 - len(grid))
+
+
+def resolve_zeroed(zeroed_outputs, metaparams):
+    """The indices of the outputs to zero, from a sequence or a function of the metaparams."""
+    return tuple(zeroed_outputs(dict(metaparams)) if callable(zeroed_outputs) else zeroed_outputs)

@@ -14,9 +14,9 @@ from numax.core import dtypes
 from numax.core import pytree as tree
 from numax.core.avals import ShapedArray
 from numax.core.trace import Tracer
-from numax.lax.triton_call import resolve_grid, triton_call_p
+from numax.lax.triton_call import triton_call_p
 from numax.lowering.array import Array
-from numax.lowering.triton_signature import check_call, unwrap_kernel
+from numax.lowering.triton_signature import check_call, resolve_grid, unwrap_kernel
 
 __all__ = ["triton_call", "cdiv", "next_power_of_2", "strides_from_shape"]
 
