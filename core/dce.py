@@ -1,6 +1,6 @@
 """Dead-code elimination on Programs: drop equations whose outputs nobody uses."""
 
-from .ir import ClosedProgram, Literal, Program
+from .ir import Literal, Program, open_program, programs_in
 
 
 def dce_program(program: Program, used_outputs=None):
@@ -28,17 +28,8 @@ def has_effects(eqn) -> bool:
     """True when running the equation does something besides computing its outputs."""
     if getattr(eqn.primitive, "effectful", False):
         return True
-    return any(_program_has_effects(p) for value in eqn.params.values() for p in _sub_programs(value))
-
-
-def _sub_programs(value):
-    if isinstance(value, (Program, ClosedProgram)):
-        return (value,)
-    if isinstance(value, (tuple, list)):
-        return tuple(v for v in value if isinstance(v, (Program, ClosedProgram)))
-    return ()
+    return any(_program_has_effects(p) for value in eqn.params.values() for p in programs_in(value))
 
 
 def _program_has_effects(program) -> bool:
-    program = program.program if isinstance(program, ClosedProgram) else program
-    return any(has_effects(eqn) for eqn in program.equations)
+    return any(has_effects(eqn) for eqn in open_program(program).equations)

@@ -217,7 +217,7 @@ class ProgramPrinter:
 
     def param(self, value, indent, column):
         if isinstance(value, (Program, ClosedProgram)):
-            return self.program(_open(value), indent, column)
+            return self.program(open_program(value), indent, column)
         if isinstance(value, (tuple, list)) and any(isinstance(v, (Program, ClosedProgram)) for v in value):
             texts = [self.param(v, indent, column + 1) for v in value]
             fields = getattr(value, "_fields", None)  # a NamedTuple of programs: name each one
@@ -227,7 +227,8 @@ class ProgramPrinter:
         return _param_text(value)
 
 
-def _open(program):
+def open_program(program):
+    """The Program of a Program or a ClosedProgram."""
     return program.program if isinstance(program, ClosedProgram) else program
 
 

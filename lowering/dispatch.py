@@ -13,7 +13,7 @@ import numpy as np
 from ..core import caches, dtypes, trace
 from ..core.avals import ShapedArray, get_aval
 from ..core.config import config
-from ..core.ir import ClosedProgram, Equation, Program, Var
+from ..core.ir import ClosedProgram, Equation, Program, Var, open_program, programs_in
 from ..core.sharding import PMAP_AXIS_NAME, Mesh
 from . import array as array_module
 from . import sharded, xla
@@ -210,10 +210,8 @@ def _devices_of_pmaps(program, found=None) -> set:
     for eqn in program.equations:
         if getattr(eqn.primitive, "spans_devices", False):
             found.add(tuple(eqn.params["devices"]))
-        for value in eqn.params.values():
-            for item in value if isinstance(value, tuple | list) else (value,):
-                if isinstance(item, ClosedProgram):
-                    _devices_of_pmaps(item.program, found)
+        for sub_program in (p for value in eqn.params.values() for p in programs_in(value)):
+            _devices_of_pmaps(open_program(sub_program), found)
     return found
 
 

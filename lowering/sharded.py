@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core import caches
 from ..core.config import config
-from ..core.ir import ClosedProgram
+from ..core.ir import open_program, programs_in
 from ..core.sharding import Mesh, NamedSharding, P, sharding_with_layout
 from . import xla
 from .array import Array
@@ -93,8 +93,8 @@ def meshes_of_program(program, found=None):
                 mesh = item.mesh if isinstance(item, NamedSharding) else item if isinstance(item, Mesh) else None
                 if mesh is not None and mesh not in found:
                     found.append(mesh)
-                elif isinstance(item, ClosedProgram):
-                    meshes_of_program(item.program, found)
+            for sub_program in programs_in(value):
+                meshes_of_program(open_program(sub_program), found)
     return found
 
 
