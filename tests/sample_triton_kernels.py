@@ -1,15 +1,12 @@
-"""Triton kernels shared by the Triton tests and bench/gpu_triton_check.py. Arguments are the inputs, then
+"""Triton kernels of bench/gpu_triton_check.py and tests/test_triton_gpu_compile.py, beside those of
+tests/triton_kernels.py (which this module re-exports where they are the same). Arguments are the inputs, then
 the outputs, as jax-triton 0.3 passes them."""
 
 import triton
 import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, n, out_ptr, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+from triton_kernels import add_kernel  # noqa: F401  (the shared kernels, under the names the GPU check uses)
+from triton_kernels import add_sub_kernel as sum_and_difference_kernel  # noqa: F401
+from triton_kernels import sum_kernel as atomic_sum_kernel  # noqa: F401
 
 
 @triton.jit
@@ -39,26 +36,9 @@ def accumulate_kernel(x_ptr, y_ptr, n, out_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def atomic_sum_kernel(x_ptr, n, out_ptr, BLOCK: tl.constexpr):
-    """out[0] += sum of this block: right only when out starts at zero."""
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offsets, mask=offsets < n, other=0.0), axis=0))
-
-
-@triton.jit
 def atomic_sum_into_kernel(x_ptr, acc_ptr, n, out_ptr, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offsets, mask=offsets < n, other=0.0), axis=0))
-
-
-@triton.jit
-def sum_and_difference_kernel(x_ptr, y_ptr, n, sum_ptr, difference_ptr, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(sum_ptr + offsets, x + y, mask=mask)
-    tl.store(difference_ptr + offsets, x - y, mask=mask)
 
 
 _TUNING = [triton.Config({"BLOCK": 256}, num_warps=2), triton.Config({"BLOCK": 1024}, num_warps=4),
