@@ -1,12 +1,23 @@
-"""Automatic Triton fusion against XLA, jax and torch on one GPU (issue 14). First slice: (a) a 64M-element
-float32 chain of 8 elementwise operations. Each side's result is checked against numpy first; times are
-medians of interleaved repeats (each call waits for the device), also as a fraction of the copy-bandwidth
-floor (bytes read and written at the bandwidth a device-to-device copy reaches).
+"""Automatic Triton fusion against XLA, jax and torch on one GPU (issue 14), in one run:
 
-    python3 bench/fusion.py [--quick]
+  (a) a 64M-element float32 chain of 8 elementwise operations,
+  (b) row softmax, 8192x8192 float32,
+  (c) layernorm + GELU + residual, float16 16384x4096,
+  (d) a 2-layer MLP training step (float32, batch 4096, 1024 -> 4096 -> 1024): only the non-matmul parts fuse,
+  (e) layernorm + linear + GELU + residual, float16 32x512x512 (the small-op case).
+
+Sides: numax with fusion="triton", numax on XLA only, jax.jit, torch.compile and torch eager. Every side's result
+is checked against numpy (float64) first. Times are medians of interleaved repeats, each call waiting for the
+device; the floor is the case's bytes (inputs read once, outputs written once) at the bandwidth a device-to-
+device copy reaches, and each time is also given as a fraction of it. The first call of each compiled side
+(trace, generate, autotune, compile) is reported as its compile time. With --json PATH the numbers are written
+there too (bench/fusion_plot.py draws them).
+
+    python3 bench/fusion.py [--quick] [--cases abcde] [--json PATH]
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -20,7 +31,10 @@ from dispatch import interleaved  # noqa: E402
 import numax  # noqa: E402
 import numax.numpy as xnp  # noqa: E402
 
+EPSILON = 1e-5
 
+
+# --- the cases, written once per framework ------------------------------------------------------------------
 def chain(np_):
     """Eight elementwise operations: one read of x and y, one write."""
     def f(x, y):
@@ -32,84 +46,308 @@ def chain(np_):
     return f
 
 
-def sides(x_host, y_host):
+def layernorm_gelu_residual(np_, rsqrt, gelu):
+    def f(x, scale, shift):
+        mean = x.mean(-1, keepdims=True)
+        centered = x - mean
+        variance = (centered * centered).mean(-1, keepdims=True)
+        return gelu(centered * rsqrt(variance + EPSILON) * scale + shift) + x
+
+    return f
+
+
+def layernorm_linear_gelu_residual(np_, rsqrt, gelu):
+    def f(x, scale, shift, weight, bias):
+        mean = x.mean(-1, keepdims=True)
+        centered = x - mean
+        variance = (centered * centered).mean(-1, keepdims=True)
+        normed = centered * rsqrt(variance + EPSILON) * scale + shift
+        return gelu(normed @ weight + bias) + x
+
+    return f
+
+
+def mlp_step(np_, gelu, value_and_grad, learning_rate=1e-3):
+    def loss(params, x, y):
+        w1, b1, w2, b2 = params
+        return ((gelu(x @ w1 + b1) @ w2 + b2 - y) ** 2).mean()
+
+    def step(params, x, y):
+        value, grads = value_and_grad(loss)(params, x, y)
+        return [p - learning_rate * g for p, g in zip(params, grads)], value
+
+    return step
+
+
+def numpy_gelu(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def numpy_rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+def numpy_softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def numpy_mlp_step(params, x, y, learning_rate=1e-3):
+    w1, b1, w2, b2 = params
+    pre = x @ w1 + b1
+    hidden = numpy_gelu(pre)
+    out = hidden @ w2 + b2
+    d_out = 2 * (out - y) / out.size
+    d_hidden = d_out @ w2.T
+    t = np.sqrt(2 / np.pi) * (pre + 0.044715 * pre ** 3)
+    d_gelu = 0.5 * (1 + np.tanh(t)) + 0.5 * pre * (1 - np.tanh(t) ** 2) * np.sqrt(2 / np.pi) * (
+        1 + 3 * 0.044715 * pre ** 2)
+    d_pre = d_hidden * d_gelu
+    grads = [x.T @ d_pre, d_pre.sum(0), hidden.T @ d_out, d_out.sum(0)]
+    return [p - learning_rate * g for p, g in zip(params, grads)], ((out - y) ** 2).mean()
+
+
+class Case:
+    def __init__(self, key, title, make_inputs, numax_fn, jax_fn, torch_fn, reference, tolerance, floor_bytes):
+        self.key, self.title, self.make_inputs = key, title, make_inputs
+        self.numax_fn, self.jax_fn, self.torch_fn, self.reference = numax_fn, jax_fn, torch_fn, reference
+        self.tolerance, self.floor_bytes = tolerance, floor_bytes
+
+
+def cases(quick):
+    import jax
+    import jax.numpy as jnp
+
+    scale = 4 if quick else 1
+    numax_ln = layernorm_gelu_residual(xnp, numax.lax.rsqrt, numax.nn.gelu)
+    jax_ln = layernorm_gelu_residual(jnp, jax.lax.rsqrt, jax.nn.gelu)
+    numax_lin = layernorm_linear_gelu_residual(xnp, numax.lax.rsqrt, numax.nn.gelu)
+    jax_lin = layernorm_linear_gelu_residual(jnp, jax.lax.rsqrt, jax.nn.gelu)
+
+    def chain_inputs(rng):
+        n = (64 << 20) // scale
+        return [rng.normal(size=n).astype(np.float32) for _ in range(2)]
+
+    def softmax_inputs(rng):
+        return [rng.normal(size=(8192 // scale, 8192)).astype(np.float32)]
+
+    def ln_inputs(rng):
+        rows, width = 16384 // scale, 4096
+        return [rng.normal(size=(rows, width)).astype(np.float16),
+                (1 + 0.1 * rng.normal(size=width)).astype(np.float16), (0.1 * rng.normal(size=width)).astype(np.float16)]
+
+    def linear_inputs(rng):
+        width = 512
+        return [rng.normal(size=(32 // scale, 512, width)).astype(np.float16),
+                (1 + 0.1 * rng.normal(size=width)).astype(np.float16), (0.1 * rng.normal(size=width)).astype(np.float16),
+                (rng.normal(size=(width, width)) / np.sqrt(width)).astype(np.float16),
+                (0.1 * rng.normal(size=width)).astype(np.float16)]
+
+    def mlp_inputs(rng):
+        batch, sizes = 4096 // scale, (1024, 4096, 1024)
+        params = [(rng.normal(size=(sizes[0], sizes[1])) / np.sqrt(sizes[0])).astype(np.float32),
+                  np.zeros(sizes[1], np.float32),
+                  (rng.normal(size=(sizes[1], sizes[2])) / np.sqrt(sizes[1])).astype(np.float32),
+                  np.zeros(sizes[2], np.float32)]
+        return [params, rng.normal(size=(batch, sizes[0])).astype(np.float32),
+                rng.normal(size=(batch, sizes[2])).astype(np.float32)]
+
+    def bytes_of(*arrays):
+        return sum(np.asarray(a).nbytes for a in arrays)
+
+    def ln_reference(x, scale_, shift):
+        mean = x.mean(-1, keepdims=True)
+        variance = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return numpy_gelu((x - mean) / np.sqrt(variance + EPSILON) * scale_ + shift) + x
+
+    def linear_reference(x, scale_, shift, weight, bias):
+        mean = x.mean(-1, keepdims=True)
+        variance = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return numpy_gelu(((x - mean) / np.sqrt(variance + EPSILON) * scale_ + shift) @ weight + bias) + x
+
+    return [
+        Case("a", "64M float32 chain of 8 ops", chain_inputs, chain(xnp), chain(jnp), chain,
+             lambda x, y: chain(np)(x, y), (2e-5, 2e-6), lambda x, y: 3 * x.nbytes),
+        Case("b", "row softmax 8192x8192 float32", softmax_inputs, lambda x: numax.nn.softmax(x, axis=-1),
+             lambda x: jax.nn.softmax(x, axis=-1), "softmax", numpy_softmax, (1e-5, 1e-7),
+             lambda x: 2 * x.nbytes),
+        Case("c", "layernorm + GELU + residual float16 16384x4096", ln_inputs, numax_ln, jax_ln, "layernorm_gelu",
+             ln_reference, (2e-2, 2e-2), lambda x, s, b: 2 * x.nbytes + s.nbytes + b.nbytes),
+        Case("d", "2-layer MLP training step float32 (4096, 1024 -> 4096 -> 1024)", mlp_inputs,
+             mlp_step(xnp, numax.nn.gelu, numax.value_and_grad), mlp_step(jnp, jax.nn.gelu, jax.value_and_grad),
+             "mlp_step", numpy_mlp_step, (2e-2, 2e-3),
+             lambda params, x, y: 2 * bytes_of(*params) + bytes_of(x, y)),
+        Case("e", "layernorm + linear + GELU + residual float16 32x512x512", linear_inputs, numax_lin, jax_lin,
+             "layernorm_linear_gelu", linear_reference, (3e-2, 3e-2),
+             lambda x, s, b, w, c: 2 * x.nbytes + bytes_of(s, b, w, c)),
+    ]
+
+
+# --- torch's versions (its fused library calls where it has them, as a torch user would write them) ---------
+def torch_function(name):
+    import torch
+    import torch.nn.functional as F
+
+    if callable(name):
+        return name(torch)
+    if name == "softmax":
+        return lambda x: torch.softmax(x, dim=-1)
+    if name == "layernorm_gelu":
+        return lambda x, scale, shift: F.gelu(F.layer_norm(x, x.shape[-1:], scale, shift, EPSILON),
+                                              approximate="tanh") + x
+    if name == "layernorm_linear_gelu":
+        return lambda x, scale, shift, weight, bias: F.gelu(
+            F.layer_norm(x, x.shape[-1:], scale, shift, EPSILON) @ weight + bias, approximate="tanh") + x
+    if name == "mlp_step":
+        def loss(params, x, y):
+            w1, b1, w2, b2 = params
+            return ((F.gelu(x @ w1 + b1, approximate="tanh") @ w2 + b2 - y) ** 2).mean()
+
+        def step(params, x, y):
+            params = [p.detach().requires_grad_() for p in params]
+            value = loss(params, x, y)
+            grads = torch.autograd.grad(value, params)
+            return [p.detach() - 1e-3 * g for p, g in zip(params, grads)], value.detach()
+
+        return step
+    raise ValueError(name)
+
+
+def torch_compiled(name):
+    import torch
+
+    if name != "mlp_step":
+        return torch.compile(torch_function(name))
+    import torch.nn.functional as F
+
+    def loss(params, x, y):  # the loss compiled, its backward through AOTAutograd, as torch users train
+        w1, b1, w2, b2 = params
+        return ((F.gelu(x @ w1 + b1, approximate="tanh") @ w2 + b2 - y) ** 2).mean()
+
+    compiled = torch.compile(loss)
+
+    def step(params, x, y):
+        params = [p.detach().requires_grad_() for p in params]
+        value = compiled(params, x, y)
+        grads = torch.autograd.grad(value, params)
+        return [p.detach() - 1e-3 * g for p, g in zip(params, grads)], value.detach()
+
+    return step
+
+
+# --- running the sides --------------------------------------------------------------------------------------
+def leaves(value):
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in leaves(item)]
+    return [value]
+
+
+def host(value):
+    if hasattr(value, "detach"):
+        return value.detach().float().cpu().numpy()
+    return np.asarray(value).astype(np.float32) if np.asarray(value).dtype == np.float16 else np.asarray(value)
+
+
+def sides(case, inputs):
+    """name -> a function running that side once and waiting for it."""
     found = {}
-    x, y = numax.device_put(x_host), numax.device_put(y_host)
-    fused, plain = numax.jit(chain(xnp), fusion="triton"), numax.jit(chain(xnp))
-    found["numax (fusion)"] = lambda: fused(x, y).block_until_ready()
-    found["numax (XLA)"] = lambda: plain(x, y).block_until_ready()
+
+    def numax_side(fusion):
+        fn = numax.jit(case.numax_fn, fusion=fusion)
+        args = numax.tree_util.tree_map(numax.device_put, inputs)
+        return lambda: numax.block_until_ready(fn(*args))
+
+    found["numax (fusion)"] = numax_side("triton")
+    found["numax (XLA)"] = numax_side("xla")
     try:
         import jax
-        import jax.numpy as jnp
 
-        jx, jy = jax.device_put(x_host), jax.device_put(y_host)
-        jf = jax.jit(chain(jnp))
-        found["jax.jit"] = lambda: jf(jx, jy).block_until_ready()
+        jf = jax.jit(case.jax_fn)
+        jargs = jax.tree_util.tree_map(jax.device_put, inputs)
+        found["jax.jit"] = lambda: jax.block_until_ready(jf(*jargs))
     except ImportError:
         pass
     try:
         import torch
-
-        tx, ty = torch.from_numpy(x_host).cuda(), torch.from_numpy(y_host).cuda()
-        compiled = torch.compile(chain(torch))
-        eager = chain(torch)
-
-        def synced(fn):
-            def run():
-                out = fn(tx, ty)
-                torch.cuda.synchronize()
-                return out
-
-            return run
-
-        found["torch.compile"] = synced(compiled)
-        found["torch eager"] = synced(eager)
-
-        def copy():
-            tx.clone()
-            torch.cuda.synchronize()
-
-        found["copy (floor)"] = copy
     except ImportError:
-        pass
+        return found
+
+    def to_torch(value):
+        return [to_torch(v) for v in value] if isinstance(value, list) else torch.from_numpy(value).cuda()
+
+    targs = [to_torch(v) for v in inputs]
+
+    def synced(fn):
+        def run():
+            out = fn(*targs)
+            torch.cuda.synchronize()
+            return out
+
+        return run
+
+    found["torch.compile"] = synced(torch_compiled(case.torch_fn))
+    found["torch eager"] = synced(torch_function(case.torch_fn))
+    copy_source = torch.empty(case.floor_bytes(*leaves(inputs)) // 2, dtype=torch.uint8, device="cuda")
+
+    def copy():
+        copy_source.clone()
+        torch.cuda.synchronize()
+
+    found["copy (floor)"] = copy
     return found
 
 
-def host(value):
-    return value.cpu().numpy() if hasattr(value, "cpu") and not isinstance(value, numax.Array) else np.asarray(value)
+def run_case(case, quick, rng):
+    inputs = case.make_inputs(rng)
+    reference_inputs = [[np.asarray(v, np.float64) for v in leaf] if isinstance(leaf, list)
+                        else np.asarray(leaf, np.float64) for leaf in inputs]
+    expected = leaves(case.reference(*reference_inputs))
+    found = sides(case, inputs)
+    compile_s = {}
+    for name, run in found.items():
+        start = time.perf_counter()
+        out = run()
+        if name != "copy (floor)":
+            compile_s[name] = time.perf_counter() - start
+            rtol, atol = case.tolerance
+            for got, want in zip(leaves(out), expected):
+                np.testing.assert_allclose(host(got), want, rtol=rtol, atol=atol, err_msg=f"{case.key} {name}")
+        del out
+    repeats, inner = (5, 5) if quick else (15, 20)
+    times = interleaved(list(found.items()), repeats, inner)
+    floor = times.pop("copy (floor)", None)
+    return {"case": case.key, "title": case.title, "times_us": times, "floor_us": floor, "compile_s": compile_s}
+
+
+def report(result):
+    floor = result["floor_us"]
+    print(f"\n## ({result['case']}) {result['title']}")
+    print("| side | time | fraction of the floor | first call |")
+    print("| --- | --- | --- | --- |")
+    for name, value in result["times_us"].items():
+        fraction = f"{floor / value:.0%}" if floor else "-"
+        first = result["compile_s"].get(name)
+        print(f"| {name} | {value:.1f} us | {fraction} | {first:.2f} s |")
+    if floor:
+        print(f"| floor (copy bandwidth) | {floor:.1f} us | 100% | |")
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--size", type=int, default=64 << 20)
+    parser.add_argument("--quick", action="store_true", help="a quarter of each size, fewer repeats")
+    parser.add_argument("--cases", default="abcde")
+    parser.add_argument("--json")
     args = parser.parse_args()
-    repeats, inner = (5, 5) if args.quick else (15, 20)
     rng = np.random.default_rng(0)
-    x, y = rng.normal(size=args.size).astype(np.float32), rng.normal(size=args.size).astype(np.float32)
-    expected = chain(np)(x.astype(np.float64), y.astype(np.float64))
-    found = sides(x, y)
-    compile_start = time.perf_counter()
-    out = found["numax (fusion)"]()
-    print(f"numax fusion: first call (trace, generate, compile) {time.perf_counter() - compile_start:.2f} s")
-    for name, run in found.items():
-        if name != "copy (floor)":
-            np.testing.assert_allclose(host(run()), expected, rtol=2e-5, atol=2e-6, err_msg=name)
-    del out
-    times = interleaved(list(found.items()), repeats, inner)
-    floor = times.get("copy (floor)")
-    # The copy moves 2 bytes per element-byte (read + write); the chain reads two arrays and writes one.
-    floor_chain = floor * 3 / 2 if floor else None
-    print(f"# {args.size} float32 elements, on {numax.devices()[0].device_kind}")
-    print("| side | time | fraction of the floor |")
-    print("| --- | --- | --- |")
-    for name, value in times.items():
-        if name == "copy (floor)":
-            continue
-        fraction = f"{floor_chain / value:.0%}" if floor_chain else "-"
-        print(f"| {name} | {value:.1f} us | {fraction} |")
-    if floor_chain:
-        print(f"| floor (copy bandwidth, 3 arrays) | {floor_chain:.1f} us | 100% |")
+    print(f"# numax fusion benchmark on {numax.devices()[0].device_kind}")
+    results = []
+    for case in cases(args.quick):
+        if case.key in args.cases:
+            results.append(run_case(case, args.quick, rng))
+            report(results[-1])
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump({"device": numax.devices()[0].device_kind, "results": results}, file, indent=1)
 
 
 if __name__ == "__main__":
