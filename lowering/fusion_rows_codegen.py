@@ -2,7 +2,8 @@
 epilogue (softmax, logsumexp, layer norm and their backward passes).
 
 The region's arrays are rows of `length` elements (the last axis; the leading axes flattened into `rows`), or
-one value per row (`rows` elements: a reduction's result, in any shape of that size), or one value in all. One
+one value per row (`rows` elements: a reduction's result, in any shape of that size), one value per column
+(an input only broadcast along the rows, such as layer norm's scale), or one value in all. One
 program computes one row, whole, in a block of BLOCK = the next power of two of `length`:
 
     def fused_<ops>_<digest>(in0_ptr, ..., n, out0_ptr, ..., BLOCK: tl.constexpr)
@@ -58,12 +59,14 @@ class RowWriter(codegen.KernelWriter):
         self.rows, self.length = rows, length
 
     def is_row(self, aval):
-        """True for a whole row's values (a [BLOCK] vector), False for a per-row or single value (a scalar)."""
+        """True for a whole row's values (a [BLOCK] vector), False for a per-row or single value (a scalar);
+        per-column inputs are [BLOCK] vectors too, told apart by the region (`generate_row_source`)."""
         return aval.size == self.rows * self.length
 
 
 def _broadcast(writer, ops, avals, out, params):
-    # a per-row or single value becomes the row's; anything else keeps its elements (only 1-dims are inserted)
+    # a per-row or single value becomes the row's; a per-column vector already is one; anything else keeps its
+    # elements (only 1-dims are inserted)
     if writer.is_row(out) and not writer.is_row(avals[0]):
         return f"tl.broadcast_to({ops[0]}, [BLOCK])"
     return ops[0]
@@ -73,11 +76,12 @@ ROW_TEMPLATES = {**codegen.EQUATION_TEMPLATES, **REDUCTIONS, "broadcast_in_dim":
                  "reshape": lambda writer, ops, avals, out, params: ops[0]}
 
 
-def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu"):
+def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu", columns=frozenset()):
     """(kernel name, Triton source) for a row-wise region over `rows` rows of `length` elements.
 
     inputs: the region's array inputs (Vars) in the kernel's order: rows of `length` elements, one value per row,
-    or a single value. outputs: the Vars the kernel stores, in order, of the first two kinds."""
+    a single value, or (those in `columns`) one value per column, loaded once per program as a [BLOCK] vector
+    and only broadcast to rows. outputs: the Vars the kernel stores, in order, rows or per-row values."""
     writer = RowWriter(platform, rows, length)
     row = "tl.program_id(0).to(tl.int64)" if rows * length >= 2 ** 31 else "tl.program_id(0)"
     writer.lines += [f"row = {row}", "columns = tl.arange(0, BLOCK)", "mask = columns < n",
@@ -90,6 +94,9 @@ def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu"
 
     names = {}
     for position, var in enumerate(inputs):
+        if var in columns:
+            names[var] = writer.let(codegen.load_text(f"in{position}_ptr + columns", var.aval.dtype, "mask"))
+            continue
         mask = "mask" if writer.is_row(var.aval) else None
         names[var] = writer.let(codegen.load_text(address(f"in{position}_ptr", var.aval), var.aval.dtype, mask))
     codegen.emit_equations(writer, equations, names, ROW_TEMPLATES)

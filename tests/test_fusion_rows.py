@@ -116,6 +116,27 @@ def test_16_bit_rows_are_summed_in_float32():
     assert_close(fused(x), in_float32, rtol=1e-3, atol=1e-3)
 
 
+def scaled_layer_norm_gelu(x, scale, shift):
+    return nn.gelu(layer_norm(x) * scale + shift) + x
+
+
+@pytest.mark.parametrize("shape, dtype", [((6, 40), F32), ((40, 40), F32), ((3, 5, 24), F16)])
+def test_per_column_scale_and_shift_join_the_row_kernel(shape, dtype):
+    # 40x40: a per-column vector has as many values as a per-row one, and must still be read per column
+    rng = np.random.RandomState(len(shape) * 7 + shape[-1])
+    x, scale, shift = (rng.randn(*s).astype(dtype) for s in (shape, shape[-1:], shape[-1:]))
+    tolerance = dict(rtol=2e-3, atol=2e-3) if dtype == F16 else dict(rtol=4e-6, atol=2e-6)
+    fused = numax.jit(scaled_layer_norm_gelu, fusion="triton")
+    lowered = fused.lower(x, scale, shift)
+    (kernel,) = lowered.triton_kernels()
+    assert "+ columns, mask=mask)" in kernel.source  # scale and shift loaded once per row's program
+    assert_close(fused(x, scale, shift), numax.jit(scaled_layer_norm_gelu)(x, scale, shift), **tolerance)
+    loss = lambda x, s, b: mnp.sum(scaled_layer_norm_gelu(x, s, b).astype(F32) * np.cos(np.arange(shape[-1])))
+    grad = numax.grad(loss, argnums=(0, 1, 2))
+    for actual, expected in zip(numax.jit(grad, fusion="triton")(x, scale, shift), numax.jit(grad)(x, scale, shift)):
+        assert_close(actual, expected, **(dict(rtol=2e-2, atol=2e-2) if dtype == F16 else dict(rtol=2e-5, atol=2e-5)))
+
+
 @settings(max_examples=5)  # each example compiles twice and runs the interpreter
 @given(st.integers(1, 4), st.integers(2, 70), st.sampled_from(["softmax", "log_softmax", "layer_norm"]))
 def test_random_row_shapes(rows, length, name):

@@ -7,7 +7,8 @@ passes of `grad` fuse too. Two passes find maximal connected, acyclic regions of
 - row-wise first: reduce_sum/max/min over the last axis of a 2-D or higher array (rows of at most
   `ROW_LIMIT` elements, the leading axes flattened) with the elementwise equations over those rows or over one
   value per row, the reshapes of per-row values and their broadcasts back along the rows (softmax,
-  log_softmax, logsumexp, layer and RMS norm, and their backward passes); a region holding a reduction
+  log_softmax, logsumexp, layer and RMS norm, and their backward passes), with vectors of one value per
+  column broadcast along the rows (layer norm's scale and shift); a region holding a reduction
   becomes one kernel with one program per row (lowering/fusion_rows_codegen.py);
 - then elementwise: equations whose outputs share one shape (their inputs have that shape or one element)
   (lowering/fusion_codegen.py).
@@ -146,8 +147,12 @@ class _Fuser:
         if not any(eqn.primitive.name in rows_codegen.REDUCTIONS for eqn in members):
             return None
         _, rows, length = domain
+        columns = _column_inputs(members, inputs)
+        if columns is None:
+            return None
         block, num_warps = rows_codegen.row_launch_parameters(length)
-        name, source = rows_codegen.generate_row_source(members, inputs, outputs, rows, length, self.platform)
+        name, source = rows_codegen.generate_row_source(members, inputs, outputs, rows, length, self.platform,
+                                                        columns)
         return self.kernel_equation(members, inputs, outputs, name, source, RowGrid(rows), length, block, num_warps)
 
     def kernel_equation(self, members, inputs, outputs, name, source, grid, n, block, num_warps):
@@ -190,6 +195,20 @@ def _inlined(equations):
     return result
 
 
+def _column_inputs(members, inputs):
+    """The region's inputs holding one value per column, or None where such a vector is computed inside the
+    region or also read another way (in a square region it could not be told from a per-row value)."""
+    uses = [_column_operands(eqn) if eqn.primitive.name not in rows_codegen.REDUCTIONS else set()
+            for eqn in members]
+    columns = set().union(*uses)
+    if not columns <= set(inputs):
+        return None
+    for eqn, used in zip(members, uses):
+        if columns & (set(_vars(eqn.inputs)) - used):
+            return None
+    return columns
+
+
 def _elementwise_domains(eqn):
     shape = _fusible_shape(eqn)
     return [] if shape is None else [("elementwise", shape)]
@@ -218,20 +237,37 @@ def _row_domains(eqn):
     if out.ndim >= 1 and 2 <= out.shape[-1] <= rows_codegen.ROW_LIMIT and _fits_rows(eqn, in_avals, out.shape):
         domains.append(("rows", out.size // out.shape[-1], out.shape[-1]))
     same_size = name == "broadcast_in_dim" and in_avals[0].size == out.size  # only 1-dims inserted
-    if same_size or all(a.shape == out.shape or a.size == 1 for a in in_avals):
+    row_vector = out.ndim >= 2 and out.size == out.shape[-1] > 1  # (1, ..., 1, n): a column vector's shape
+    if not row_vector and (same_size or all(a.shape == out.shape or a.size == 1 for a in in_avals)):
         domains.append(("rows", out.size, None))
     return domains
 
 
 def _fits_rows(eqn, in_avals, shape):
     """Does an elementwise equation with result `shape` read each operand as a row of that shape, a value per
-    row (its last axis 1) or a single value?"""
-    per_row = shape[:-1] + (1,)
+    row (its last axis 1), a value per column (all its axes but the last 1) or a single value?"""
+    per_row, per_column = shape[:-1] + (1,), (1,) * (len(shape) - 1) + shape[-1:]
     if eqn.primitive.name != "broadcast_in_dim":
-        return all(a.shape in (shape, per_row) or a.size == 1 for a in in_avals)
+        return all(a.shape in (shape, per_row, per_column) or a.size == 1 for a in in_avals)
     operand, dimensions = in_avals[0].shape, tuple(eqn.params["broadcast_dimensions"])
     return (in_avals[0].size == 1 or operand == shape or (operand == shape[:-1] and dimensions ==
-            tuple(range(len(shape) - 1))) or (operand == per_row and dimensions == tuple(range(len(shape)))))
+            tuple(range(len(shape) - 1))) or (operand == per_row and dimensions == tuple(range(len(shape))))
+            or bool(_column_operands(eqn)))
+
+
+def _column_operands(eqn):
+    """The operands `eqn` reads as one value per column of its rows (vectors along the last axis, such as layer
+    norm's scale and shift): of shape (1, ..., 1, n) in an elementwise equation over rows of n, or broadcast
+    from (n,) along the rows."""
+    shape = eqn.outvars[0].aval.shape
+    if len(shape) < 2 or shape[-1] < 2 or eqn.outvars[0].aval.size == shape[-1]:  # one row: no columns
+        return set()
+    if eqn.primitive.name == "broadcast_in_dim":
+        fits = (eqn.inputs[0].aval.shape == shape[-1:]
+                and tuple(eqn.params["broadcast_dimensions"]) == (len(shape) - 1,))
+        return {eqn.inputs[0]} if fits and type(eqn.inputs[0]) is Var else set()
+    per_column = (1,) * (len(shape) - 1) + shape[-1:]
+    return {a for a in eqn.inputs if type(a) is Var and a.aval.shape == per_column}
 
 
 def _merged_domains(first, second):
