@@ -7,9 +7,11 @@
   (e) layernorm + linear + GELU + residual, float16 32x512x512 (the small-op case).
 
 Sides: numax with fusion="triton", numax on XLA only, jax.jit, torch.compile and torch eager. Every side's result
-is checked against numpy (float64) first. Times are medians of interleaved repeats, each call waiting for the
-device; the floor is the case's bytes (inputs read once, outputs written once) at the bandwidth a device-to-
-device copy reaches, and each time is also given as a fraction of it. The first call of each compiled side
+is checked against numpy (float64) first. Times are medians of interleaved repeats, two ways: "call + wait", each
+call waiting for the device (latency: host dispatch, device work and the wake-up after it), and "back to back",
+calls queued without waiting (throughput: the device's time where it exceeds the host's). The floor is the
+case's bytes (inputs read once, outputs written once) at the bandwidth a device-to-device copy reaches, measured
+the same two ways, and each time is also given as a fraction of it. The first call of each compiled side
 (trace, generate, autotune, compile) is reported as its compile time. With --json PATH the numbers are written
 there too (bench/fusion_plot.py draws them).
 
@@ -131,15 +133,16 @@ def cases(quick):
     def softmax_inputs(rng):
         return [rng.normal(size=(8192 // scale, 8192)).astype(np.float32)]
 
+    def scale_and_shift(rng, width):
+        return (1 + 0.1 * rng.normal(size=width)).astype(np.float16), (0.1 * rng.normal(size=width)).astype(np.float16)
+
     def ln_inputs(rng):
         rows, width = 16384 // scale, 4096
-        return [rng.normal(size=(rows, width)).astype(np.float16),
-                (1 + 0.1 * rng.normal(size=width)).astype(np.float16), (0.1 * rng.normal(size=width)).astype(np.float16)]
+        return [rng.normal(size=(rows, width)).astype(np.float16), *scale_and_shift(rng, width)]
 
     def linear_inputs(rng):
         width = 512
-        return [rng.normal(size=(32 // scale, 512, width)).astype(np.float16),
-                (1 + 0.1 * rng.normal(size=width)).astype(np.float16), (0.1 * rng.normal(size=width)).astype(np.float16),
+        return [rng.normal(size=(32 // scale, 512, width)).astype(np.float16), *scale_and_shift(rng, width),
                 (rng.normal(size=(width, width)) / np.sqrt(width)).astype(np.float16),
                 (0.1 * rng.normal(size=width)).astype(np.float16)]
 
@@ -249,13 +252,13 @@ def host(value):
 
 
 def sides(case, inputs):
-    """name -> a function running that side once and waiting for it."""
+    """name -> (call, wait): `call()` runs that side once asynchronously, `wait(result)` waits for it."""
     found = {}
 
     def numax_side(fusion):
         fn = numax.jit(case.numax_fn, fusion=fusion)
         args = numax.tree_util.tree_map(numax.device_put, inputs)
-        return lambda: numax.block_until_ready(fn(*args))
+        return (lambda: fn(*args)), numax.block_until_ready
 
     found["numax (fusion)"] = numax_side("triton")
     found["numax (XLA)"] = numax_side("xla")
@@ -264,7 +267,7 @@ def sides(case, inputs):
 
         jf = jax.jit(case.jax_fn)
         jargs = jax.tree_util.tree_map(jax.device_put, inputs)
-        found["jax.jit"] = lambda: jax.block_until_ready(jf(*jargs))
+        found["jax.jit"] = (lambda: jf(*jargs)), jax.block_until_ready
     except ImportError:
         pass
     try:
@@ -276,24 +279,12 @@ def sides(case, inputs):
         return [to_torch(v) for v in value] if isinstance(value, list) else torch.from_numpy(value).cuda()
 
     targs = [to_torch(v) for v in inputs]
-
-    def synced(fn):
-        def run():
-            out = fn(*targs)
-            torch.cuda.synchronize()
-            return out
-
-        return run
-
-    found["torch.compile"] = synced(torch_compiled(case.torch_fn))
-    found["torch eager"] = synced(torch_function(case.torch_fn))
+    synchronize = lambda result: torch.cuda.synchronize()  # noqa: E731
+    compiled, eager = torch_compiled(case.torch_fn), torch_function(case.torch_fn)
+    found["torch.compile"] = (lambda: compiled(*targs)), synchronize
+    found["torch eager"] = (lambda: eager(*targs)), synchronize
     copy_source = torch.empty(case.floor_bytes(*leaves(inputs)) // 2, dtype=torch.uint8, device="cuda")
-
-    def copy():
-        copy_source.clone()
-        torch.cuda.synchronize()
-
-    found["copy (floor)"] = copy
+    found["copy (floor)"] = copy_source.clone, synchronize
     return found
 
 
@@ -304,9 +295,10 @@ def run_case(case, quick, rng):
     expected = leaves(case.reference(*reference_inputs))
     found = sides(case, inputs)
     compile_s = {}
-    for name, run in found.items():
+    for name, (call, wait) in found.items():
         start = time.perf_counter()
-        out = run()
+        out = call()
+        wait(out)
         if name != "copy (floor)":
             compile_s[name] = time.perf_counter() - start
             rtol, atol = case.tolerance
@@ -314,22 +306,36 @@ def run_case(case, quick, rng):
                 np.testing.assert_allclose(host(got), want, rtol=rtol, atol=atol, err_msg=f"{case.key} {name}")
         del out
     repeats, inner = (5, 5) if quick else (15, 20)
-    times = interleaved(list(found.items()), repeats, inner)
-    floor = times.pop("copy (floor)", None)
-    return {"case": case.key, "title": case.title, "times_us": times, "floor_us": floor, "compile_s": compile_s}
+    waited = interleaved([(name, lambda c=call, w=wait: w(c())) for name, (call, wait) in found.items()],
+                         repeats, inner)
+    streamed = interleaved([(name, lambda c=call, w=wait: back_to_back(c, w, inner))
+                            for name, (call, wait) in found.items()], repeats, 1)
+    streamed = {name: value / inner for name, value in streamed.items()}
+    floor, floor_streamed = waited.pop("copy (floor)", None), streamed.pop("copy (floor)", None)
+    return {"case": case.key, "title": case.title, "times_us": waited, "floor_us": floor,
+            "back_to_back_us": streamed, "floor_back_to_back_us": floor_streamed, "compile_s": compile_s}
+
+
+def back_to_back(call, wait, calls):
+    """`calls` calls without waiting in between (each result dropped), then a wait for the last."""
+    for _ in range(calls):
+        out = call()
+    wait(out)
 
 
 def report(result):
-    floor = result["floor_us"]
+    floor, floor_streamed = result["floor_us"], result["floor_back_to_back_us"]
     print(f"\n## ({result['case']}) {result['title']}")
-    print("| side | time | fraction of the floor | first call |")
-    print("| --- | --- | --- | --- |")
+    print("| side | call + wait | fraction of the floor | back to back | fraction of the floor | first call |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for name, value in result["times_us"].items():
+        streamed = result["back_to_back_us"][name]
         fraction = f"{floor / value:.0%}" if floor else "-"
+        fraction_streamed = f"{floor_streamed / streamed:.0%}" if floor_streamed else "-"
         first = result["compile_s"].get(name)
-        print(f"| {name} | {value:.1f} us | {fraction} | {first:.2f} s |")
+        print(f"| {name} | {value:.1f} us | {fraction} | {streamed:.1f} us | {fraction_streamed} | {first:.2f} s |")
     if floor:
-        print(f"| floor (copy bandwidth) | {floor:.1f} us | 100% | |")
+        print(f"| floor (copy bandwidth) | {floor:.1f} us | 100% | {floor_streamed:.1f} us | 100% | |")
 
 
 def main():

@@ -19,11 +19,11 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
 from fusion import chain  # noqa: E402
+from numax.lowering import fusion_codegen  # noqa: E402
+from numax.transforms import fusion  # noqa: E402
 
 import numax  # noqa: E402
 import numax.numpy as xnp  # noqa: E402
-from numax.lowering import fusion_codegen  # noqa: E402
-from numax.transforms import fusion  # noqa: E402
 
 
 def wall_us(fn, calls=50):

@@ -37,6 +37,15 @@ def check_fusion(value, where="numax_fusion"):
     return value
 
 
+AUTOTUNE_CHOICES = ("auto", "always", "never")
+
+
+def check_autotune(value, where="numax_fusion_autotune"):
+    if value not in AUTOTUNE_CHOICES:
+        raise ValueError(f"{where} must be one of {', '.join(map(repr, AUTOTUNE_CHOICES))}, got {value!r}")
+    return value
+
+
 def _number_from_env(kind):
     def parse(text, variable):
         try:
@@ -83,6 +92,8 @@ _FLAGS = [
     # How jit compiles elementwise regions: "xla" (XLA fuses them) or "triton" (generated Triton kernels).
     _Flag("fusion", "xla", ["numax_fusion"], check_fusion, check_fusion),
     _Flag("log_fusion", False, ["numax_log_fusion"]),
+    # When fusion times each region's kernel against XLA's code: "auto" (on GPUs), "always", "never".
+    _Flag("fusion_autotune", "auto", ["numax_fusion_autotune"], check_autotune, check_autotune),
     # The persistent compilation cache (lowering/compile_cache.py): off while the directory is unset.
     _Flag("compilation_cache_dir", None, ["numax_compilation_cache_dir", "jax_compilation_cache_dir"],
           _text_from_env),

@@ -12,16 +12,22 @@ def dce_program(program: Program, used_outputs=None):
     if used_outputs is None:
         used_outputs = [True] * len(program.outvars)
     outvars = [v for v, used in zip(program.outvars, used_outputs) if used]
+    kept, live = live_equations(program.equations, outvars)
+    used_inputs = [v in live for v in program.invars]
+    constvars = [v for v in program.constvars if v in live]
+    return Program(constvars, program.invars, outvars, kept), used_inputs
+
+
+def live_equations(equations, outvars):
+    """(the equations `outvars` need, and those with side effects, in order; the set of values they read)."""
     live = {v for v in outvars if type(v) is not Literal}
     kept = []
-    for eqn in reversed(program.equations):
+    for eqn in reversed(equations):
         if any(v in live for v in eqn.outvars) or has_effects(eqn):
             kept.append(eqn)
             live.update(a for a in eqn.inputs if type(a) is not Literal)
     kept.reverse()
-    used_inputs = [v in live for v in program.invars]
-    constvars = [v for v in program.constvars if v in live]
-    return Program(constvars, program.invars, outvars, kept), used_inputs
+    return kept, live
 
 
 def has_effects(eqn) -> bool:

@@ -51,6 +51,16 @@ def launch_parameters(size):
         return 1024, 4
     return 4096, 8
 
+def launch_candidates(size):
+    """The (BLOCK, num_warps) pairs the tuner tries for an elementwise region of `size` elements, the default
+    (`launch_parameters`) first: one for a small region, three block sizes for a larger one."""
+    default = launch_parameters(size)
+    if size <= SMALL_REGION:
+        return [default]
+    others = [(1024, 4), (2048, 8), (4096, 8)]
+    return [default] + [c for c in others if c != default and c[0] <= 1 << (size - 1).bit_length()]
+
+
 _TRITON_DTYPES = {
     dtypes.bool_: "tl.int1", np.dtype(np.int8): "tl.int8", np.dtype(np.int16): "tl.int16",
     np.dtype(np.int32): "tl.int32", np.dtype(np.int64): "tl.int64", np.dtype(np.uint8): "tl.uint8",

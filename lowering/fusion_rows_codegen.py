@@ -27,6 +27,15 @@ def row_launch_parameters(length):
     return block, min(8, max(1, block // 256))
 
 
+def row_launch_candidates(length):
+    """The (BLOCK, num_warps) pairs the tuner tries for rows of `length` elements: the default
+    (`row_launch_parameters`), then half and twice its warps, from 1 to 16 and at most one per 32 elements."""
+    block, default = row_launch_parameters(length)
+    most = max(1, min(16, block // 32))
+    warps = [default] + [w for w in (default // 2, default * 2) if 1 <= w <= most and w != default]
+    return [(block, w) for w in warps]
+
+
 def _reduction(identity, combine):
     def template(writer, ops, avals, out, params):
         folded = f"tl.where(mask, {ops[0]}, {identity})"

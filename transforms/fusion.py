@@ -28,21 +28,27 @@ import heapq
 import sys
 
 from ..core.config import config
+from ..core.dce import live_equations
 from ..core.ir import ClosedProgram, Equation, Literal, Program, Var
 from ..lax.triton_call import triton_call_p
 from ..lowering import fusion_codegen as codegen
 from ..lowering import fusion_rows_codegen as rows_codegen
+from . import fusion_tuning
 
 _CUSTOM_DERIVATIVES = ("custom_jvp_call", "custom_vjp_call")  # their rules are spent in a final program
 
 
 @dataclasses.dataclass(frozen=True)
 class FusedKernel:
-    """A generated kernel: its `name`, the region's `equations` as program text, and its Triton `source`."""
+    """A generated kernel: its `name`, the region's `equations` as program text, its Triton `source`, the launch
+    configuration chosen (`block`: BLOCK, `num_warps`), and the tuner's `timing` (None where not timed)."""
 
     name: str
     equations: str
     source: str
+    block: int
+    num_warps: int
+    timing: object = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,18 +85,24 @@ def fuse_elementwise(closed: ClosedProgram, platform="cpu") -> ClosedProgram:
     return fuse_with_kernels(closed, platform)[0]
 
 
-def fuse_with_kernels(closed: ClosedProgram, platform="cpu"):
-    """(fused ClosedProgram, [FusedKernel] in the order the regions were generated)."""
+def fuse_with_kernels(closed: ClosedProgram, platform="cpu", placement=None, tuner=None):
+    """(fused ClosedProgram, [FusedKernel] in the order the regions were generated). With a `placement`
+    (backend, device) where the numax_fusion_autotune flag asks for it, or with a `tuner`, each region's launch
+    candidates are timed against XLA's code for it there (transforms/fusion_tuning.py): the fastest is kept,
+    and a region whose kernel is not faster stays with XLA."""
     require_triton()
-    fuser = _Fuser(platform)
+    if tuner is None and placement is not None and fusion_tuning.should_tune(platform):
+        tuner = fusion_tuning.RegionTuner(*placement)
+    fuser = _Fuser(platform, tuner)
     return fuser.closed(closed), fuser.kernels
 
 
 class _Fuser:
     """One pass over a program and the programs of its nested jit equations (each fused once)."""
 
-    def __init__(self, platform):
+    def __init__(self, platform, tuner=None):
         self.platform = platform
+        self.tuner = tuner
         self.kernels = []
         self.done = {}  # id of a nested ClosedProgram -> its fused form
 
@@ -108,7 +120,8 @@ class _Fuser:
         return eqn if fused is inner else eqn.replace(params={**eqn.params, "program": fused})
 
     def program(self, program):
-        equations = [self.nested(eqn) for eqn in _inlined(program.equations)]
+        # dead code (a grad's unused forward result) dropped first, so that no kernel stores what nothing reads
+        equations = live_equations([self.nested(eqn) for eqn in _inlined(program.equations)], program.outvars)[0]
         fused = self.fuse_regions(equations, program.outvars, _row_domains, self.row_equation)
         fused = self.fuse_regions(fused, program.outvars, _elementwise_domains, self.elementwise_equation)
         if fused is equations:  # no region here: custom derivatives stay called (their programs fused)
@@ -138,9 +151,9 @@ class _Fuser:
 
     def elementwise_equation(self, members, inputs, outputs, domain):
         size = outputs[0].aval.size
-        block, num_warps = codegen.launch_parameters(size)
         name, source = codegen.generate_source(members, inputs, outputs, size, self.platform)
-        return self.kernel_equation(members, inputs, outputs, name, source, BlockGrid(size), size, block, num_warps)
+        return self.kernel_equation(members, inputs, outputs, name, source, BlockGrid(size), size,
+                                    codegen.launch_candidates(size))
 
     def row_equation(self, members, inputs, outputs, domain):
         """The kernel of a row-wise region, or None where it holds no reduction (the elementwise pass's then)."""
@@ -150,23 +163,44 @@ class _Fuser:
         columns = _column_inputs(members, inputs)
         if columns is None:
             return None
-        block, num_warps = rows_codegen.row_launch_parameters(length)
         name, source = rows_codegen.generate_row_source(members, inputs, outputs, rows, length, self.platform,
                                                         columns)
-        return self.kernel_equation(members, inputs, outputs, name, source, RowGrid(rows), length, block, num_warps)
+        return self.kernel_equation(members, inputs, outputs, name, source, RowGrid(rows), length,
+                                    rows_codegen.row_launch_candidates(length))
 
-    def kernel_equation(self, members, inputs, outputs, name, source, grid, n, block, num_warps):
+    def kernel_equation(self, members, inputs, outputs, name, source, grid, n, candidates):
+        """The `triton_call` equation of a region's kernel under the best of the launch `candidates` ((BLOCK,
+        num_warps) pairs, the default first), or None where the tuner leaves the region to XLA."""
         kernel = codegen.load_kernel(name, source)
+
+        def call(block, num_warps):
+            params = dict(kernel=kernel, out_avals=tuple(v.aval for v in outputs), grid=grid,
+                          call_spec=tuple(("array", i) for i in range(len(inputs))) + (("scalar", n),),
+                          metaparams=(("BLOCK", block),), input_output_aliases=(), zeroed_outputs=(),
+                          num_warps=num_warps, num_stages=None, num_ctas=1, debug=False, name=name)
+            return Equation(triton_call_p, inputs, outputs, params)
+
+        decision, choice = None, 0
+        if self.tuner is not None:
+            signature = f"{source}\n{grid}\n{candidates}"
+            decision = self.tuner.decide(members, inputs, outputs, [call(*c) for c in candidates], signature)
+            choice = decision.choice
         text = str(Program([], inputs, outputs, members))
-        self.kernels.append(FusedKernel(name, text, source))
         if config.log_fusion:
-            print(f"numax: fused {len(members)} equations over {outputs[0].aval.str_short()} into {name}: {text}",
-                  file=sys.stderr)
-        params = dict(kernel=kernel, out_avals=tuple(v.aval for v in outputs), grid=grid,
-                      call_spec=tuple(("array", i) for i in range(len(inputs))) + (("scalar", n),),
-                      metaparams=(("BLOCK", block),), input_output_aliases=(), zeroed_outputs=(),
-                      num_warps=num_warps, num_stages=None, num_ctas=1, debug=False, name=name)
-        return Equation(triton_call_p, inputs, outputs, params)
+            region = f"{len(members)} equations over {outputs[0].aval.str_short()}"
+            timing = f"; {decision.describe()}" if decision else ""
+            if choice is None:
+                line = f"left {region} to XLA ({decision.describe()})"
+            else:
+                line = f"fused {region} into {name} (BLOCK={candidates[choice][0]}, " \
+                       f"num_warps={candidates[choice][1]}{timing})"
+            print(f"numax: {line}: {text}", file=sys.stderr)
+        if choice is None:
+            return None
+        block, num_warps = candidates[choice]
+        self.kernels.append(FusedKernel(name, text, source, block, num_warps,
+                                        decision.describe() if decision else None))
+        return call(block, num_warps)
 
 
 def _inlined(equations):

@@ -364,20 +364,23 @@ class JitFunction:
             self.last_key = key
             return _CacheEntry(executable, out_tree, closed, None)
         attributes = _donation_attributes(program, donated)
-        closed, _ = self._fused(closed, backend)
+        closed, _ = self._fused(closed, backend, device)
         executable = dispatch.compile_program(closed, self.name, backend, device, attributes, reason,
                                               self.compiler_options)
         self.last_key = key
         return _CacheEntry(executable, out_tree, closed, donated if attributes else None)
 
-    def _fused(self, closed, backend):
-        """(the program to compile, [FusedKernel]): with fusion "triton", its elementwise regions fused into
-        kernels generated for `backend`'s platform."""
+    def _fused(self, closed, backend, device):
+        """(the program to compile, [FusedKernel]): with fusion "triton", its elementwise and row-wise regions
+        fused into kernels generated for `backend`'s platform (timed against XLA's code on `device` where the
+        numax_fusion_autotune flag says so)."""
         if (self.fusion or config.fusion) != "triton":
             return closed, []
         from .fusion import fuse_with_kernels  # loaded only when asked for
 
-        return fuse_with_kernels(closed, "cpu" if backend is None else backend.platform)
+        if backend is None:
+            backend, device = xla.default_placement()
+        return fuse_with_kernels(closed, backend.platform, (backend, device or backend.default_device))
 
     def _shardings(self, args, kwargs, leaves, out_tree):
         """(in, out) shardings per leaf for a call: those asked for, else an argument's own layout over
@@ -439,7 +442,7 @@ class JitFunction:
         shardings = self._shardings(traced.args, traced.kwargs, dynamic, traced.out_tree)
         closed, kernels = traced.jaxpr, []
         if not any(shardings):  # programs over several devices are left to XLA
-            closed, kernels = self._fused(closed, backend)
+            closed, kernels = self._fused(closed, backend, device)
         attributes = _donation_attributes(traced.jaxpr.program, traced.donated)
         return Lowered(self.name, closed, traced.in_tree, traced.out_tree, attributes, backend, device,
                        self.compiler_options, shardings, kernels, traced.donated)

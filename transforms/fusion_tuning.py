@@ -1,0 +1,208 @@
+"""The fusion autotuner: for each region `transforms/fusion.py` would fuse, time its kernel under each candidate
+launch configuration against XLA's own code for the region, on the device the program compiles for, and keep
+the fastest; a region whose kernel is not faster stays with XLA.
+
+A region is timed in a program of its own, on random inputs of its avals: `copies` of it one after another,
+each copy's inputs passed through an `optimization_barrier` together with the previous copy's results, so that
+XLA can neither merge the copies nor run them side by side; enough copies that the device, not the host, sets
+the pace of back-to-back calls (one on the CPU, whose kernels run in Triton's interpreter). The time per copy
+is the best of a few rounds of back-to-back calls.
+
+Decisions are kept per region signature (the kernel's source and launch candidates, XLA's equations, the
+device kind and Triton's version) in memory and on disk, as checked JSON files under
+`$NUMAX_CACHE_DIR/fusion/tuning` written atomically: a program compiled again, in this process or the next,
+is not timed again. `numax_fusion_autotune` ("auto": on GPUs only; "always"; "never") says when to tune.
+"""
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.config import config
+from ..core.ir import ClosedProgram, Equation, Program, Var
+from ..lax.lax_extras import optimization_barrier_p
+from ..lowering import dispatch, xla
+from ..lowering.fusion_codegen import kernel_directory
+
+FORMAT = 1  # of the decision files
+COPY_BYTES = 1 << 28  # a timing program's copies together read and write about this much (GPU)
+MAX_COPIES = 32
+ROUND_SECONDS = 0.01  # back-to-back calls per round: about this long
+ROUNDS = 3
+MARGIN = 0.97  # a kernel must take less than this fraction of XLA's time to replace XLA's code
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """The tuner's verdict on one region: `choice`, the index of the fastest launch candidate, or None where
+    XLA's code is at least as fast; the measured microseconds per run; `remembered`: from an earlier tuning."""
+
+    choice: object
+    kernel_us: tuple
+    xla_us: float
+    remembered: bool = False
+
+    def describe(self):
+        """The times behind the decision: the best kernel's and XLA's."""
+        earlier = ", decided earlier" if self.remembered else ""
+        return f"kernel {min(self.kernel_us):.1f} us, XLA {self.xla_us:.1f} us{earlier}"
+
+
+def should_tune(platform):
+    mode = config.fusion_autotune
+    return mode == "always" or (mode == "auto" and platform == "gpu")
+
+
+class RegionTuner:
+    """Times regions on one `backend` and `device` (`timer`: how a compiled timing program is timed, in
+    seconds per call, given its executable and argument buffers; tests give their own)."""
+
+    def __init__(self, backend, device, timer=None):
+        self.backend, self.device = backend, device
+        self.timer = timer or seconds_per_call
+        self.identity = [backend.platform, getattr(device, "device_kind", str(device)), _triton_version()]
+
+    def decide(self, members, inputs, outputs, candidates, signature):
+        """The Decision for a region (`members`: its equations, `inputs`/`outputs`: its Vars) among candidate
+        `triton_call` equations over the same Vars; `signature`: text naming the kernel and its candidates."""
+        key = hashlib.sha256(json.dumps(self.identity + [signature, str(Program([], inputs, outputs, members))])
+                             .encode()).hexdigest()
+        remembered = _decisions.get(key, len(candidates))
+        if remembered is not None:
+            return remembered
+        kernel_us = tuple(self.time(equations, inputs, outputs) for equations in ([c] for c in candidates))
+        xla_us = self.time(members, inputs, outputs)
+        best = min(range(len(candidates)), key=kernel_us.__getitem__)
+        decision = Decision(best if kernel_us[best] < MARGIN * xla_us else None, kernel_us, xla_us)
+        _decisions.put(key, decision)
+        return decision
+
+    def time(self, equations, inputs, outputs):
+        """Microseconds per run of `equations` on random inputs (the best of a few rounds)."""
+        copies = 1 if self.backend.platform == "cpu" else _copies(inputs, outputs)
+        closed = replicated(equations, inputs, outputs, copies)
+        executable = dispatch.compile_program(closed, "fusion_tuning", self.backend, self.device)
+        rng = np.random.default_rng(0)
+        buffers = [dispatch.to_buffer(sample(v.aval, rng), v.aval, self.backend, self.device) for v in inputs]
+        return self.timer(executable, buffers) / copies * 1e6
+
+
+def seconds_per_call(executable, buffers):
+    """The best, over ROUNDS rounds, of the mean time of back-to-back calls (each round about ROUND_SECONDS)."""
+    run = executable.run_buffers
+    xla.block_until_ready(run(buffers))  # warm: the first call loads kernels
+    start = time.perf_counter()
+    xla.block_until_ready(run(buffers))
+    calls = max(1, min(100, int(ROUND_SECONDS / max(time.perf_counter() - start, 1e-6))))
+    best = math.inf
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        for _ in range(calls):
+            outputs = run(buffers)
+        xla.block_until_ready(outputs)
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best
+
+
+def _copies(inputs, outputs):
+    moved = sum(v.aval.size * v.aval.dtype.itemsize for v in list(inputs) + list(outputs))
+    return max(1, min(MAX_COPIES, COPY_BYTES // max(moved, 1)))
+
+
+def replicated(equations, inputs, outputs, copies):
+    """A program running `equations` `copies` times one after another on the same inputs: each copy's inputs
+    pass through an optimization barrier with the previous copy's results. Its results: the last copy's."""
+    invars = [Var(v.aval) for v in inputs]
+    program_equations, previous = [], []
+    for _ in range(copies):
+        feed = invars
+        if previous:
+            barred = [Var(v.aval) for v in previous + invars]
+            program_equations.append(Equation(optimization_barrier_p, previous + invars, barred, {}))
+            feed = barred[len(previous):]
+        renamed = dict(zip(inputs, feed))
+        for eqn in equations:
+            outvars = [Var(v.aval) for v in eqn.outvars]
+            program_equations.append(eqn.replace(inputs=[renamed.get(a, a) if type(a) is Var else a
+                                                         for a in eqn.inputs], outvars=outvars))
+            renamed.update(zip(eqn.outvars, outvars))
+        previous = [renamed[v] for v in outputs]
+    return ClosedProgram(Program([], invars, previous, program_equations), [])
+
+
+def sample(aval, rng):
+    """Random values of `aval`'s shape and dtype: normal floats, small integers, booleans."""
+    if aval.dtype == dtypes.bool_:
+        return rng.random(aval.shape) < 0.5
+    if dtypes.is_integer(aval.dtype):
+        return rng.integers(0, 8, aval.shape).astype(aval.dtype)
+    return rng.standard_normal(aval.shape).astype(aval.dtype)
+
+
+def _triton_version():
+    import triton
+
+    return triton.__version__
+
+
+class _DecisionStore:
+    """Decisions by key: in memory, and as checked JSON files written atomically."""
+
+    def __init__(self):
+        self.memory = {}
+        self.lock = threading.Lock()
+
+    def path(self, key):
+        return os.path.join(kernel_directory(), "tuning", f"{key}.json")
+
+    def get(self, key, candidates):
+        with self.lock:
+            found = self.memory.get(key)
+        if found is not None:
+            return found
+        try:
+            with open(self.path(key)) as file:
+                record = json.load(file)
+            decision = _checked(record, key, candidates)
+        except (OSError, ValueError, TypeError, KeyError):
+            return None  # absent, unreadable or not a decision of this region: tuned again, and rewritten
+        with self.lock:
+            self.memory[key] = decision
+        return decision
+
+    def put(self, key, decision):
+        with self.lock:
+            self.memory[key] = decision
+        record = {"format": FORMAT, "key": key, "choice": decision.choice, "kernel_us": list(decision.kernel_us),
+                  "xla_us": decision.xla_us}
+        directory = os.path.dirname(self.path(key))
+        try:
+            os.makedirs(directory, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+            with os.fdopen(handle, "w") as file:
+                json.dump(record, file)
+            os.replace(temporary, self.path(key))
+        except OSError:
+            pass  # a read-only cache directory: the decision holds for this process
+
+
+def _checked(record, key, candidates):
+    """The Decision a decision file holds, or a ValueError where it is not one for `key`."""
+    choice, kernel_us, xla_us = record["choice"], record["kernel_us"], record["xla_us"]
+    valid = (record["format"] == FORMAT and record["key"] == key and len(kernel_us) == candidates
+             and (choice is None or (type(choice) is int and 0 <= choice < candidates))
+             and all(isinstance(t, (int, float)) and t > 0 for t in kernel_us + [xla_us]))
+    if not valid:
+        raise ValueError(f"not a tuning decision of region {key}")
+    return Decision(choice, tuple(float(t) for t in kernel_us), float(xla_us), remembered=True)
+
+
+_decisions = _DecisionStore()
