@@ -179,7 +179,7 @@ def cases(quick):
         Case("d", "2-layer MLP training step float32 (4096, 1024 -> 4096 -> 1024)", mlp_inputs,
              mlp_step(xnp, numax.nn.gelu, numax.value_and_grad), mlp_step(jnp, jax.nn.gelu, jax.value_and_grad),
              "mlp_step", numpy_mlp_step, (2e-2, 2e-3),
-             lambda params, x, y: 2 * bytes_of(*params) + bytes_of(x, y)),
+             lambda *arrays: 2 * bytes_of(*arrays[:4]) + bytes_of(*arrays[4:])),  # parameters, then x and y
         Case("e", "layernorm + linear + GELU + residual float16 32x512x512", linear_inputs, numax_lin, jax_lin,
              "layernorm_linear_gelu", linear_reference, (3e-2, 3e-2),
              lambda x, s, b, w, c: 2 * x.nbytes + bytes_of(s, b, w, c)),

@@ -94,7 +94,16 @@ def fuse_with_kernels(closed: ClosedProgram, platform="cpu", placement=None, tun
     if tuner is None and placement is not None and fusion_tuning.should_tune(platform):
         tuner = fusion_tuning.RegionTuner(*placement)
     fuser = _Fuser(platform, tuner)
-    return fuser.closed(closed), fuser.kernels
+    fused = fuser.closed(closed)
+    if tuner is not None and fuser.kernels:
+        faster, decision = tuner.program_is_faster(closed, fused)
+        if config.log_fusion and decision is not None:
+            verdict = "kept" if faster else "not faster than XLA's: compiled without fusion"
+            print(f"numax: the program with {len(fuser.kernels)} fused kernels {verdict} "
+                  f"(fused {decision.kernel_us[0]:.1f} us, XLA {decision.xla_us:.1f} us)", file=sys.stderr)
+        if not faster:
+            return closed, []
+    return fused, fuser.kernels
 
 
 class _Fuser:

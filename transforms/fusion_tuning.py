@@ -2,10 +2,10 @@
 launch configuration against XLA's own code for the region, on the device the program compiles for, and keep
 the fastest; a region whose kernel is not faster stays with XLA.
 
-A region is timed in a program of its own, on random inputs of its avals: `copies` of it one after another,
-each copy's inputs passed through an `optimization_barrier` together with the previous copy's results, so that
-XLA can neither merge the copies nor run them side by side; enough copies that the device, not the host, sets
-the pace of back-to-back calls (one on the CPU, whose kernels run in Triton's interpreter). The time per copy
+A region is timed in a program of its own, on random inputs of its avals: `copies` of it, each on arguments of
+its own (so that XLA cannot merge them), one after another (each copy's inputs pass through an
+`optimization_barrier` together with the previous copy's results); enough copies that the device, not the
+host, sets the pace of back-to-back calls (one on the CPU, whose kernels run in Triton's interpreter). The time per copy
 is the best of a few rounds of back-to-back calls.
 
 Decisions are kept per region signature (the kernel's source and launch candidates, XLA's equations, the
@@ -27,7 +27,8 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.config import config
-from ..core.ir import ClosedProgram, Equation, Program, Var
+from ..core.dce import has_effects
+from ..core.ir import ClosedProgram, Equation, Program, Var, open_program, programs_in
 from ..lax.lax_extras import optimization_barrier_p
 from ..lowering import dispatch, xla
 from ..lowering.fusion_codegen import kernel_directory
@@ -38,6 +39,7 @@ MAX_COPIES = 32
 ROUND_SECONDS = 0.01  # back-to-back calls per round: about this long
 ROUNDS = 3
 MARGIN = 0.97  # a kernel must take less than this fraction of XLA's time to replace XLA's code
+WHOLE_PROGRAM_EQUATIONS = 400  # a whole program is timed in copies of at most about this many equations
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,21 +80,48 @@ class RegionTuner:
         remembered = _decisions.get(key, len(candidates))
         if remembered is not None:
             return remembered
-        kernel_us = tuple(self.time(equations, inputs, outputs) for equations in ([c] for c in candidates))
-        xla_us = self.time(members, inputs, outputs)
+        rng = np.random.default_rng(0)
+        buffers = [dispatch.to_buffer(sample(v.aval, rng), v.aval, self.backend, self.device) for v in inputs]
+        kernel_us = tuple(self.time([call], inputs, outputs, buffers) for call in candidates)
+        xla_us = self.time(members, inputs, outputs, buffers)
         best = min(range(len(candidates)), key=kernel_us.__getitem__)
         decision = Decision(best if kernel_us[best] < MARGIN * xla_us else None, kernel_us, xla_us)
         _decisions.put(key, decision)
         return decision
 
-    def time(self, equations, inputs, outputs):
-        """Microseconds per run of `equations` on random inputs (the best of a few rounds)."""
-        copies = 1 if self.backend.platform == "cpu" else _copies(inputs, outputs)
+    def program_is_faster(self, original, fused):
+        """Does the ClosedProgram `fused` (its regions' kernels each faster than XLA's code alone) also run
+        faster as a whole than `original`? XLA schedules, fuses and graphs a whole program differently from its
+        regions one by one (a custom call ends a CUDA graph), so the whole program has the last word. Programs
+        with side effects or loops (whose trip counts random inputs could not be trusted with) are not timed:
+        their regions' decisions stand. Returns (verdict, Decision or None)."""
+        if not _timeable(original.program):
+            return True, None
+        program = original.program
+        inputs = program.constvars + program.invars
+        key = hashlib.sha256(json.dumps(self.identity + [str(original), str(fused)]).encode()).hexdigest()
+        decision = _decisions.get(key, 1)
+        if decision is None:
+            rng = np.random.default_rng(0)
+            consts = [dispatch.to_buffer(value, v.aval, self.backend, self.device)
+                      for v, value in zip(program.constvars, original.consts)]
+            buffers = consts + [dispatch.to_buffer(sample(v.aval, rng), v.aval, self.backend, self.device)
+                                for v in program.invars]
+            copies = max(1, min(_copies(inputs, program.outvars), WHOLE_PROGRAM_EQUATIONS // len(program.equations)))
+            times = [self.time(p.equations, p.constvars + p.invars, p.outvars, buffers, copies)
+                     for p in (fused.program, program)]
+            decision = Decision(0 if times[0] < MARGIN * times[1] else None, (times[0],), times[1])
+            _decisions.put(key, decision)
+        return decision.choice is not None, decision
+
+    def time(self, equations, inputs, outputs, buffers, copies=None):
+        """Microseconds per run of `equations` on the device `buffers` of `inputs` (the best of a few rounds)."""
+        if copies is None:
+            copies = _copies(inputs, outputs)
+        copies = 1 if self.backend.platform == "cpu" else copies
         closed = replicated(equations, inputs, outputs, copies)
         executable = dispatch.compile_program(closed, "fusion_tuning", self.backend, self.device)
-        rng = np.random.default_rng(0)
-        buffers = [dispatch.to_buffer(sample(v.aval, rng), v.aval, self.backend, self.device) for v in inputs]
-        return self.timer(executable, buffers) / copies * 1e6
+        return self.timer(executable, buffers * copies) / copies * 1e6
 
 
 def seconds_per_call(executable, buffers):
@@ -112,21 +141,34 @@ def seconds_per_call(executable, buffers):
     return best
 
 
+def _timeable(program):
+    """True when no equation of `program` or of the programs nested in it has effects or is a loop."""
+    for eqn in program.equations:
+        if eqn.primitive.name == "while" or has_effects(eqn):
+            return False
+        if not all(_timeable(open_program(p)) for value in eqn.params.values() for p in programs_in(value)):
+            return False
+    return True
+
+
 def _copies(inputs, outputs):
-    moved = sum(v.aval.size * v.aval.dtype.itemsize for v in list(inputs) + list(outputs))
+    moved = sum(v.aval.size * v.aval.dtype.itemsize for v in list(inputs) + list(outputs) if type(v) is Var)
     return max(1, min(MAX_COPIES, COPY_BYTES // max(moved, 1)))
 
 
 def replicated(equations, inputs, outputs, copies):
-    """A program running `equations` `copies` times one after another on the same inputs: each copy's inputs
-    pass through an optimization barrier with the previous copy's results. Its results: the last copy's."""
-    invars = [Var(v.aval) for v in inputs]
-    program_equations, previous = [], []
+    """A program running `equations` `copies` times one after another, each copy on inputs of its own (the
+    same buffers may be passed to all: XLA cannot tell, so it merges no copies); each copy's inputs pass through
+    an optimization barrier with the previous copy's results (XLA runs the copies in order and fuses none of
+    them together), and every copy's results are the program's."""
+    invars, program_equations, previous, kept = [], [], [], []
     for _ in range(copies):
-        feed = invars
+        feed = [Var(v.aval) for v in inputs]
+        invars += feed
         if previous:
-            barred = [Var(v.aval) for v in previous + invars]
-            program_equations.append(Equation(optimization_barrier_p, previous + invars, barred, {}))
+            barred = [Var(v.aval) for v in previous + feed]
+            program_equations.append(Equation(optimization_barrier_p, previous + feed, barred, {}))
+            kept += barred[:len(previous)]
             feed = barred[len(previous):]
         renamed = dict(zip(inputs, feed))
         for eqn in equations:
@@ -134,17 +176,22 @@ def replicated(equations, inputs, outputs, copies):
             program_equations.append(eqn.replace(inputs=[renamed.get(a, a) if type(a) is Var else a
                                                          for a in eqn.inputs], outvars=outvars))
             renamed.update(zip(eqn.outvars, outvars))
-        previous = [renamed[v] for v in outputs]
-    return ClosedProgram(Program([], invars, previous, program_equations), [])
+        results = [renamed.get(v, v) if type(v) is Var else v for v in outputs]
+        previous = list(dict.fromkeys(v for v in results if type(v) is Var))
+    return ClosedProgram(Program([], invars, kept + results, program_equations), [])
 
 
-def sample(aval, rng):
-    """Random values of `aval`'s shape and dtype: normal floats, small integers, booleans."""
+def sample(aval, rng, distinct=1 << 16):
+    """Random values of `aval`'s shape and dtype (normal floats, small integers, booleans): `distinct` of them
+    drawn, repeated to fill a larger shape (a region's time does not depend on more randomness than that)."""
+    count = min(aval.size, distinct)
     if aval.dtype == dtypes.bool_:
-        return rng.random(aval.shape) < 0.5
-    if dtypes.is_integer(aval.dtype):
-        return rng.integers(0, 8, aval.shape).astype(aval.dtype)
-    return rng.standard_normal(aval.shape).astype(aval.dtype)
+        drawn = rng.random(count) < 0.5
+    elif dtypes.is_integer(aval.dtype):
+        drawn = rng.integers(0, 8, count)
+    else:
+        drawn = rng.standard_normal(count)
+    return np.resize(drawn.astype(aval.dtype), aval.shape)
 
 
 def _triton_version():
