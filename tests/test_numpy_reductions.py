@@ -129,3 +129,17 @@ def test_average():
     want, want_sum = jnp.average(x, axis=1, weights=w, returned=True)
     check_same(got, want, "average")
     check_same(got_sum, want_sum, "average")
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float16), bf16])
+@pytest.mark.parametrize("name", ["sum", "prod", "mean", "var", "std"])
+def test_16_bit_floats_accumulate_in_float32_as_in_jax(name, dtype):
+    # 4096 values near 1.5: a 16-bit running sum would stop growing long before the end
+    x = (1.5 + np.random.RandomState(3).rand(3, 4096) * 0.01).astype(dtype)
+    x = x[:, :24] if name == "prod" else x  # a product of 4096 values would overflow
+    got, want = getattr(xnp, name)(x, axis=-1), getattr(jnp, name)(x, axis=-1)
+    assert got.dtype == want.dtype == dtype
+    np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+    program = numax.make_jaxpr(lambda v: getattr(xnp, name)(v, axis=-1))(x)
+    (reduction,) = [e for e in program.equations if e.primitive.name.startswith("reduce_")][-1:]
+    assert reduction.inputs[0].aval.dtype == np.float32

@@ -26,6 +26,12 @@ def _upcast_small_ints(dtype):
     return dtype
 
 
+def _upcast_16_bit_floats(dtype):
+    """The dtype a sum or product of `dtype` values accumulates in: float32 for float16 and bfloat16 (as
+    jax.numpy computes them), else `dtype` itself."""
+    return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+
+
 def _keep_dims(result, reduced_shape, axes):
     kept = [1 if i in axes else d for i, d in enumerate(reduced_shape)]
     return lax.reshape(result, kept)
@@ -40,6 +46,8 @@ def _apply_where(a, where, identity):
 
 
 def _reduction(name, lax_reduce, identity, upcast=False, bool_result=False, has_identity=True):
+    """numpy's reduction `name` over lax_reduce. `upcast`: small integers are summed in the default integer
+    and 16-bit floats in float32 (the result converted back), as in jax.numpy."""
     def reduce(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, promote_integers=True):
         if out is not None:
             raise NotImplementedError(f"{name}: the `out` argument is not supported (numax arrays are immutable)")
@@ -59,10 +67,15 @@ def _reduction(name, lax_reduce, identity, upcast=False, bool_result=False, has_
             if where is not None:
                 raise ValueError(f"reduction operation {name} with `where` requires `initial`")
         a = _apply_where(a, where, identity(aval(a).dtype) if initial is None else initial)
+        result_dtype = aval(a).dtype
+        if upcast and _upcast_16_bit_floats(result_dtype) != result_dtype:
+            a = lax.convert_element_type(a, _upcast_16_bit_floats(result_dtype))
         result = lax_reduce(a, axes)
         if initial is not None:
             combine = {"sum": lax.add, "prod": lax.mul, "max": lax.max, "min": lax.min}[name]
             result = combine(result, lax.convert_element_type(initial, aval(result).dtype))
+        if aval(result).dtype != result_dtype:
+            result = lax.convert_element_type(result, result_dtype)
         if keepdims:
             result = _keep_dims(result, a_aval.shape, axes)
         if not has_identity:
@@ -115,14 +128,14 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     if dtype is None:
         dtype = a_aval.dtype if dtypes.is_inexact(a_aval.dtype) else dtypes.default_float_dtype()
     dtype = requested_dtype(dtype, "mean")
+    computation = _upcast_16_bit_floats(dtype)
     axes = canonicalize_axes(axis, a_aval.ndim)
-    total = sum(a, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
+    total = sum(a, axis=axes, dtype=computation, keepdims=keepdims, where=where)
     count = _count(a_aval.shape, axes, where)
-    if isinstance(count, int):
-        return lax.div(total, lax.convert_element_type(count, dtype))
-    if keepdims:
+    if not isinstance(count, int) and keepdims:
         count = _keep_dims(count, a_aval.shape, axes)
-    return lax.div(total, lax.convert_element_type(count, dtype))
+    result = lax.div(total, lax.convert_element_type(count, computation))
+    return result if computation == dtype else lax.convert_element_type(result, dtype)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
@@ -130,7 +143,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         ddof = correction
     (a,) = promote_args("var", a)
     a_aval = aval(a)
-    computation = a_aval.dtype if dtypes.is_inexact(a_aval.dtype) else dtypes.default_float_dtype()
+    given = a_aval.dtype if dtypes.is_inexact(a_aval.dtype) else dtypes.default_float_dtype()
+    computation = _upcast_16_bit_floats(given)  # 16-bit floats: computed in float32, returned in their dtype
     a = lax.convert_element_type(a, computation)
     axes = canonicalize_axes(axis, a_aval.ndim)
     centered = lax.sub(a, mean(a, axis=axes, keepdims=True, where=where))
@@ -148,7 +162,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
             count = _keep_dims(count, a_aval.shape, axes)
         divisor = lax.sub(lax.convert_element_type(count, real_dtype), lax.convert_element_type(ddof, real_dtype))
     result = lax.div(total, divisor)
-    return result if dtype is None else lax.convert_element_type(result, dtype)
+    if dtype is None:
+        return result if computation == given else lax.convert_element_type(result, given)
+    return lax.convert_element_type(result, dtype)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
