@@ -22,11 +22,11 @@ import json
 import os
 import struct
 import sys
-import tempfile
 import threading
 import warnings
 
 from ..core.config import config
+from .atomic_file import write_atomically
 
 _MAGIC = b"NUMAXEXE"
 _FORMAT = 1  # bumped when the file layout changes, so old files are rejected instead of misread
@@ -186,16 +186,7 @@ def _store(root, key, payload: bytes):
         return
     header = _HEADER.pack(_MAGIC, _FORMAT, key.encode(), len(payload), hashlib.sha256(payload).digest())
     try:
-        os.makedirs(root, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=root)
-        try:
-            with os.fdopen(descriptor, "wb") as file:
-                file.write(header)
-                file.write(payload)
-            os.replace(temporary, _entry_path(root, key))
-        except BaseException:
-            os.remove(temporary)
-            raise
+        write_atomically(_entry_path(root, key), header + payload)
     except OSError as error:
         print(f"numax: could not write the persistent compilation cache entry {key[:16]} ({error})",
               file=sys.stderr)

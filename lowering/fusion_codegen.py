@@ -26,13 +26,13 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 import threading
 
 import numpy as np
 
 from ..core import dtypes
 from ..core.ir import Literal
+from .atomic_file import write_atomically
 
 SMALL_REGION = 1024  # elements: one program covers a region this small
 LARGE_REGION = 1 << 20  # elements: from here on, blocks of 4096 over 8 warps
@@ -398,14 +398,9 @@ def load_kernel(name, source):
         if kernel is not None:
             return kernel
         digest = hashlib.sha256(source.encode()).hexdigest()
-        directory = kernel_directory()
-        os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, f"{digest}.py")
+        path = os.path.join(kernel_directory(), f"{digest}.py")
         if not os.path.exists(path):
-            handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-            with os.fdopen(handle, "w") as file:
-                file.write(source)
-            os.replace(temporary, path)
+            write_atomically(path, source)
         module_name = f"_numax_fused_{digest}"
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)

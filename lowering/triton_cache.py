@@ -13,11 +13,11 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 
 from ..core.config import config
+from .atomic_file import write_atomically
 
 _FORMAT = 1  # bumped when the file layout changes, so old files miss instead of misreading
 
@@ -111,14 +111,6 @@ class KernelCache:
         entry = {"fields": key_fields, "compiled": compiled}
         entry["sha256"] = _digest([key_fields, compiled])
         try:
-            os.makedirs(self.directory, exist_ok=True)
-            descriptor, temporary = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=self.directory)
-            try:
-                with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-                    json.dump(entry, file, sort_keys=True)
-                os.replace(temporary, self.path(key))
-            except BaseException:
-                os.unlink(temporary)
-                raise
+            write_atomically(self.path(key), json.dumps(entry, sort_keys=True))
         except OSError as error:
             print(f"numax: could not write the Triton kernel cache in {self.directory}: {error}", file=sys.stderr)
