@@ -27,23 +27,19 @@ def _text_from_env(text, variable):
     return text
 
 
-FUSION_CHOICES = ("xla", "triton")
+def _one_of(choices, flag):
+    """A check that a value is one of `choices` (for `flag` and its environment variable), else a ValueError."""
+    def check(value, where=flag):
+        if value not in choices:
+            raise ValueError(f"{where} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        return value
+
+    return check
 
 
-def check_fusion(value, where="numax_fusion"):
-    """A valid fusion choice (`jit(fusion=...)`, the numax_fusion flag and NUMAX_FUSION), else a ValueError."""
-    if value not in FUSION_CHOICES:
-        raise ValueError(f"{where} must be one of {', '.join(map(repr, FUSION_CHOICES))}, got {value!r}")
-    return value
-
-
-AUTOTUNE_CHOICES = ("auto", "always", "never")
-
-
-def check_autotune(value, where="numax_fusion_autotune"):
-    if value not in AUTOTUNE_CHOICES:
-        raise ValueError(f"{where} must be one of {', '.join(map(repr, AUTOTUNE_CHOICES))}, got {value!r}")
-    return value
+# jit(fusion=...), the numax_fusion flag and NUMAX_FUSION
+check_fusion = _one_of(("xla", "triton"), "numax_fusion")
+check_autotune = _one_of(("auto", "always", "never"), "numax_fusion_autotune")
 
 
 def _number_from_env(kind):

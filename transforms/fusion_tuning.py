@@ -19,7 +19,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import threading
 import time
 
@@ -31,6 +30,7 @@ from ..core.dce import has_effects
 from ..core.ir import ClosedProgram, Equation, Program, Var, open_program, programs_in
 from ..lax.lax_extras import optimization_barrier_p
 from ..lowering import dispatch, xla
+from ..lowering.atomic_file import write_atomically
 from ..lowering.fusion_codegen import kernel_directory
 
 FORMAT = 1  # of the decision files
@@ -75,13 +75,11 @@ class RegionTuner:
     def decide(self, members, inputs, outputs, candidates, signature):
         """The Decision for a region (`members`: its equations, `inputs`/`outputs`: its Vars) among candidate
         `triton_call` equations over the same Vars; `signature`: text naming the kernel and its candidates."""
-        key = hashlib.sha256(json.dumps(self.identity + [signature, str(Program([], inputs, outputs, members))])
-                             .encode()).hexdigest()
+        key = self.key(signature, str(Program([], inputs, outputs, members)))
         remembered = _decisions.get(key, len(candidates))
         if remembered is not None:
             return remembered
-        rng = np.random.default_rng(0)
-        buffers = [dispatch.to_buffer(sample(v.aval, rng), v.aval, self.backend, self.device) for v in inputs]
+        buffers = self.random_buffers(inputs)
         kernel_us = tuple(self.time([call], inputs, outputs, buffers) for call in candidates)
         xla_us = self.time(members, inputs, outputs, buffers)
         best = min(range(len(candidates)), key=kernel_us.__getitem__)
@@ -95,24 +93,31 @@ class RegionTuner:
         regions one by one (a custom call ends a CUDA graph), so the whole program has the last word. Programs
         with side effects or loops (whose trip counts random inputs could not be trusted with) are not timed:
         their regions' decisions stand. Returns (verdict, Decision or None)."""
-        if not _timeable(original.program):
-            return True, None
         program = original.program
+        if _has_loops(program) or any(has_effects(eqn) for eqn in program.equations):
+            return True, None
         inputs = program.constvars + program.invars
-        key = hashlib.sha256(json.dumps(self.identity + [str(original), str(fused)]).encode()).hexdigest()
+        key = self.key(str(original), str(fused))
         decision = _decisions.get(key, 1)
         if decision is None:
-            rng = np.random.default_rng(0)
             consts = [dispatch.to_buffer(value, v.aval, self.backend, self.device)
                       for v, value in zip(program.constvars, original.consts)]
-            buffers = consts + [dispatch.to_buffer(sample(v.aval, rng), v.aval, self.backend, self.device)
-                                for v in program.invars]
+            buffers = consts + self.random_buffers(program.invars)
             copies = max(1, min(_copies(inputs, program.outvars), WHOLE_PROGRAM_EQUATIONS // len(program.equations)))
             times = [self.time(p.equations, p.constvars + p.invars, p.outvars, buffers, copies)
                      for p in (fused.program, program)]
             decision = Decision(0 if times[0] < MARGIN * times[1] else None, (times[0],), times[1])
             _decisions.put(key, decision)
         return decision.choice is not None, decision
+
+    def key(self, *texts):
+        """The decision key of what `texts` describe, on this tuner's platform, device kind and Triton."""
+        return hashlib.sha256(json.dumps(self.identity + list(texts)).encode()).hexdigest()
+
+    def random_buffers(self, variables):
+        """Device buffers of random values for `variables` (the same values for the same avals each time)."""
+        rng = np.random.default_rng(0)
+        return [dispatch.to_buffer(sample(v.aval, rng), v.aval, self.backend, self.device) for v in variables]
 
     def time(self, equations, inputs, outputs, buffers, copies=None):
         """Microseconds per run of `equations` on the device `buffers` of `inputs` (the best of a few rounds)."""
@@ -141,14 +146,10 @@ def seconds_per_call(executable, buffers):
     return best
 
 
-def _timeable(program):
-    """True when no equation of `program` or of the programs nested in it has effects or is a loop."""
-    for eqn in program.equations:
-        if eqn.primitive.name == "while" or has_effects(eqn):
-            return False
-        if not all(_timeable(open_program(p)) for value in eqn.params.values() for p in programs_in(value)):
-            return False
-    return True
+def _has_loops(program):
+    """True when `program` or a program nested in it holds a while loop (`has_effects` looks inside for effects)."""
+    return any(eqn.primitive.name == "while" or any(_has_loops(open_program(p)) for value in eqn.params.values()
+                                                    for p in programs_in(value)) for eqn in program.equations)
 
 
 def _copies(inputs, outputs):
@@ -230,13 +231,8 @@ class _DecisionStore:
             self.memory[key] = decision
         record = {"format": FORMAT, "key": key, "choice": decision.choice, "kernel_us": list(decision.kernel_us),
                   "xla_us": decision.xla_us}
-        directory = os.path.dirname(self.path(key))
         try:
-            os.makedirs(directory, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-            with os.fdopen(handle, "w") as file:
-                json.dump(record, file)
-            os.replace(temporary, self.path(key))
+            write_atomically(self.path(key), json.dumps(record))
         except OSError:
             pass  # a read-only cache directory: the decision holds for this process
 
