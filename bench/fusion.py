@@ -202,36 +202,31 @@ def torch_function(name):
         return lambda x, scale, shift, weight, bias: F.gelu(
             F.layer_norm(x, x.shape[-1:], scale, shift, EPSILON) @ weight + bias, approximate="tanh") + x
     if name == "mlp_step":
-        def loss(params, x, y):
-            w1, b1, w2, b2 = params
-            return ((F.gelu(x @ w1 + b1, approximate="tanh") @ w2 + b2 - y) ** 2).mean()
-
-        def step(params, x, y):
-            params = [p.detach().requires_grad_() for p in params]
-            value = loss(params, x, y)
-            grads = torch.autograd.grad(value, params)
-            return [p.detach() - 1e-3 * g for p, g in zip(params, grads)], value.detach()
-
-        return step
+        return torch_mlp_step()
     raise ValueError(name)
 
 
 def torch_compiled(name):
     import torch
 
-    if name != "mlp_step":
-        return torch.compile(torch_function(name))
+    # for the training step the loss is compiled, its backward through AOTAutograd, as torch users train
+    return torch_mlp_step(torch.compile) if name == "mlp_step" else torch.compile(torch_function(name))
+
+
+def torch_mlp_step(prepare_loss=lambda loss: loss):
+    """case (d) in torch: the loss (passed through `prepare_loss`), its gradient by autograd, an SGD update."""
+    import torch
     import torch.nn.functional as F
 
-    def loss(params, x, y):  # the loss compiled, its backward through AOTAutograd, as torch users train
+    def loss(params, x, y):
         w1, b1, w2, b2 = params
         return ((F.gelu(x @ w1 + b1, approximate="tanh") @ w2 + b2 - y) ** 2).mean()
 
-    compiled = torch.compile(loss)
+    prepared = prepare_loss(loss)
 
     def step(params, x, y):
         params = [p.detach().requires_grad_() for p in params]
-        value = compiled(params, x, y)
+        value = prepared(params, x, y)
         grads = torch.autograd.grad(value, params)
         return [p.detach() - 1e-3 * g for p, g in zip(params, grads)], value.detach()
 
