@@ -22,6 +22,7 @@ named by a hash of the source, and imported once per process. This module knows 
 primitive names, params and avals: nothing here knows how regions are chosen.
 """
 
+import dataclasses
 import hashlib
 import importlib.util
 import os
@@ -51,14 +52,32 @@ def launch_parameters(size):
         return 1024, 4
     return 4096, 8
 
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """One way to launch a generated kernel: BLOCK, its warps, and for a row kernel the rows each program
+    computes (ROWS; None for an elementwise kernel, which has no such parameter)."""
+
+    block: int
+    num_warps: int
+    rows: int = None
+
+    def metaparams(self):
+        return (("BLOCK", self.block),) + ((("ROWS", self.rows),) if self.rows else ())
+
+    def __str__(self):
+        rows = f", ROWS={self.rows}" if self.rows else ""
+        return f"BLOCK={self.block}{rows}, num_warps={self.num_warps}"
+
+
 def launch_candidates(size):
-    """The (BLOCK, num_warps) pairs the tuner tries for an elementwise region of `size` elements, the default
+    """The Launches the tuner tries for an elementwise region of `size` elements, the default
     (`launch_parameters`) first: one for a small region, three block sizes for a larger one."""
     default = launch_parameters(size)
     if size <= SMALL_REGION:
-        return [default]
+        return [Launch(*default)]
     others = [(1024, 4), (2048, 8), (4096, 8)]
-    return [default] + [c for c in others if c != default and c[0] <= 1 << (size - 1).bit_length()]
+    return [Launch(*c) for c in [default] + [c for c in others if c != default
+                                             and c[0] <= 1 << (size - 1).bit_length()]]
 
 
 _TRITON_DTYPES = {
@@ -344,11 +363,11 @@ def emit_equations(writer, equations, names, templates=EQUATION_TEMPLATES):
         names[eqn.outvars[0]] = writer.let(expression)
 
 
-def kernel_source(writer, equations, parameters):
+def kernel_source(writer, equations, parameters, constexprs=("BLOCK",)):
     """(name, source) of the kernel whose body `writer` holds: named by its operations and a hash of its text."""
     body = "".join(f"    {line}\n" for line in writer.lines)
     helpers = "".join(_HELPERS[name] for name in writer.helpers)
-    signature = f"({', '.join(parameters)}, BLOCK: tl.constexpr):\n"
+    signature = f"({', '.join(list(parameters) + [f'{c}: tl.constexpr' for c in constexprs])}):\n"
     digest = hashlib.sha256((helpers + signature + body).encode()).hexdigest()[:10]
     operations = list(dict.fromkeys(eqn.primitive.name for eqn in equations))
     name = "_".join(["fused"] + operations[:3] + (["etc"] if len(operations) > 3 else []) + [digest])

@@ -3,21 +3,25 @@ epilogue (softmax, logsumexp, layer norm and their backward passes).
 
 The region's arrays are rows of `length` elements (the last axis; the leading axes flattened into `rows`), or
 one value per row (`rows` elements: a reduction's result, in any shape of that size), one value per column
-(an input only broadcast along the rows, such as layer norm's scale), or one value in all. One
-program computes one row, whole, in a block of BLOCK = the next power of two of `length`:
+(an input only broadcast along the rows, such as layer norm's scale), or one value in all. One program computes
+ROWS whole rows in a [ROWS, BLOCK] block, BLOCK the next power of two of `length`:
 
-    def fused_<ops>_<digest>(in0_ptr, ..., n, out0_ptr, ..., BLOCK: tl.constexpr)
+    def fused_<ops>_<digest>(in0_ptr, ..., n, m, out0_ptr, ..., BLOCK: tl.constexpr, ROWS: tl.constexpr)
 
-with `n` the row length. A row's values are [BLOCK] vectors (lanes past `n` masked), a per-row value is a scalar,
-so the broadcast of a reduced row back to the row is Triton's own broadcasting. reduce_sum/max/min fold the
-masked lanes as their identity; max and min propagate NaN as XLA's do. 16-bit floats are loaded as float32, so
-sums accumulate in float32. Rows longer than `ROW_LIMIT` stay with XLA.
+with `n` the row length and `m` the number of rows. Rows' values are [ROWS, BLOCK] blocks, per-row values
+[ROWS, 1] columns, per-column values [1, BLOCK], single values scalars, so that a reduced row's broadcast back
+along it is Triton's own broadcasting. Masks are emitted only where a block can overhang: columns past `n` when
+the length is not a power of two, rows past `m` when some candidate's ROWS does not divide the rows.
+reduce_sum/max/min fold masked lanes as their identity; max and min propagate NaN as XLA's do. 16-bit floats are
+loaded as float32, so sums accumulate in float32. Rows longer than `ROW_LIMIT` stay with XLA.
 """
 
 from ..core import dtypes
 from . import fusion_codegen as codegen
 
 ROW_LIMIT = 8192  # elements of a row kept in one program's registers
+MULTI_ROW_ELEMENTS = (2048, 4096, 8192, 16384)  # elements per program of the candidates with several rows each
+MOST_ROWS = 32  # rows per program at most
 
 
 def row_launch_parameters(length):
@@ -27,21 +31,28 @@ def row_launch_parameters(length):
     return block, min(8, max(1, block // 256))
 
 
-def row_launch_candidates(length):
-    """The (BLOCK, num_warps) pairs the tuner tries for rows of `length` elements: the default
-    (`row_launch_parameters`), then half and twice its warps, from 1 to 16 and at most one per 32 elements."""
+def row_launch_candidates(length, rows):
+    """The Launches the tuner tries for `rows` rows of `length` elements: one row per program under the default
+    warps (`row_launch_parameters`, first), half and twice them (from 1 to 16, at most one per 32 elements);
+    then several rows per program, as many as make `MULTI_ROW_ELEMENTS` elements (at most `MOST_ROWS`, and no
+    more than the rows' next power of two), over one warp per 256 of them, at most 8."""
     block, default = row_launch_parameters(length)
     most = max(1, min(16, block // 32))
     warps = [default] + [w for w in (default // 2, default * 2) if 1 <= w <= most and w != default]
-    return [(block, w) for w in warps]
+    candidates = [codegen.Launch(block, w, 1) for w in warps]
+    for elements in MULTI_ROW_ELEMENTS:
+        per_program = elements // block
+        if 2 <= per_program <= min(MOST_ROWS, 1 << (rows - 1).bit_length()):
+            candidates.append(codegen.Launch(block, min(8, elements // 256), per_program))
+    return candidates
 
 
 def _reduction(identity, combine):
     def template(writer, ops, avals, out, params):
-        folded = f"tl.where(mask, {ops[0]}, {identity})"
+        folded = ops[0] if writer.column_mask is None else f"tl.where({writer.column_mask}, {ops[0]}, {identity})"
         if combine is None:
-            return f"tl.sum({folded}, axis=0)"
-        return f"tl.reduce({folded}, 0, {writer.helper(combine)})"
+            return f"tl.sum({folded}, axis=1, keep_dims=True)"
+        return f"tl.reduce({folded}, 1, {writer.helper(combine)}, keep_dims=True)"
 
     return template
 
@@ -59,13 +70,16 @@ def reducible(primitive_name, dtype):
 
 
 class RowWriter(codegen.KernelWriter):
-    """A kernel writer for one row of `length` elements: literals are scalars, broadcast where they are used."""
+    """A kernel writer for rows of `length` elements: literals are scalars, broadcast where they are used;
+    `row_mask`, `column_mask` and `mask` (both) name the masks the kernel needs, None where it needs none."""
 
     literal_shape = "[]"
 
-    def __init__(self, platform, rows, length):
+    def __init__(self, platform, rows, length, row_mask, column_mask):
         super().__init__(platform)
         self.rows, self.length = rows, length
+        self.row_mask, self.column_mask = row_mask, column_mask
+        self.mask = " & ".join(m for m in (row_mask, column_mask) if m) or None
 
     def is_row(self, aval):
         """True for a whole row's values (a [BLOCK] vector), False for a per-row or single value (a scalar);
@@ -77,7 +91,7 @@ def _broadcast(writer, ops, avals, out, params):
     # a per-row or single value becomes the row's; a per-column vector already is one; anything else keeps its
     # elements (only 1-dims are inserted)
     if writer.is_row(out) and not writer.is_row(avals[0]):
-        return f"tl.broadcast_to({ops[0]}, [BLOCK])"
+        return f"tl.broadcast_to({ops[0]}, [ROWS, BLOCK])"
     return ops[0]
 
 
@@ -85,33 +99,39 @@ ROW_TEMPLATES = {**codegen.EQUATION_TEMPLATES, **REDUCTIONS, "broadcast_in_dim":
                  "reshape": lambda writer, ops, avals, out, params: ops[0]}
 
 
-def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu", columns=frozenset()):
+def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu", columns=frozenset(),
+                        launches=()):
     """(kernel name, Triton source) for a row-wise region over `rows` rows of `length` elements.
 
     inputs: the region's array inputs (Vars) in the kernel's order: rows of `length` elements, one value per row,
-    a single value, or (those in `columns`) one value per column, loaded once per program as a [BLOCK] vector
-    and only broadcast to rows. outputs: the Vars the kernel stores, in order, rows or per-row values."""
-    writer = RowWriter(platform, rows, length)
-    row = "tl.program_id(0).to(tl.int64)" if rows * length >= 2 ** 31 else "tl.program_id(0)"
-    writer.lines += [f"row = {row}", "columns = tl.arange(0, BLOCK)", "mask = columns < n",
-                     "offsets = row * n + columns"]
+    a single value, or (those in `columns`) one value per column, loaded once per program as a [1, BLOCK] block
+    and only broadcast to rows. outputs: the Vars the kernel stores, in order, rows or per-row values.
+    launches: the Launches the kernel may run under; rows are masked only if one of them overhangs them."""
+    block = row_launch_parameters(length)[0]
+    row_mask = "in_rows" if any(rows % launch.rows for launch in launches) else None
+    column_mask = "in_columns" if length != block else None
+    writer = RowWriter(platform, rows, length, row_mask, column_mask)
+    first = "tl.program_id(0).to(tl.int64)" if rows * length >= 2 ** 31 else "tl.program_id(0)"
+    writer.lines += [f"row = {first} * ROWS + tl.arange(0, ROWS)[:, None]",
+                     "columns = tl.arange(0, BLOCK)[None, :]", "offsets = row * n + columns"]
+    writer.lines += ["in_rows = row < m"] if row_mask else []
+    writer.lines += ["in_columns = columns < n"] if column_mask else []
 
-    def address(pointer, aval):
-        if writer.is_row(aval):
-            return f"{pointer} + offsets"
-        return f"{pointer} + row" if aval.size == rows else pointer
+    def address_and_mask(pointer, var):
+        if var in columns:
+            return f"{pointer} + columns", column_mask
+        if writer.is_row(var.aval):
+            return f"{pointer} + offsets", writer.mask
+        return (f"{pointer} + row", row_mask) if var.aval.size == rows else (pointer, None)
 
     names = {}
     for position, var in enumerate(inputs):
-        if var in columns:
-            names[var] = writer.let(codegen.load_text(f"in{position}_ptr + columns", var.aval.dtype, "mask"))
-            continue
-        mask = "mask" if writer.is_row(var.aval) else None
-        names[var] = writer.let(codegen.load_text(address(f"in{position}_ptr", var.aval), var.aval.dtype, mask))
+        address, mask = address_and_mask(f"in{position}_ptr", var)
+        names[var] = writer.let(codegen.load_text(address, var.aval.dtype, mask))
     codegen.emit_equations(writer, equations, names, ROW_TEMPLATES)
     for position, var in enumerate(outputs):
+        address, mask = address_and_mask(f"out{position}_ptr", var)
         value = codegen.stored_text(names[var], var.aval.dtype)
-        mask = ", mask=mask" if writer.is_row(var.aval) else ""
-        writer.lines.append(f"tl.store({address(f'out{position}_ptr', var.aval)}, {value}{mask})")
-    parameters = [f"in{i}_ptr" for i in range(len(inputs))] + ["n"] + [f"out{i}_ptr" for i in range(len(outputs))]
-    return codegen.kernel_source(writer, equations, parameters)
+        writer.lines.append(f"tl.store({address}, {value}" + (f", mask={mask})" if mask else ")"))
+    parameters = [f"in{i}_ptr" for i in range(len(inputs))] + ["n", "m"] + [f"out{i}_ptr" for i in range(len(outputs))]
+    return codegen.kernel_source(writer, equations, parameters, ("BLOCK", "ROWS"))

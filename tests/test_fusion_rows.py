@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numax.lowering.fusion_rows_codegen import ROW_LIMIT
+from numax.lowering import dispatch
+from numax.lowering.fusion_rows_codegen import ROW_LIMIT, row_launch_candidates
 from numax.transforms.fusion import fuse_with_kernels
+from numax.transforms.fusion_tuning import Decision
 
 import numax
 import numax.nn as nn
@@ -66,7 +68,8 @@ def check_rows(f, x, kernels=1, rtol=4e-6, atol=1e-6):
 def test_forward_is_one_kernel_with_one_program_per_row(name):
     lowered = check_rows(FORWARD[name], X)
     (call,) = kernel_calls(lowered.closed)
-    assert call.params["grid"]({}) == (5,) and dict(call.params["metaparams"])["BLOCK"] == 64
+    metaparams = dict(call.params["metaparams"])
+    assert call.params["grid"](metaparams) == (5,) and metaparams == {"BLOCK": 64, "ROWS": 1}
     assert not {"reduce_sum", "reduce_max", "exp", "sub"} & {e.primitive.name for e in lowered.closed.equations}
 
 
@@ -86,7 +89,8 @@ def test_leading_axes_are_flattened_into_rows():
     x = np.random.RandomState(1).randn(2, 3, 19).astype(F32)
     lowered = check_rows(layer_norm, x)
     (call,) = kernel_calls(lowered.closed)
-    assert call.params["grid"]({}) == (6,) and dict(call.params["metaparams"])["BLOCK"] == 32
+    metaparams = dict(call.params["metaparams"])
+    assert call.params["grid"](metaparams) == (6,) and metaparams == {"BLOCK": 32, "ROWS": 1}
 
 
 def test_nan_propagates_through_row_max_and_min():
@@ -111,7 +115,8 @@ def test_16_bit_rows_are_summed_in_float32():
     x = (X[:, :32] * 8).astype(F16)  # sums of 32 values of this size lose bits in float16
     fused = numax.jit(layer_norm, fusion="triton")
     source = fused.lower(x).triton_kernels()[0].source
-    assert "tl.load(in0_ptr + offsets, mask=mask).to(tl.float32)" in source and ".to(tl.float16)" in source
+    # rows of 32, a power of two, one per program: nothing to mask
+    assert "tl.load(in0_ptr + offsets).to(tl.float32)" in source and ".to(tl.float16)" in source
     in_float32 = np.asarray(numax.jit(layer_norm)(x.astype(F32))).astype(F16)  # rounded once
     assert_close(fused(x), in_float32, rtol=1e-3, atol=1e-3)
 
@@ -129,7 +134,7 @@ def test_per_column_scale_and_shift_join_the_row_kernel(shape, dtype):
     fused = numax.jit(scaled_layer_norm_gelu, fusion="triton")
     lowered = fused.lower(x, scale, shift)
     (kernel,) = lowered.triton_kernels()
-    assert "+ columns, mask=mask)" in kernel.source  # scale and shift loaded once per row's program
+    assert "+ columns, mask=in_columns)" in kernel.source  # scale and shift loaded once per program
     assert_close(fused(x, scale, shift), numax.jit(scaled_layer_norm_gelu)(x, scale, shift), **tolerance)
     loss = lambda x, s, b: mnp.sum(scaled_layer_norm_gelu(x, s, b).astype(F32) * np.cos(np.arange(shape[-1])))
     grad = numax.grad(loss, argnums=(0, 1, 2))
@@ -142,6 +147,53 @@ def test_per_column_scale_and_shift_join_the_row_kernel(shape, dtype):
 def test_random_row_shapes(rows, length, name):
     x = np.random.RandomState(rows * 100 + length).randn(rows, length).astype(F32)
     check_rows(FORWARD[name], x, atol=2e-6)
+
+
+class RowsPerProgram:
+    """A tuner that picks, in each row region, the launch candidate with `rows` rows per program."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def decide(self, members, inputs, outputs, candidates, signature):
+        rows = [dict(call.params["metaparams"]).get("ROWS") for call in candidates]
+        return Decision(rows.index(self.rows) if self.rows in rows else 0, (0.0,) * len(rows), 1.0)
+
+    def program_is_faster(self, original, fused):
+        return True, None
+
+
+def fused_under(tuner, f, *args):
+    """f's program, fused under `tuner`, compiled: (its results on args, its kernels)."""
+    closed = numax.make_jaxpr(f)(*args)
+    fused, kernels = fuse_with_kernels(closed, "cpu", tuner=tuner)
+    return dispatch.compile_program(fused)(*args), kernels
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm", "scaled_layer_norm_gelu_grad"])
+def test_several_rows_per_program(name):
+    # 21 rows of 100: BLOCK 128 and 16 rows per program, so the second program overhangs the rows (masked)
+    rng = np.random.RandomState(4)
+    x, scale, shift = rng.randn(3, 7, 100).astype(F32), rng.randn(100).astype(F32), rng.randn(100).astype(F32)
+    if name == "scaled_layer_norm_gelu_grad":
+        f = numax.grad(lambda x, s, b: mnp.sum(scaled_layer_norm_gelu(x, s, b) * np.sin(np.arange(100))), (0, 1, 2))
+        args = (x, scale, shift)
+    else:
+        f, args = FORWARD[name], (x,)
+    results, kernels = fused_under(RowsPerProgram(16), f, *args)
+    row_kernels = [k for k in kernels if k.rows_per_program is not None]
+    assert row_kernels and all(k.rows_per_program == 16 and "in_rows" in k.source for k in row_kernels)
+    for actual, expected in zip(results, numax.tree_util.tree_leaves(numax.jit(f)(*args))):
+        assert_close(actual, expected, rtol=2e-5, atol=2e-5)
+
+
+def test_row_launch_candidates():
+    # one row per program first (default warps, then half and twice them), then several rows per program
+    assert [(c.block, c.num_warps, c.rows) for c in row_launch_candidates(4096, 16384)] == [
+        (4096, 8, 1), (4096, 4, 1), (4096, 16, 1), (4096, 8, 2), (4096, 8, 4)]
+    assert [c.rows for c in row_launch_candidates(512, 16384)] == [1, 1, 1, 4, 8, 16, 32]
+    assert [c.rows for c in row_launch_candidates(512, 5)] == [1, 1, 1, 4, 8]  # no more than the rows' power of 2
+    assert [c.rows for c in row_launch_candidates(8192, 100)] == [1, 1, 1, 2]
 
 
 def test_other_axes_and_long_rows_stay_with_xla():

@@ -41,24 +41,26 @@ _CUSTOM_DERIVATIVES = ("custom_jvp_call", "custom_vjp_call")  # their rules are 
 @dataclasses.dataclass(frozen=True)
 class FusedKernel:
     """A generated kernel: its `name`, the region's `equations` as program text, its Triton `source`, the launch
-    configuration chosen (`block`: BLOCK, `num_warps`), and the tuner's `timing` (None where not timed)."""
+    configuration chosen (`block`: BLOCK, `num_warps`, and for a row kernel `rows_per_program`: ROWS), and the
+    tuner's `timing` (None where not timed)."""
 
     name: str
     equations: str
     source: str
     block: int
     num_warps: int
+    rows_per_program: int = None
     timing: object = None
 
 
 @dataclasses.dataclass(frozen=True)
 class RowGrid:
-    """A row-wise kernel's launch grid: one program per row."""
+    """A row-wise kernel's launch grid: one program per `ROWS` of the region's `rows`."""
 
     rows: int
 
     def __call__(self, metaparams):
-        return (self.rows,)
+        return (-(-self.rows // metaparams["ROWS"]),)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,7 +163,7 @@ class _Fuser:
     def elementwise_equation(self, members, inputs, outputs, domain):
         size = outputs[0].aval.size
         name, source = codegen.generate_source(members, inputs, outputs, size, self.platform)
-        return self.kernel_equation(members, inputs, outputs, name, source, BlockGrid(size), size,
+        return self.kernel_equation(members, inputs, outputs, name, source, BlockGrid(size), (size,),
                                     codegen.launch_candidates(size))
 
     def row_equation(self, members, inputs, outputs, domain):
@@ -172,27 +174,30 @@ class _Fuser:
         columns = _column_inputs(members, inputs)
         if columns is None:
             return None
+        candidates = rows_codegen.row_launch_candidates(length, rows)
         name, source = rows_codegen.generate_row_source(members, inputs, outputs, rows, length, self.platform,
-                                                        columns)
-        return self.kernel_equation(members, inputs, outputs, name, source, RowGrid(rows), length,
-                                    rows_codegen.row_launch_candidates(length))
+                                                        columns, candidates)
+        return self.kernel_equation(members, inputs, outputs, name, source, RowGrid(rows), (length, rows),
+                                    candidates)
 
-    def kernel_equation(self, members, inputs, outputs, name, source, grid, n, candidates):
-        """The `triton_call` equation of a region's kernel under the best of the launch `candidates` ((BLOCK,
-        num_warps) pairs, the default first), or None where the tuner leaves the region to XLA."""
+    def kernel_equation(self, members, inputs, outputs, name, source, grid, scalars, candidates):
+        """The `triton_call` equation of a region's kernel (`scalars`: its integer arguments after the arrays)
+        under the best of the launch `candidates` (codegen.Launch, the default first), or None where the tuner
+        leaves the region to XLA."""
         kernel = codegen.load_kernel(name, source)
 
-        def call(block, num_warps):
+        def call(launch):
             params = dict(kernel=kernel, out_avals=tuple(v.aval for v in outputs), grid=grid,
-                          call_spec=tuple(("array", i) for i in range(len(inputs))) + (("scalar", n),),
-                          metaparams=(("BLOCK", block),), input_output_aliases=(), zeroed_outputs=(),
-                          num_warps=num_warps, num_stages=None, num_ctas=1, debug=False, name=name)
+                          call_spec=tuple(("array", i) for i in range(len(inputs))) + tuple(
+                              ("scalar", s) for s in scalars),
+                          metaparams=launch.metaparams(), input_output_aliases=(), zeroed_outputs=(),
+                          num_warps=launch.num_warps, num_stages=None, num_ctas=1, debug=False, name=name)
             return Equation(triton_call_p, inputs, outputs, params)
 
         decision, choice = None, 0
         if self.tuner is not None:
             signature = f"{source}\n{grid}\n{candidates}"
-            decision = self.tuner.decide(members, inputs, outputs, [call(*c) for c in candidates], signature)
+            decision = self.tuner.decide(members, inputs, outputs, [call(c) for c in candidates], signature)
             choice = decision.choice
         text = str(Program([], inputs, outputs, members))
         if config.log_fusion:
@@ -201,15 +206,14 @@ class _Fuser:
             if choice is None:
                 line = f"left {region} to XLA ({decision.describe()})"
             else:
-                line = f"fused {region} into {name} (BLOCK={candidates[choice][0]}, " \
-                       f"num_warps={candidates[choice][1]}{timing})"
+                line = f"fused {region} into {name} ({candidates[choice]}{timing})"
             print(f"numax: {line}: {text}", file=sys.stderr)
         if choice is None:
             return None
-        block, num_warps = candidates[choice]
-        self.kernels.append(FusedKernel(name, text, source, block, num_warps,
+        launch = candidates[choice]
+        self.kernels.append(FusedKernel(name, text, source, launch.block, launch.num_warps, launch.rows,
                                         decision.describe() if decision else None))
-        return call(block, num_warps)
+        return call(launch)
 
 
 def _inlined(equations):
