@@ -7,15 +7,17 @@ BLOCK and num_warps from the region's size):
     def fused_<ops>_<digest>(in0_ptr, ..., n, out0_ptr, ..., BLOCK: tl.constexpr)
 
 Inputs of the region's shape are loaded at the block's offsets; inputs of size 1 are loaded once and broadcast;
-scalar literals become constants. 16-bit floats are widened to float32 in registers, as XLA computes them, and
+an input that is a block of the last axes repeated along the others (a bias vector) is loaded at the offsets
+modulo its size; scalar literals become constants. 16-bit floats are widened to float32 in registers, as XLA computes them, and
 narrowed only where the program converts explicitly and where a result is stored. `EQUATION_TEMPLATES` maps a
 primitive's name to the Triton expression of one equation; `fusible` says whether an equation has a faithful
 form (numerics within a few ulps of XLA's, integer and boolean results exact).
 
 Transcendental functions take a form per platform (`MATH_FORMS`): for "gpu", libdevice's precise functions
 (`triton.language.extra.libdevice`, in Triton 3.x: `tl.exp` and `tl.log` lower to approximate PTX there), which
-are what XLA's GPU code calls; for "cpu" (Triton's interpreter, which cannot run libdevice), `tl.exp`/`tl.log`
-(numpy's) and accurate helpers built on them.
+are what XLA's GPU code calls, except that a 16-bit result's exp and tanh take the hardware's approximate forms
+(`NARROW_GPU_FORMS`); for "cpu" (Triton's interpreter, which cannot run libdevice), `tl.exp`/`tl.log` (numpy's)
+and accurate helpers built on them.
 
 Kernels are written to files under `$NUMAX_CACHE_DIR/fusion` (Triton reads a kernel's source from its file),
 named by a hash of the source, and imported once per process. This module knows equations only through their
@@ -139,6 +141,13 @@ def _tanh(x):
     magnitude = -e / (e + 2.0)
     return tl.where(x < 0, -magnitude, tl.where(x == 0, x, magnitude))
 ''',
+    "_tanh_approx": '''
+@triton.jit
+def _tanh_approx(x):
+    # the GPU's own approximate tanh: a relative error of at most 2^-11 (PTX ISA), for 16-bit results only
+    return tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True,
+                                     pack=1)
+''',
     "_max_propagating": '''
 @triton.jit
 def _max_propagating(a, b):
@@ -161,6 +170,11 @@ MATH_FORMS = {
     "gpu": {"exp": "libdevice.exp", "log": "libdevice.log", "log1p": "libdevice.log1p",
             "expm1": "libdevice.expm1", "tanh": "libdevice.tanh", "rsqrt": "libdevice.rsqrt", "sqrt": "tl.sqrt_rn"},
 }
+# On the GPU, a function whose result is a 16-bit float takes the hardware's approximate form, whose relative
+# error (tanh.approx.f32: 2^-11; tl.exp's ex2.approx: about 2^-22) is within that result's rounding to 16 bits
+# (2^-11 for float16, 2^-8 for bfloat16). libdevice's tanh alone made case (c) of bench/fusion.py compute-bound
+# (157 us against 102 us: bench/fusion_rows_probe.py).
+NARROW_GPU_FORMS = {"tanh": "_tanh_approx", "exp": "tl.exp"}
 
 
 class KernelWriter:
@@ -192,9 +206,12 @@ class KernelWriter:
             self.helpers.append(name)
         return name
 
-    def math(self, function):
-        """The callable's text for the transcendental `function` ("exp", "tanh", ...) on this platform."""
+    def math(self, function, dtype=None):
+        """The callable's text for the transcendental `function` ("exp", "tanh", ...) on this platform, for a
+        result of `dtype`."""
         form = MATH_FORMS[self.platform][function]
+        if self.platform == "gpu" and dtype in _NARROW_FLOATS:
+            form = NARROW_GPU_FORMS.get(function, form)
         if form.startswith("libdevice."):
             self.uses_libdevice = True
         return self.helper(form) if form in _HELPERS else form
@@ -212,7 +229,7 @@ def _call(function):
 
 
 def _math(function):
-    return lambda writer, ops, avals, out, params: f"{writer.math(function)}({ops[0]})"
+    return lambda writer, ops, avals, out, params: f"{writer.math(function, out.dtype)}({ops[0]})"
 
 
 def _nan_propagating(function):
@@ -301,7 +318,8 @@ EQUATION_TEMPLATES = {
     "max": _nan_propagating("tl.maximum"), "min": _nan_propagating("tl.minimum"),
     "exp": _math("exp"), "log": _math("log"), "log1p": _math("log1p"), "expm1": _math("expm1"),
     "tanh": _math("tanh"),
-    "logistic": lambda writer, ops, avals, out, params: f"tl.div_rn(1.0, 1.0 + {writer.math('exp')}(-{ops[0]}))",
+    "logistic": lambda writer, ops, avals, out, params: (
+        f"tl.div_rn(1.0, 1.0 + {writer.math('exp', out.dtype)}(-{ops[0]}))"),
     "sqrt": _math("sqrt"), "rsqrt": _math("rsqrt"), "abs": _call("tl.abs"), "sign": _sign,
     "floor": _call("tl.floor"), "ceil": _call("tl.ceil"),
     "integer_pow": _integer_pow, "select_n": _select_n, "clamp": _clamp,
@@ -380,7 +398,8 @@ def kernel_source(writer, equations, parameters, constexprs=("BLOCK",)):
 def generate_source(equations, inputs, outputs, size, platform="cpu"):
     """(kernel name, Triton source) for `equations` over arrays of `size` elements, for `platform`.
 
-    inputs: the region's array inputs (Vars) in the kernel's order; each has `size` elements or one.
+    inputs: the region's array inputs (Vars) in the kernel's order; each has `size` elements, one, or is a block of
+    the last axes repeated along the others (a bias vector), read at the offsets modulo its size.
     outputs: the Vars the kernel stores, in order. Literals among the equations' inputs become constants."""
     writer = KernelWriter(platform)
     offsets = "tl.program_id(0).to(tl.int64) * BLOCK" if size >= 2 ** 31 else "tl.program_id(0) * BLOCK"
@@ -388,7 +407,12 @@ def generate_source(equations, inputs, outputs, size, platform="cpu"):
     names = {}
     for position, var in enumerate(inputs):
         one = var.aval.size == 1
-        address = f"in{position}_ptr" if one else f"in{position}_ptr + offsets"
+        if one:
+            address = f"in{position}_ptr"
+        elif var.aval.size == size:
+            address = f"in{position}_ptr + offsets"
+        else:  # a block of the last axes, repeated along the others
+            address = f"in{position}_ptr + offsets % {var.aval.size}"
         names[var] = writer.let(load_text(address, var.aval.dtype, None if one else "mask"))
     emit_equations(writer, equations, names)
     for position, var in enumerate(outputs):

@@ -155,6 +155,27 @@ def test_scalars_literals_and_size_one_inputs():
     assert "tl.full([BLOCK], 2.5, tl.float32)" in source
 
 
+def test_trailing_blocks_such_as_a_bias_join_the_kernel():
+    rng = np.random.RandomState(3)
+    x, w = rng.randn(3, 4, 6).astype(F32), rng.randn(6, 7).astype(F32)
+    bias, block, per_row = rng.randn(7).astype(F32), rng.randn(1, 4, 7).astype(F32), rng.randn(3, 4, 1).astype(F32)
+    f = lambda x, w, bias, block: numax.nn.gelu(x @ w + bias) * block + 1.0
+    check_fused(f, x, w, bias, block, ulps=8, floor=1.0)
+    (kernel,) = numax.jit(f, fusion="triton").lower(x, w, bias, block).triton_kernels()
+    assert "offsets % 7" in kernel.source and "offsets % 28" in kernel.source  # read in place, not broadcast first
+    closed = numax.jit(f, fusion="triton").lower(x, w, bias, block).closed
+    # XLA keeps the matmul and the bias's reshape to (1, 1, 7), which the kernel reads as a trailing block
+    assert [e.primitive.name for e in closed.equations] == ["dot_general", "broadcast_in_dim", "triton_call"]
+    # the backward pass's elementwise part fuses with the bias too; the bias's gradient (a sum) is XLA's. The
+    # gradients are sums of products of size up to 8 that cancel: both paths are 1-3e-6 from float64's answer
+    loss = lambda x, w, bias: mnp.sum(numax.nn.gelu(x @ w + bias) * block)
+    check_fused(numax.grad(loss, argnums=(0, 1, 2)), x, w, bias, ulps=8, floor=8.0)
+    # a value per row is not a trailing block: its product stays with XLA, the chain before it fuses
+    g = lambda x, per_row: mnp.exp(x * 0.5 + 1.0) * per_row
+    check_fused(g, x, per_row)
+    assert "mul" in [e.primitive.name for e in numax.jit(g, fusion="triton").lower(x, per_row).closed.equations]
+
+
 def test_several_outputs_and_values_used_inside_and_outside_a_region():
     def f(x):
         scaled = x * 2.0
@@ -310,6 +331,20 @@ def test_math_forms_per_platform():
     assert numax.jit(f, fusion="triton").lower(GENERAL).triton_kernels()[0].source == expected
     with pytest.raises(ValueError, match="fusion code generation knows platforms"):
         fuse_with_kernels(closed, "tpu")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_16_bit_results_take_the_gpus_approximate_exp_and_tanh(dtype):
+    # their error (2^-11 relative at most) is within the rounding to 16 bits; log and float32 results stay precise
+    narrow = lambda x: mnp.tanh(x * 0.5) + mnp.exp(x) + mnp.log(x * x + 1.0)
+    mixed = lambda x: (mnp.tanh(x.astype(np.float32)) + mnp.exp(x.astype(np.float32))).astype(dtype)
+    gpu = fuse_with_kernels(numax.make_jaxpr(narrow)(GENERAL.astype(dtype)), "gpu")[1][0].source
+    assert "_tanh_approx(" in gpu and "tanh.approx.f32" in gpu and "tl.exp(" in gpu and "libdevice.log(" in gpu
+    assert "libdevice.tanh(" not in gpu and "libdevice.exp(" not in gpu
+    gpu = fuse_with_kernels(numax.make_jaxpr(mixed)(GENERAL.astype(dtype)), "gpu")[1][0].source
+    assert "libdevice.tanh(" in gpu and "libdevice.exp(" in gpu and "_tanh_approx" not in gpu
+    cpu = fuse_with_kernels(numax.make_jaxpr(narrow)(GENERAL.astype(dtype)), "cpu")[1][0].source
+    assert "_tanh(" in cpu and "tanh.approx" not in cpu
 
 
 @pytest.mark.parametrize("size, block, num_warps", [(37, 128, 4), (1000, 1024, 4), (3001, 1024, 4),

@@ -330,16 +330,29 @@ def _merged_domains(first, second):
 
 
 def _fusible_shape(eqn):
-    """The shape an equation fuses over, or None when it does not fuse."""
+    """The shape an equation fuses over, or None when it does not fuse: each operand is read whole, as one value,
+    or as a trailing block repeated along the leading axes (a bias or scale vector; `trailing_block`)."""
     in_avals, out_avals = [a.aval for a in eqn.inputs], [v.aval for v in eqn.outvars]
     if not codegen.fusible(eqn.primitive.name, in_avals, out_avals):
         return None
     shape = out_avals[0].shape
-    if out_avals[0].size <= 1 or any(a.shape != shape and a.size != 1 for a in in_avals):
+    if out_avals[0].size <= 1 or not all(trailing_block(a.shape, shape) for a in in_avals):
         return None
-    if eqn.primitive.name == "broadcast_in_dim" and in_avals[0].size != 1:
-        return None
+    if eqn.primitive.name == "broadcast_in_dim" and in_avals[0].size not in (1, out_avals[0].size):
+        kept = [(d, n) for d, n in zip(eqn.params["broadcast_dimensions"], in_avals[0].shape) if n != 1]
+        if [d for d, _ in kept] != list(range(len(shape) - len(kept), len(shape))):
+            return None  # the operand's axes are not the result's last ones, in order
     return shape
+
+
+def trailing_block(operand, shape):
+    """Is an operand of shape `operand` read over `shape` as a block of `shape`'s last axes, repeated along the
+    others (leading 1-dims aside; the whole shape and a single value are such blocks), so that the element at
+    flat index i of the result reads the operand's flat index i % its size?"""
+    operand = tuple(operand)
+    while operand and operand[0] == 1:
+        operand = operand[1:]
+    return len(operand) <= len(shape) and tuple(shape[len(shape) - len(operand):]) == operand
 
 
 class _Regions:

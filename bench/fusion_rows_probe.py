@@ -1,0 +1,107 @@
+"""Where the time of the generated row kernel for bench/fusion.py case (c) goes, on one GPU (issue 14's
+diagnosis; needs torch for CUDA events).
+
+Case (c), layernorm + GELU + residual in float16 over 16384x4096, is one row region. Its generated kernel is
+launched by Triton's own launcher on torch tensors (device time by CUDA events, triton.testing.do_bench) over
+rows per program and warps, in three forms of GELU's tanh: libdevice's (what the fuser emits), the hardware's
+approximate `tanh.approx.f32`, and 1 - 2 / (exp(2x) + 1) on libdevice's exp. Each form's largest difference from
+XLA's result is printed beside its time, and the copy floor and XLA's own program (wall clock, back to back)
+frame them.
+
+    python3 bench/fusion_rows_probe.py [--quick]
+"""
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import triton  # noqa: E402
+from fusion import layernorm_gelu_residual  # noqa: E402
+from numax.lowering import fusion_codegen  # noqa: E402
+from numax.transforms import fusion  # noqa: E402
+
+import numax  # noqa: E402
+import numax.numpy as xnp  # noqa: E402
+
+TANH_APPROX = '''
+@triton.jit
+def _tanh_approx(x):
+    return tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True,
+                                     pack=1)
+'''
+
+TANH_BY_EXP = '''
+@triton.jit
+def _tanh_by_exp(x):
+    return 1.0 - 2.0 / (libdevice.exp(2.0 * x) + 1.0)
+'''
+
+
+def variants(source):
+    """The kernel's source in each form of tanh: (label, source)."""
+    head, _, body = source.partition("\n\n@triton.jit\ndef fused")
+    body = "\n\n@triton.jit\ndef fused" + body
+    return [("libdevice.tanh", source),
+            ("tanh.approx.f32", head + TANH_APPROX + body.replace("libdevice.tanh(", "_tanh_approx(")),
+            ("1-2/(exp(2x)+1)", head + TANH_BY_EXP + body.replace("libdevice.tanh(", "_tanh_by_exp("))]
+
+
+def wall_us(fn, calls=50):
+    numax.block_until_ready(fn())
+    start = time.perf_counter()
+    for _ in range(calls):
+        out = fn()
+    numax.block_until_ready(out)
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="a quarter of the rows")
+    rows = 4096 if parser.parse_args().quick else 16384
+    length = 4096
+    rng = np.random.default_rng(0)
+    x_host = rng.normal(size=(rows, length)).astype(np.float16)
+    scale_host, shift_host = (rng.normal(size=length).astype(np.float16) for _ in range(2))
+    f = layernorm_gelu_residual(xnp, numax.lax.rsqrt, numax.nn.gelu)
+
+    x, scale, shift = (numax.device_put(a) for a in (x_host, scale_host, shift_host))
+    plain = numax.jit(f)
+    expected = np.asarray(plain(x, scale, shift)).astype(np.float32)
+    xla_us = wall_us(lambda: plain(x, scale, shift))
+
+    closed = numax.make_jaxpr(f)(x_host, scale_host, shift_host)
+    fused, kernels = fusion.fuse_with_kernels(closed, "gpu")
+    (call,) = [e for e in fused.program.equations if e.primitive.name == "triton_call"]
+    shapes = [v.aval.shape for v in call.inputs]
+    assert shapes == [(rows, length), (1, length), (1, length)], shapes
+    (kernel,) = kernels
+    tx = torch.from_numpy(x_host).cuda()
+    tscale, tshift = (torch.from_numpy(a).cuda().reshape(1, length) for a in (scale_host, shift_host))
+    out = torch.empty_like(tx)
+    floor = triton.testing.do_bench(lambda: tx.clone()) * 1e3
+    print(f"## (c) layernorm + GELU + residual f16 {rows}x{length}: copy floor {floor:.1f} us (CUDA events); "
+          f"XLA's program {xla_us:.1f} us (wall clock, back to back) = {floor / xla_us:.0%}")
+    print("| tanh | ROWS | warps | kernel | fraction of the floor | largest difference from XLA |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for label, source in variants(kernel.source):
+        jit_fn = fusion_codegen.load_kernel(kernel.name, source)
+        for per_program, warps in ((1, 4), (1, 8), (1, 16), (2, 8), (2, 16), (4, 8), (4, 16)):
+            def launch():
+                jit_fn[(triton.cdiv(rows, per_program),)](tx, tscale, tshift, length, rows, out, BLOCK=length,
+                                                          ROWS=per_program, num_warps=warps)
+
+            launch()
+            difference = float(np.max(np.abs(out.float().cpu().numpy() - expected)))
+            us = triton.testing.do_bench(launch) * 1e3
+            print(f"| {label} | {per_program} | {warps} | {us:.1f} us | {floor / us:.0%} | {difference:.3g} |")
+
+
+if __name__ == "__main__":
+    main()
