@@ -9,9 +9,9 @@ BLOCK and num_warps from the region's size):
 Inputs of the region's shape are loaded at the block's offsets; inputs of size 1 are loaded once and broadcast;
 an input that is a block of the last axes repeated along the others (a bias vector) is loaded at the offsets
 modulo its size; scalar literals become constants. 16-bit floats are widened to float32 in registers, as XLA
-computes them, and narrowed only where the program converts explicitly and where a result is stored. `EQUATION_TEMPLATES` maps a
-primitive's name to the Triton expression of one equation; `fusible` says whether an equation has a faithful
-form (numerics within a few ulps of XLA's, integer and boolean results exact).
+computes them, and narrowed only where the program converts explicitly and where a result is stored.
+`EQUATION_TEMPLATES` maps a primitive's name to the Triton expression of one equation; `fusible` says whether an
+equation has a faithful form (numerics within a few ulps of XLA's, integer and boolean results exact).
 
 Transcendental functions take a form per platform (`MATH_FORMS`): for "gpu", libdevice's precise functions
 (`triton.language.extra.libdevice`, in Triton 3.x: `tl.exp` and `tl.log` lower to approximate PTX there), which
