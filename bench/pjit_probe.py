@@ -9,7 +9,10 @@ output tree), so that later calls with the same signature run in C++ alone. Thre
 - node:     numax.Array registered as a node of a private jaxlib pytree registry (Python flatten and
             unflatten per array), so numax.Arrays go in and come out;
 - dataclass: the same through `register_dataclass_node` (flatten read in C++, unflatten calls the
-            class with keywords), on a stand-in class with numax.Array's fields.
+            class with keywords), on a stand-in class with numax.Array's fields (the aval, backend and
+            device as the node's metadata: compared and hashed per call);
+- bare:     a stand-in whose only pytree field is the buffer: the aval rides on the raw array (jaxlib
+            keeps the aval object it is given, so numax's own avals would), the device is read lazily.
 
 Each is checked against numax.jit for equal results, then timed (interleaved medians) against
 numax.jit and jax.jit on a tiny add, a 17-array pytree and an MLP train step (6 in, 5 out).
@@ -75,6 +78,8 @@ class Probe:
                                    lambda aux, children: Array(aux[0], children[0], aux[1], aux[2]))
         elif mode == "dataclass":
             registry.register_dataclass_node(StandIn, ["_buffer"], ["aval", "_backend", "_device"])
+        elif mode == "bare":
+            registry.register_dataclass_node(BareArray, ["_buffer"], [])
         self.out_tree_numax = entry.out_tree
         # The output tree the C++ path unflattens into: raw leaves, or one array node per leaf.
         example_out = jitted(*example_args)
@@ -95,6 +100,8 @@ class Probe:
             return leaf._buffer
         if self.mode == "dataclass":
             return StandIn(aval=leaf.aval, _buffer=leaf._buffer, _backend=leaf._backend, _device=leaf._device)
+        if self.mode == "bare":
+            return BareArray(_buffer=leaf._buffer)
         return leaf
 
     def cache_miss(self, *args, **kwargs):
@@ -115,10 +122,26 @@ class Probe:
         return numax.tree.map(self._wrap_raw, args)
 
 
+class BareArray:
+    """A stand-in for a numax.Array built from its buffer alone (timing only): the aval is the one the raw
+    array carries, the device is looked up when asked for."""
+
+    __slots__ = ("_buffer", "aval", "_host_value")
+
+    def __init__(self, _buffer):
+        self._buffer = _buffer
+        self.aval = _buffer.aval
+        self._host_value = None
+
+    @property
+    def _device(self):
+        return xla.buffer_device(self._buffer)
+
+
 def wait(out):
     """Blocks until every output of a probe, numax or jax call is computed; returns them."""
     for leaf in numax.tree.leaves(out):
-        (leaf._buffer if type(leaf) is StandIn else leaf).block_until_ready()
+        (leaf._buffer if type(leaf) in WRAPPERS else leaf).block_until_ready()
     return out
 
 
@@ -127,7 +150,7 @@ def to_numpy(out):
     def host(leaf):
         if type(leaf) is Array:
             return np.asarray(leaf)
-        return xla.to_numpy(leaf._buffer if type(leaf) is StandIn else leaf)
+        return xla.to_numpy(leaf._buffer if type(leaf) in WRAPPERS else leaf)
 
     return [host(leaf) for leaf in numax.tree.leaves(out)]
 
@@ -139,6 +162,9 @@ class StandIn:
 
     def __init__(self, _buffer, aval, _backend, _device):
         self._buffer, self.aval, self._backend, self._device = _buffer, aval, _backend, _device
+
+
+WRAPPERS = (StandIn, BareArray)
 
 
 # --- cases ------------------------------------------------------------------------------------------
@@ -209,7 +235,7 @@ def probe_contract(probe, args):
     outcomes["repeat call"] = f"{probe.misses - misses} cache misses"
     # Another shape: a signature the C++ cache has not seen goes to the cache miss.
     misses = probe.misses
-    if probe.mode != "dataclass":
+    if probe.mode in ("raw", "node"):
         other = probe.to_inputs(numax.tree.map(lambda a: xnp.ones((5,) + a.shape), args))
         try:
             probe(*other)
@@ -226,8 +252,8 @@ def probe_contract(probe, args):
         outcomes["numpy argument"] = f"{type(error).__name__}: {str(error)[:90]}"
     # A deleted argument.
     doomed = probe.to_inputs(numax.tree.map(lambda a: a + 0, args))
-    first = numax.tree.leaves(doomed, is_leaf=lambda x: type(x) in (_jax.ArrayImpl, StandIn))[0]
-    (first._buffer if type(first) in (Array, StandIn) else first).delete()
+    first = numax.tree.leaves(doomed, is_leaf=lambda x: type(x) in (_jax.ArrayImpl, *WRAPPERS))[0]
+    (first._buffer if type(first) in (Array, *WRAPPERS) else first).delete()
     misses = probe.misses
     try:
         probe(*doomed)
@@ -268,7 +294,7 @@ def main():
     if not args.no_jax:
         import jax  # noqa: F401  (before install_jit_state: jax's flags fill the slots)
     print(f"# jaxlib {_jax.__name__} state: {install_jit_state()}, Python {sys.version.split()[0]}")
-    modes = ["raw"] if args.no_jax else ["raw", "node", "dataclass"]
+    modes = ["raw"] if args.no_jax else ["raw", "node", "dataclass", "bare"]
     for title, make_case in CASES.items():
         make_fun, case_args = make_case()
         fun = make_fun(xnp, numax.value_and_grad)
