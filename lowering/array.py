@@ -104,9 +104,14 @@ class Array:
     def _value(self) -> np.ndarray:
         """The host value (read once, then cached read-only)."""
         if self._host_value is None:
-            self._check_alive()
-            self._host_value = read_to_host(self)
-            self._host_value.flags.writeable = False
+            try:
+                host = read_to_host(self)
+            except Exception:
+                # Deletion is looked for only when the read fails: it costs as much as a small read.
+                self._check_alive()
+                raise
+            host.setflags(write=False)  # cheaper than `host.flags.writeable = False`
+            self._host_value = host
         return self._host_value
 
     def __array__(self, dtype=None, copy=None):

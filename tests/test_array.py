@@ -256,6 +256,14 @@ def test_delete():
     x.delete()  # deleting twice is harmless
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])  # DLPack readback, and the bitcast program's
+def test_readback_of_a_deleted_array_says_so(dtype):
+    x = xnp.arange(3.0, dtype=dtype)
+    x.delete()
+    with pytest.raises(RuntimeError, match="this array was deleted"):
+        np.asarray(x)
+
+
 def test_delete_after_readback_drops_the_cached_value():
     x = xnp.arange(3.0)
     np.asarray(x)
