@@ -35,7 +35,7 @@ class Executable:
         self.backend = backend
         self.device = device
         self.in_avals = in_avals
-        self.out_avals = out_avals
+        self.out_avals = [array_module.canonical_aval(a) for a in out_avals]
         self.const_buffers = const_buffers
         self.text = text
         self.host_callbacks = host_callbacks  # kept alive as long as the executable
@@ -126,7 +126,8 @@ def scalar_array(value, dtype, weak_type):
     key = (_exact(value), dtype, weak_type, device)
     array = _scalar_arrays.get(key) if value == value else None
     if array is None or xla.is_deleted(array._buffer):
-        array = Array(ShapedArray((), dtype, weak_type), _scalar_buffer(value, dtype, backend, device), backend, device)
+        aval = array_module.canonical_aval(ShapedArray((), dtype, weak_type))
+        array = Array(aval, _scalar_buffer(value, dtype, backend, device), backend, device)
         if value == value:
             if len(_scalar_arrays) > 4096:
                 _scalar_arrays.clear()
