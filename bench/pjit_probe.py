@@ -61,8 +61,37 @@ def refuse_shard_arg(value, *rest):
     raise TypeError(f"the probe passes only device arrays, got {type(value).__name__}")
 
 
+class StandIn:
+    """numax.Array's fields under the names `register_dataclass_node` passes as keywords (timing only)."""
+
+    __slots__ = ("_buffer", "aval", "_backend", "_device")
+
+    def __init__(self, _buffer, aval, _backend, _device):
+        self._buffer, self.aval, self._backend, self._device = _buffer, aval, _backend, _device
+
+
+class BareArray:
+    """A stand-in for a numax.Array built from its buffer alone (timing only): the aval is the one the raw
+    array carries (numax's own for program outputs; jaxlib's transfers here carry a stand-in aval that is
+    never weakly typed, which a real design would replace by numax's), the device is looked up when asked."""
+
+    __slots__ = ("_buffer", "aval", "_host_value")
+
+    def __init__(self, _buffer):
+        self._buffer = _buffer
+        self.aval = _buffer.aval
+        self._host_value = None
+
+    @property
+    def _device(self):
+        return xla.buffer_device(self._buffer)
+
+
+WRAPPERS = (StandIn, BareArray)
+
+
 class Probe:
-    """A PjitFunction around one numax-compiled executable (one signature), fed in one of three ways."""
+    """A PjitFunction around one numax-compiled executable (one signature), fed in one of four ways."""
 
     def __init__(self, jitted, example_args, mode):
         self.jitted, self.mode = jitted, mode
@@ -80,7 +109,6 @@ class Probe:
             registry.register_dataclass_node(StandIn, ["_buffer"], ["aval", "_backend", "_device"])
         elif mode == "bare":
             registry.register_dataclass_node(BareArray, ["_buffer"], [])
-        self.out_tree_numax = entry.out_tree
         # The output tree the C++ path unflattens into: raw leaves, or one array node per leaf.
         example_out = jitted(*example_args)
         out_leaves = numax.tree.leaves(example_out)
@@ -122,22 +150,6 @@ class Probe:
         return numax.tree.map(self._wrap_raw, args)
 
 
-class BareArray:
-    """A stand-in for a numax.Array built from its buffer alone (timing only): the aval is the one the raw
-    array carries, the device is looked up when asked for."""
-
-    __slots__ = ("_buffer", "aval", "_host_value")
-
-    def __init__(self, _buffer):
-        self._buffer = _buffer
-        self.aval = _buffer.aval
-        self._host_value = None
-
-    @property
-    def _device(self):
-        return xla.buffer_device(self._buffer)
-
-
 def wait(out):
     """Blocks until every output of a probe, numax or jax call is computed; returns them."""
     for leaf in numax.tree.leaves(out):
@@ -153,18 +165,6 @@ def to_numpy(out):
         return xla.to_numpy(leaf._buffer if type(leaf) in WRAPPERS else leaf)
 
     return [host(leaf) for leaf in numax.tree.leaves(out)]
-
-
-class StandIn:
-    """numax.Array's fields under the names `register_dataclass_node` passes as keywords (timing only)."""
-
-    __slots__ = ("_buffer", "aval", "_backend", "_device")
-
-    def __init__(self, _buffer, aval, _backend, _device):
-        self._buffer, self.aval, self._backend, self._device = _buffer, aval, _backend, _device
-
-
-WRAPPERS = (StandIn, BareArray)
 
 
 # --- cases ------------------------------------------------------------------------------------------
@@ -208,6 +208,7 @@ CASES = {"tiny jit (2 in, 1 out)": tiny_case, "17-array pytree (17 in, 1 out)": 
 
 
 def interleaved(pairs, repeats, inner):
+    """bench/dispatch.py's timing loop, repeated here: that module imports jax, which --no-jax must not."""
     samples = {name: [] for name, _ in pairs}
     for _ in range(repeats):
         for name, fn in pairs:
@@ -241,7 +242,8 @@ def probe_contract(probe, args):
             probe(*other)
             outcomes["other shape"] = f"{probe.misses - misses} cache miss (numax's path decides)"
         except Exception as error:  # the probe's cache miss has one executable only
-            outcomes["other shape"] = f"{probe.misses - misses} cache miss, then {type(error).__name__}"
+            outcomes["other shape"] = (f"{probe.misses - misses} cache miss, then {type(error).__name__} (the "
+                                       "probe's miss has one executable, for the first shape)")
     # A numpy array instead of a device array: jaxlib computes its signature, then calls shard_arg.
     misses = probe.misses
     host = numax.tree.map(np.asarray, args)
