@@ -104,9 +104,14 @@ class Array:
     def _value(self) -> np.ndarray:
         """The host value (read once, then cached read-only)."""
         if self._host_value is None:
-            self._check_alive()
-            self._host_value = read_to_host(self)
-            self._host_value.flags.writeable = False
+            try:
+                host = read_to_host(self)
+            except Exception:
+                # Deletion is looked for only when the read fails: it costs as much as a small read.
+                self._check_alive()
+                raise
+            host.setflags(write=False)  # cheaper than `host.flags.writeable = False`
+            self._host_value = host
         return self._host_value
 
     def __array__(self, dtype=None, copy=None):
@@ -255,6 +260,20 @@ def _rebuild(value, weak_type=False):
 avals_module.aval_of_type[Array] = lambda array: array.aval
 
 
+_canonical_avals = {}
+
+
+def canonical_aval(aval):
+    """One aval object per (shape, dtype, weak_type) for the arrays numax makes (transfers and program
+    outputs): cache keys built from arguments' avals then match the stored keys by identity, which skips
+    a Python `__eq__` per argument on every call (a step fed its previous outputs, for example)."""
+    if type(aval) is not ShapedArray:
+        return aval
+    if len(_canonical_avals) > 65536:  # shapes that never repeat: start over rather than grow
+        _canonical_avals.clear()
+    return _canonical_avals.setdefault(aval, aval)
+
+
 # How values get read back: plain DLPack for the dtypes it knows on the CPU, a device-side bitcast
 # to an unsigned type for bfloat16 (DLPack has none), jaxlib's host copy for other platforms.
 bitcast_readback = None  # set by dispatch: (Array) -> Array of uint16
@@ -283,6 +302,6 @@ def put(value, device=None, backend=None, weak_type=False) -> Array:
     else:
         host = value
     buffer = xla.device_put(host, backend, device)
-    array = Array(ShapedArray(value.shape, dtype, weak_type), buffer, backend)
+    array = Array(canonical_aval(ShapedArray(value.shape, dtype, weak_type)), buffer, backend)
     return array
 

@@ -256,6 +256,25 @@ def test_delete():
     x.delete()  # deleting twice is harmless
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])  # DLPack readback, and the bitcast program's
+def test_readback_of_a_deleted_array_says_so(dtype):
+    x = xnp.arange(3.0, dtype=dtype)
+    x.delete()
+    with pytest.raises(RuntimeError, match="this array was deleted"):
+        np.asarray(x)
+
+
+def test_arrays_of_one_type_share_one_aval_object():
+    """Transfers and program outputs carry canonical avals, so that jit's cache keys match by identity."""
+    a, b = xnp.asarray(np.ones(3, np.float32)), xnp.asarray(np.zeros(3, np.float32))
+    assert a.aval is b.aval
+    assert numax.jit(lambda x: x * 2)(a).aval is a.aval
+    assert (a + b).aval is a.aval
+    weak, strong = xnp.asarray(1.0), xnp.asarray(np.float32(1.0))  # equal but for the weak type
+    assert weak.aval.weak_type == jnp.asarray(1.0).weak_type
+    assert weak.aval != strong.aval and weak.aval is not strong.aval
+
+
 def test_delete_after_readback_drops_the_cached_value():
     x = xnp.arange(3.0)
     np.asarray(x)
