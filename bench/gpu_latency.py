@@ -63,8 +63,8 @@ def train_step_sides(batch, sizes):
     numax_args = ([(xnp.asarray(w), xnp.asarray(b)) for w, b in host_params], xnp.asarray(host_x),
                   xnp.asarray(host_y))
     jax_args = ([(jnp.asarray(w), jnp.asarray(b)) for w, b in host_params], jnp.asarray(host_x), jnp.asarray(host_y))
-    torch_args = ([(torch.from_numpy(w).cuda(), torch.from_numpy(b).cuda()) for w, b in host_params],
-                  torch.from_numpy(host_x).cuda(), torch.from_numpy(host_y).cuda())
+    cuda = lambda v: torch.from_numpy(np.asarray(v, np.float32)).cuda()  # noqa: E731 (numpy 2 made w float64)
+    torch_args = ([(cuda(w), cuda(b)) for w, b in host_params], cuda(host_x), cuda(host_y))
     return {"numax": (lambda: numax_step(*numax_args), numax.block_until_ready),
             "numax, polled": (lambda: numax_step(*numax_args), polled),
             "jax": (lambda: jax_step(*jax_args), jax.block_until_ready),
