@@ -76,11 +76,13 @@ class Array:
 
     # --- life cycle ---
     def block_until_ready(self):
-        self._buffer.block_until_ready()
+        self._check_alive()
+        xla.wait(self._buffer)
         return self
 
     def is_ready(self):
-        return self._buffer.is_ready()
+        self._check_alive()
+        return xla.is_ready(self._buffer)
 
     def is_deleted(self):
         return xla.is_deleted(self._buffer)

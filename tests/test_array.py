@@ -4,6 +4,7 @@ bfloat16/complex/empty/0-d arrays, life cycle (delete, block), devices and trans
 import copy
 import operator
 import pickle
+import time
 
 import ml_dtypes
 import numpy as np
@@ -241,6 +242,23 @@ def test_block_until_ready_and_is_ready():
     assert x.is_ready()
     tree = {"a": x, "b": [xnp.ones(2), 3]}
     assert numax.block_until_ready(tree) is tree
+
+
+def test_waits_on_slow_programs_and_deleted_arrays():
+    # a program slower than the wait's polling budget: the wait goes on blocking, and its result is ready
+    def slow(v):
+        time.sleep(0.01)
+        return v * 2
+
+    x = numax.jit(lambda v: numax.pure_callback(slow, numax.ShapeDtypeStruct((3,), np.float32), v) + 1)(
+        np.ones(3, np.float32))
+    assert x.block_until_ready() is x and x.is_ready()
+    np.testing.assert_array_equal(np.asarray(x), np.full(3, 3.0, np.float32))
+    # jaxlib's is_ready() crashes the process on a deleted buffer: numax raises instead, as jax means to
+    x.delete()
+    for method in (x.is_ready, x.block_until_ready):
+        with pytest.raises(RuntimeError, match="deleted"):
+            method()
 
 
 def test_delete():
