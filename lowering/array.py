@@ -76,8 +76,12 @@ class Array:
 
     # --- life cycle ---
     def block_until_ready(self):
-        self._check_alive()
-        xla.wait(self._buffer)
+        buffer = self._buffer
+        if buffer.is_deleted():
+            self._check_alive()
+        if not buffer.is_ready():
+            xla.wait(buffer)
+        buffer.block_until_ready()  # raises the program's error, if it failed
         return self
 
     def is_ready(self):

@@ -709,10 +709,9 @@ SPIN_WAIT_SECONDS = 200e-6
 
 def wait(buffer):
     """Blocks until a live buffer's value is computed; raises the program's error if it failed."""
-    if not buffer.is_ready():
-        deadline = time.perf_counter() + SPIN_WAIT_SECONDS
-        while not buffer.is_ready() and time.perf_counter() < deadline:
-            pass
+    deadline = time.perf_counter() + SPIN_WAIT_SECONDS
+    while not buffer.is_ready() and time.perf_counter() < deadline:
+        os.sched_yield()  # a CPU program's threads may need this core
     buffer.block_until_ready()
 
 
