@@ -20,7 +20,11 @@ from ..core import dtypes
 from . import fusion_codegen as codegen
 
 ROW_LIMIT = 8192  # elements of a row kept in one program's registers
-MULTI_ROW_ELEMENTS = (2048, 4096, 8192, 16384)  # elements per program of the candidates with several rows each
+# Rows of at most MULTI_ROW_BLOCK elements (one warp's worth) are also tried several to a program, as many as make
+# MULTI_ROW_ELEMENTS elements. Longer rows were never faster so (bench/fusion_rows_probe.py: 4096-element float16
+# rows, 1 row per program 102 us, 2 rows 112 us, 4 rows 141 us; 512-element rows kept 1 per program when tuned).
+MULTI_ROW_BLOCK = 256
+MULTI_ROW_ELEMENTS = (2048, 8192)
 MOST_ROWS = 32  # rows per program at most
 
 
@@ -34,13 +38,14 @@ def row_launch_parameters(length):
 def row_launch_candidates(length, rows):
     """The Launches the tuner tries for `rows` rows of `length` elements: one row per program under the default
     warps (`row_launch_parameters`, first), half and twice them (from 1 to 16, at most one per 32 elements);
-    then several rows per program, as many as make `MULTI_ROW_ELEMENTS` elements (at most `MOST_ROWS`, and no
-    more than the rows' next power of two), over one warp per 256 of them, at most 8."""
+    then, for rows of at most `MULTI_ROW_BLOCK` elements, several rows per program, as many as make
+    `MULTI_ROW_ELEMENTS` elements (at most `MOST_ROWS`, and no more than the rows' next power of two), over one
+    warp per 256 of them, at most 8."""
     block, default = row_launch_parameters(length)
     most = max(1, min(16, block // 32))
     warps = [default] + [w for w in (default // 2, default * 2) if 1 <= w <= most and w != default]
     candidates = [codegen.Launch(block, w, 1) for w in warps]
-    for elements in MULTI_ROW_ELEMENTS:
+    for elements in MULTI_ROW_ELEMENTS if block <= MULTI_ROW_BLOCK else ():
         per_program = elements // block
         if 2 <= per_program <= min(MOST_ROWS, 1 << (rows - 1).bit_length()):
             candidates.append(codegen.Launch(block, min(8, elements // 256), per_program))

@@ -189,11 +189,14 @@ def test_several_rows_per_program(name):
 
 def test_row_launch_candidates():
     # one row per program first (default warps, then half and twice them), then several rows per program
+    # (for rows of at most 256 elements)
     assert [(c.block, c.num_warps, c.rows) for c in row_launch_candidates(4096, 16384)] == [
-        (4096, 8, 1), (4096, 4, 1), (4096, 16, 1), (4096, 8, 2), (4096, 8, 4)]
-    assert [c.rows for c in row_launch_candidates(512, 16384)] == [1, 1, 1, 4, 8, 16, 32]
-    assert [c.rows for c in row_launch_candidates(512, 5)] == [1, 1, 1, 4, 8]  # no more than the rows' power of 2
-    assert [c.rows for c in row_launch_candidates(8192, 100)] == [1, 1, 1, 2]
+        (4096, 8, 1), (4096, 4, 1), (4096, 16, 1)]
+    assert [(c.block, c.num_warps, c.rows) for c in row_launch_candidates(100, 16384)] == [
+        (128, 1, 1), (128, 2, 1), (128, 8, 16)]  # 64 rows of 128 would be more than MOST_ROWS
+    assert [c.rows for c in row_launch_candidates(256, 16384)] == [1, 1, 8, 32]
+    assert [c.rows for c in row_launch_candidates(64, 9)] == [1, 1]  # no more rows than their power of 2 (16)
+    assert [c.rows for c in row_launch_candidates(64, 40)] == [1, 1, 32]
 
 
 def test_other_axes_and_long_rows_stay_with_xla():
