@@ -323,7 +323,8 @@ def check_program_numerics(outputs, closed, args, name):
 # Eager calls of the common shapes (one Array, two Arrays of one aval, two Arrays a contraction takes as they
 # are) skip the trace stack, promotion and the general cache's key building: a dictionary lookup, the
 # execution and the output Array. Each returns None when it does not apply, and the caller then takes the
-# general path, which also raises every error (the fast paths never raise one of their own).
+# general path, which also says what is wrong with an argument (a deleted one). An operand the primitive
+# rejects fails in the same abstract evaluation on either path, with the same error.
 _fast_executables = {}  # (primitive, avals, device) or (primitive, params key, avals, device) -> Executable
 
 
