@@ -4,6 +4,8 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
+from ..lowering.array import Array
+from ..lowering.dispatch import eager_binary
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, tensor_type
 from . import ad
@@ -21,10 +23,23 @@ class Precision:
 dot_general_p = Primitive("dot_general")
 
 
+_canonical_numbers = {}  # dimension numbers as given (when hashable) -> as tuples of ints
+
+
 def _canonical_dimension_numbers(dimension_numbers):
+    try:
+        return _canonical_numbers[dimension_numbers]
+    except (KeyError, TypeError):  # new, or unhashable (lists)
+        pass
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
     as_tuple = lambda dims: tuple(int(d) for d in dims)
-    return (as_tuple(lhs_contract), as_tuple(rhs_contract)), (as_tuple(lhs_batch), as_tuple(rhs_batch))
+    canonical = (as_tuple(lhs_contract), as_tuple(rhs_contract)), (as_tuple(lhs_batch), as_tuple(rhs_batch))
+    try:
+        if len(_canonical_numbers) < 4096:
+            _canonical_numbers[dimension_numbers] = canonical  # equal numbers as given are equal as tuples of ints
+    except TypeError:
+        pass
+    return canonical
 
 
 def _dot_general_abstract_eval(lhs, rhs, dimension_numbers, precision, preferred_element_type):
@@ -110,10 +125,21 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
 
     The result's dimensions are the batch dimensions, then lhs's free ones, then rhs's free ones.
     """
+    if type(lhs) is Array and precision is None and preferred_element_type is None:
+        result = eager_dot_general(lhs, rhs, _canonical_dimension_numbers(dimension_numbers))
+        if result is not None:
+            return result
     preferred = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=_canonical_dimension_numbers(dimension_numbers),
                               precision=canonicalize_precision(precision),
                               preferred_element_type=preferred)
+
+
+def eager_dot_general(lhs, rhs, dimension_numbers):
+    """The fast path of an eager dot_general of two Arrays (canonical dimension numbers, default precision and
+    element type): None when it does not apply (see dispatch.eager_binary)."""
+    params = {"dimension_numbers": dimension_numbers, "precision": None, "preferred_element_type": None}
+    return eager_binary(dot_general_p, dimension_numbers, params, lhs, rhs)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):

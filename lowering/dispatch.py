@@ -319,28 +319,69 @@ def check_program_numerics(outputs, closed, args, name):
                                  "in the compiled program)") from None
 
 
-_same_aval_executables = {}
+# --- eager fast paths ----------------------------------------------------------------------------------
+# Eager calls of the common shapes (one Array, two Arrays of one aval, two Arrays a contraction takes as they
+# are) skip the trace stack, promotion and the general cache's key building: a dictionary lookup, the
+# execution and the output Array. Each returns None when it does not apply, and the caller then takes the
+# general path, which also says what is wrong with an argument (a deleted one). An operand the primitive
+# rejects fails in the same abstract evaluation on either path, with the same error.
+_fast_executables = {}  # (primitive, avals, device) or (primitive, params key, avals, device) -> Executable
+
+
+def _fast_executable(key, primitive, params, in_avals, backend, device):
+    """The executable of a fast path's key, taken from the general cache on the key's first use."""
+    executable = primitive_cache.get(primitive, params, in_avals, backend, device)
+    assert type(executable) is Executable and not executable.const_buffers  # one equation on one device
+    _fast_executables[key] = executable
+    return executable
+
+
+def _run_fast(executable, buffers, backend, device):
+    try:
+        outputs = xla.execute(executable.compiled, buffers, executable.handlers)  # (no constant buffers)
+    except Exception:  # a deleted argument (donated?): the general path says which
+        return None
+    return Array(executable.out_avals[0], outputs[0], backend, device)
+
+
+def eager_unary(primitive, x):
+    """The fast path of eager `primitive(x)`, a primitive without params, for an Array `x` outside every trace.
+    The caller checks that the primitive takes x's dtype as it is (no promotion)."""
+    if config.check_numerics or len(trace.trace_state.stack) > 1:
+        return None
+    aval, device = x.aval, x._device
+    key = (primitive, aval, device)
+    executable = _fast_executables.get(key) or _fast_executable(key, primitive, {}, [aval], x._backend, device)
+    return _run_fast(executable, [x._buffer], x._backend, device)
 
 
 def eager_same_aval(primitive, x, y):
     """The fast path of eager `x OP y` for two Arrays of one aval on one device, outside every trace:
-    a dictionary lookup and the execution, none of the promotion or placement logic. Returns None
-    when the fast path does not apply (the caller then takes the general path)."""
-    if type(y) is not Array or config.check_numerics or trace.is_tracing():
+    none of the promotion or placement logic."""
+    if type(y) is not Array or config.check_numerics or len(trace.trace_state.stack) > 1:
         return None
-    aval = x.aval
-    if y.aval != aval:
-        return None
-    buffers = [x._buffer, y._buffer]
-    device = x._device
-    if y._device is not device or xla.is_deleted(buffers[0]) or xla.is_deleted(buffers[1]):
+    aval, device = x.aval, x._device
+    if (y.aval is not aval and y.aval != aval) or y._device is not device:
         return None
     key = (primitive, aval, device)
-    executable = _same_aval_executables.get(key)
-    if executable is None:
-        executable = _same_aval_executables[key] = primitive_cache.get(primitive, {}, [aval, aval], x._backend,
-                                                                       device)
-    return Array(executable.out_avals[0], executable.run_buffers(buffers)[0], x._backend, device)
+    executable = _fast_executables.get(key) or _fast_executable(key, primitive, {}, [aval, aval], x._backend, device)
+    return _run_fast(executable, [x._buffer, y._buffer], x._backend, device)
+
+
+def eager_binary(primitive, params_key, params, x, y):
+    """The fast path of eager `primitive(x, y, **params)` for two Arrays on one device, outside every trace, that
+    the primitive takes as they are (the caller promoted them). `params_key` is a hashable stand-in for `params`
+    (the same key for the same params)."""
+    if type(y) is not Array or config.check_numerics or len(trace.trace_state.stack) > 1:
+        return None
+    device = x._device
+    if y._device is not device:
+        return None
+    x_aval, y_aval = x.aval, y.aval
+    key = (primitive, params_key, x_aval, y_aval, device)
+    executable = _fast_executables.get(key) or _fast_executable(key, primitive, params, [x_aval, y_aval],
+                                                                x._backend, device)
+    return _run_fast(executable, [x._buffer, y._buffer], x._backend, device)
 
 
 trace.set_eager_executor(apply_primitive)
@@ -376,5 +417,5 @@ array_module.bitcast_readback = _bitcast_to_uint16
 
 @caches.register
 def _clear_caches():
-    for cache in (primitive_cache, _same_aval_executables, _bitcast_executables, _scalar_arrays, _scalar_buffers):
+    for cache in (primitive_cache, _fast_executables, _bitcast_executables, _scalar_arrays, _scalar_buffers):
         cache.clear()

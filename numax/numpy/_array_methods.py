@@ -141,3 +141,16 @@ Tracer.to_device = _tracer_to_device  # Array's own moves the buffer
 for _name, _fn in {**_binary_operators, **_comparisons}.items():
     if _name in _same_dtype_primitives:
         setattr(Array, f"__{_name}__", _with_fast_path(_name, _fn))
+
+
+def _matmul_with_fast_path(self, other):
+    if type(other) is Array:
+        result = _linalg_ops.eager_small_matmul(self, other)
+        if result is not None:
+            return result
+    if not _is_operand(other):
+        return NotImplemented
+    return _linalg_ops.matmul(self, other)
+
+
+Array.__matmul__ = _matmul_with_fast_path

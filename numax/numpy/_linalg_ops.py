@@ -4,6 +4,9 @@ import builtins
 
 from numax import lax
 from numax.core import dtypes
+from numax.core.config import config
+from numax.lax.linear import eager_dot_general
+from numax.lowering.array import Array
 
 from ._util import aval, canonicalize_axis, check_arraylike, promote_args, promote_dtypes, shape, to_array
 
@@ -12,8 +15,31 @@ def _preferred(x):
     return aval(x).dtype
 
 
+# dot_general's dimension numbers for matmul of operands of rank 1 or 2: a's last dimension with b's first.
+_small_matmul_numbers = {(a_rank, b_rank): (((a_rank - 1,), (0,)), ((), ())) for a_rank in (1, 2) for b_rank in (1, 2)}
+# Without x64, arrays of these dtypes (made while it was on) are converted by promotion.
+_x64_dtypes = frozenset((dtypes.int64, dtypes.uint64, dtypes.float64, dtypes.complex128))
+
+
+def eager_small_matmul(a, b):
+    """The fast path of eager matmul (and dot) of two Arrays of one dtype and rank 1 or 2, whose core dimensions
+    match: one dot_general, nothing to promote or broadcast. None when it does not apply."""
+    a_aval, b_aval = a.aval, b.aval
+    numbers = _small_matmul_numbers.get((len(a_aval.shape), len(b_aval.shape)))
+    dtype = a_aval.dtype
+    if (numbers is None or b_aval.dtype is not dtype or a_aval.shape[-1] != b_aval.shape[0]
+            or (dtype in _x64_dtypes and not config.enable_x64)
+            or (a_aval.weak_type and dtype == dtypes.bool_)):  # promotion makes booleans strongly typed
+        return None
+    return eager_dot_general(a, b, numbers)
+
+
 def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     """numpy's matmul: vectors are promoted to matrices, leading dimensions broadcast."""
+    if type(a) is Array and type(b) is Array and precision is None and preferred_element_type is None:
+        result = eager_small_matmul(a, b)
+        if result is not None:
+            return result
     a, b = promote_dtypes(to_array(a), to_array(b))
     a_shape, b_shape = shape(a), shape(b)
     if not a_shape or not b_shape:
@@ -93,6 +119,10 @@ def _after_squeeze(squeezed):
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
     """numpy's dot: scalars multiply, 1-d/2-d follow matmul, N-d contracts a's last with b's second-to-last."""
+    if type(a) is Array and type(b) is Array and precision is None and preferred_element_type is None:
+        result = eager_small_matmul(a, b)
+        if result is not None:
+            return result
     check_arraylike("dot", a, b)
     a, b = promote_dtypes(a, b)  # contracted operands are not broadcast against each other
     a_shape, b_shape = shape(a), shape(b)

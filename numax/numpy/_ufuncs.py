@@ -8,6 +8,9 @@ import numpy as np
 from numax import lax
 from numax.core import dtypes
 from numax.core.config import config
+from numax.lax import elementwise
+from numax.lowering.array import Array
+from numax.lowering.dispatch import eager_unary
 from numax.transforms.custom_derivatives import custom_jvp
 
 from ._util import (
@@ -19,36 +22,42 @@ from ._util import (
     to_array,
 )
 
+_inexact_dtypes = frozenset(dtypes.floats + dtypes.complexes)
 
-def _unary_inexact(lax_fn, name):
+
+def _unary_inexact(primitive, name):
     def fn(x, /):
+        if type(x) is Array and x.aval.dtype in _inexact_dtypes:  # nothing to promote: maybe the fast path
+            result = eager_unary(primitive, x)
+            if result is not None:
+                return result
         (x,) = promote_args_inexact(name, x)
-        return lax_fn(x)
+        return primitive.bind(x)  # the lax function of `primitive`, less one call
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name}, like numpy.{name} (integers become the default float type)."
     return fn
 
 
-sin = _unary_inexact(lax.sin, "sin")
-cos = _unary_inexact(lax.cos, "cos")
-tan = _unary_inexact(lax.tan, "tan")
-arcsin = _unary_inexact(lax.asin, "arcsin")
-arccos = _unary_inexact(lax.acos, "arccos")
-arctan = _unary_inexact(lax.atan, "arctan")
-sinh = _unary_inexact(lax.sinh, "sinh")
-cosh = _unary_inexact(lax.cosh, "cosh")
-tanh = _unary_inexact(lax.tanh, "tanh")
-arcsinh = _unary_inexact(lax.asinh, "arcsinh")
-arccosh = _unary_inexact(lax.acosh, "arccosh")
-arctanh = _unary_inexact(lax.atanh, "arctanh")
-exp = _unary_inexact(lax.exp, "exp")
-exp2 = _unary_inexact(lax.exp2, "exp2")
-expm1 = _unary_inexact(lax.expm1, "expm1")
-log = _unary_inexact(lax.log, "log")
-log1p = _unary_inexact(lax.log1p, "log1p")
-sqrt = _unary_inexact(lax.sqrt, "sqrt")
-cbrt = _unary_inexact(lax.cbrt, "cbrt")
+sin = _unary_inexact(elementwise.sin_p, "sin")
+cos = _unary_inexact(elementwise.cos_p, "cos")
+tan = _unary_inexact(elementwise.tan_p, "tan")
+arcsin = _unary_inexact(elementwise.asin_p, "arcsin")
+arccos = _unary_inexact(elementwise.acos_p, "arccos")
+arctan = _unary_inexact(elementwise.atan_p, "arctan")
+sinh = _unary_inexact(elementwise.sinh_p, "sinh")
+cosh = _unary_inexact(elementwise.cosh_p, "cosh")
+tanh = _unary_inexact(elementwise.tanh_p, "tanh")
+arcsinh = _unary_inexact(elementwise.asinh_p, "arcsinh")
+arccosh = _unary_inexact(elementwise.acosh_p, "arccosh")
+arctanh = _unary_inexact(elementwise.atanh_p, "arctanh")
+exp = _unary_inexact(elementwise.exp_p, "exp")
+exp2 = _unary_inexact(elementwise.exp2_p, "exp2")
+expm1 = _unary_inexact(elementwise.expm1_p, "expm1")
+log = _unary_inexact(elementwise.log_p, "log")
+log1p = _unary_inexact(elementwise.log1p_p, "log1p")
+sqrt = _unary_inexact(elementwise.sqrt_p, "sqrt")
+cbrt = _unary_inexact(elementwise.cbrt_p, "cbrt")
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
 
@@ -209,7 +218,14 @@ def right_shift(x1, x2, /):
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
+_numeric_dtypes = frozenset(dtypes.integers) | _inexact_dtypes
+
+
 def negative(x, /):
+    if type(x) is Array and x.aval.dtype in _numeric_dtypes:  # nothing to promote: maybe the fast path
+        result = eager_unary(elementwise.neg_p, x)
+        if result is not None:
+            return result
     (x,) = promote_args("negative", x)
     return lax.neg(x)
 
