@@ -77,16 +77,14 @@ class Array:
     # --- life cycle ---
     def block_until_ready(self):
         buffer = self._buffer
-        if buffer.is_deleted():
+        if buffer.is_deleted():  # (asked here: the call is on every step's path)
             self._check_alive()
-        if not buffer.is_ready():
-            xla.wait(buffer)
-        buffer.block_until_ready()  # raises the program's error, if it failed
+        xla.wait(buffer)
         return self
 
     def is_ready(self):
-        self._check_alive()
-        return xla.is_ready(self._buffer)
+        self._check_alive()  # (jaxlib's is_ready() crashes the process on a deleted buffer)
+        return self._buffer.is_ready()
 
     def is_deleted(self):
         return xla.is_deleted(self._buffer)

@@ -716,16 +716,13 @@ SPIN_WAIT_SECONDS = 200e-6
 
 
 def wait(buffer):
-    """Blocks until a live buffer's value is computed; raises the program's error if it failed."""
-    deadline = time.perf_counter() + SPIN_WAIT_SECONDS
-    while not buffer.is_ready() and time.perf_counter() < deadline:
-        os.sched_yield()  # a CPU program's threads may need this core
+    """Blocks until a live buffer's value is computed; raises the program's error if it failed. (Its readiness is
+    polled first: jaxlib's is_ready() crashes the process on a deleted buffer.)"""
+    if not buffer.is_ready():
+        deadline = time.perf_counter() + SPIN_WAIT_SECONDS
+        while not buffer.is_ready() and time.perf_counter() < deadline:
+            os.sched_yield()  # a CPU program's threads may need this core
     buffer.block_until_ready()
-
-
-def is_ready(buffer):
-    """Is a live buffer's value computed? (jaxlib's is_ready() crashes the process on a deleted buffer.)"""
-    return buffer.is_ready()
 
 
 def block_until_ready(buffers):
