@@ -143,14 +143,15 @@ for _name, _fn in {**_binary_operators, **_comparisons}.items():
         setattr(Array, f"__{_name}__", _with_fast_path(_name, _fn))
 
 
-def _matmul_with_fast_path(self, other):
+def _array_matmul(self, other):
+    """`Array @ other`: matmul's fast path for two small Arrays, else its general path (one call less than
+    through `matmul` on every `@`)."""
     if type(other) is Array:
         result = _linalg_ops.eager_small_matmul(self, other)
-        if result is not None:
-            return result
+        return result if result is not None else _linalg_ops.general_matmul(self, other)
     if not _is_operand(other):
         return NotImplemented
-    return _linalg_ops.matmul(self, other)
+    return _linalg_ops.general_matmul(self, other)
 
 
-Array.__matmul__ = _matmul_with_fast_path
+Array.__matmul__ = _array_matmul

@@ -40,6 +40,11 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
         result = eager_small_matmul(a, b)
         if result is not None:
             return result
+    return general_matmul(a, b, precision, preferred_element_type)
+
+
+def general_matmul(a, b, precision=None, preferred_element_type=None):
+    """matmul without its fast path: promotion, broadcasting, one dot_general."""
     a, b = promote_dtypes(to_array(a), to_array(b))
     a_shape, b_shape = shape(a), shape(b)
     if not a_shape or not b_shape:
