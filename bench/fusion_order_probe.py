@@ -7,28 +7,15 @@ order rotated every round.
 """
 
 import os
-import statistics
 import sys
-import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from dispatch import rotated  # noqa: E402
+from dispatch import interleaved  # noqa: E402
 from fusion import cases, sides  # noqa: E402
-
-
-def timed(pairs, repeats, inner, rotate):
-    samples = {name: [] for name, _ in pairs}
-    for round_ in range(repeats):
-        for name, fn in rotated(pairs, round_ if rotate else 0):
-            start = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            samples[name].append((time.perf_counter() - start) / inner * 1e6)
-    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def main():
@@ -45,7 +32,7 @@ def main():
             wait_(call())
         waited = [(name, lambda c=call, w=wait_: w(c())) for name, (call, wait_) in pairs.items()]
         for rotate in (False, True):
-            result = timed(waited, 15, 20, rotate)
+            result = interleaved(waited, 15, 20, rotate)
             print(f"({case.key}) call + wait, {'rotated' if rotate else 'fixed order'}: "
                   + ", ".join(f"{name} {us:.1f} us" for name, us in result.items()))
         del found, pairs, waited

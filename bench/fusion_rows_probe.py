@@ -14,7 +14,6 @@ frame them.
 import argparse
 import os
 import sys
-import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -23,6 +22,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
 from fusion import layernorm_gelu_residual  # noqa: E402
+from fusion_probe import wall_us  # noqa: E402
 from numax.lowering import fusion_codegen  # noqa: E402
 from numax.transforms import fusion  # noqa: E402
 
@@ -50,15 +50,6 @@ def variants(source):
     return [("libdevice.tanh", source),
             ("tanh.approx.f32", head + TANH_APPROX + body.replace("libdevice.tanh(", "_tanh_approx(")),
             ("1-2/(exp(2x)+1)", head + TANH_BY_EXP + body.replace("libdevice.tanh(", "_tanh_by_exp("))]
-
-
-def wall_us(fn, calls=50):
-    numax.block_until_ready(fn())
-    start = time.perf_counter()
-    for _ in range(calls):
-        out = fn()
-    numax.block_until_ready(out)
-    return (time.perf_counter() - start) / calls * 1e6
 
 
 def main():

@@ -8,26 +8,17 @@ cProfile of numax's calls.
 import cProfile
 import os
 import pstats
-import statistics
-import time
+import sys
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+from dispatch import median_time  # noqa: E402
 from numax.lowering import xla  # noqa: E402
 
 import numax  # noqa: E402
-
-
-def median_us(fn, repeats=15, inner=200):
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        samples.append((time.perf_counter() - start) / inner * 1e6)
-    return statistics.median(samples)
 
 
 def main():
@@ -50,7 +41,7 @@ def main():
     rows["execute_sharded only, jax's executable"] = lambda: jcompiled.execute_sharded([jx, jx])
     for name, fn in rows.items():
         fn()
-        print(f"| {name} | {median_us(fn):.1f} us |")
+        print(f"| {name} | {median_time(fn, 15, 200):.1f} us |")
     profile = cProfile.Profile()
     profile.enable()
     for _ in range(2000):
