@@ -1,5 +1,6 @@
-"""Shared test helpers: random inputs per dtype, dtype-aware tolerances, the jax oracle, and the vmap checks
-(numax.vmap against jax.vmap and a loop over examples; counting ops in a program)."""
+"""Shared test helpers: random inputs per dtype, dtype-aware tolerances, the jax oracle, the vmap checks
+(numax.vmap against jax.vmap and a loop over examples; counting ops in a program), and a data-parallel training
+step written once for numax and jax."""
 
 import os
 import re
@@ -94,3 +95,16 @@ def count_ops(fn, args, name):
 
 __all__ = ["jax", "jnp", "rand", "assert_close", "tolerance", "float_dtypes", "int_dtypes", "all_dtypes",
            "check_vmap", "count_ops"]
+
+
+def data_parallel_step(lax_module, np_module, grad, axis_name):
+    """A one-layer tanh regression's SGD step whose gradient and loss are averaged (pmean) over `axis_name`,
+    written once for both libraries: (params {"w", "b"}, x, y) -> (new params, loss)."""
+    def loss(p, x, y):
+        return np_module.mean((np_module.tanh(x @ p["w"] + p["b"]) - y) ** 2)
+
+    def step(p, x, y):
+        g = lax_module.pmean(grad(loss)(p, x, y), axis_name)
+        return {k: p[k] - 0.1 * g[k] for k in p}, lax_module.pmean(loss(p, x, y), axis_name)
+
+    return step

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from harness import data_parallel_step
 from hypothesis import given
 from hypothesis import strategies as st
 from numax.lowering import xla
@@ -100,18 +101,8 @@ def test_data_parallel_training_step_with_pmean_of_gradients_matches_jax():
     xs = rng.normal(size=(4, 5, 3)).astype(np.float32)
     ys = rng.normal(size=(4, 5, 2)).astype(np.float32)
 
-    def make(L, m, grad):
-        def loss(p, x, y):
-            return m.mean((m.tanh(x @ p["w"] + p["b"]) - y) ** 2)
-
-        def step(p, x, y):
-            g = L.pmean(grad(loss)(p, x, y), "batch")
-            return {k: p[k] - 0.1 * g[k] for k in p}, L.pmean(loss(p, x, y), "batch")
-
-        return step
-
-    ours_step = numax.pmap(make(lax, mnp, numax.grad), "batch", in_axes=(None, 0, 0))
-    their_step = jax.pmap(make(jax.lax, jnp, jax.grad), "batch", in_axes=(None, 0, 0))
+    ours_step = numax.pmap(data_parallel_step(lax, mnp, numax.grad, "batch"), "batch", in_axes=(None, 0, 0))
+    their_step = jax.pmap(data_parallel_step(jax.lax, jnp, jax.grad, "batch"), "batch", in_axes=(None, 0, 0))
     ours_params, their_params = params, params
     for _ in range(3):
         ours_params, ours_loss = ours_step(ours_params, xs, ys)

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from harness import data_parallel_step
 from hypothesis import given
 from hypothesis import strategies as st
 from jax.sharding import PartitionSpec as JP
@@ -233,21 +234,11 @@ def test_grad_inside_shard_map_data_parallel_step_matches_jax():
     params = {"w": rng.normal(size=(3, 2)).astype(np.float32), "b": np.zeros(2, np.float32)}
     xs, ys = rng.normal(size=(16, 3)).astype(np.float32), rng.normal(size=(16, 2)).astype(np.float32)
 
-    def make(L, m, S, grad):
-        def loss(p, x, y):
-            return m.mean((m.tanh(x @ p["w"] + p["b"]) - y) ** 2)
-
-        def step(p, x, y):
-            g = L.pmean(grad(loss)(p, x, y), "x")
-            return {k: p[k] - 0.1 * g[k] for k in p}, L.pmean(loss(p, x, y), "x")
-
-        return step
-
     # Inside the body numax differentiates as jax does with check_vma=False: the gradient with respect to the
     # replicated parameters is each device's own (jax's check_vma=True sums it over the devices).
-    ours_step = numax.jit(numax.shard_map(make(lax, mnp, P, numax.grad), mesh=meshes((8,))[0],
+    ours_step = numax.jit(numax.shard_map(data_parallel_step(lax, mnp, numax.grad, "x"), mesh=meshes((8,))[0],
                                           in_specs=(P(), P("x"), P("x")), out_specs=P()))
-    their_step = jax.jit(jax.shard_map(make(jax.lax, jnp, JP, jax.grad), mesh=meshes((8,))[1],
+    their_step = jax.jit(jax.shard_map(data_parallel_step(jax.lax, jnp, jax.grad, "x"), mesh=meshes((8,))[1],
                                        in_specs=(JP(), JP("x"), JP("x")), out_specs=JP(), check_vma=False))
     ours_params, their_params = params, params
     for _ in range(2):
