@@ -76,14 +76,15 @@ def reducible(primitive_name, dtype):
 
 class RowWriter(codegen.KernelWriter):
     """A kernel writer for rows of `length` elements: literals are scalars, broadcast where they are used;
-    `row_mask`, `column_mask` and `mask` (both) name the masks the kernel needs, None where it needs none."""
+    `column_mask` and `mask` (rows' and columns' together) name the masks its reductions and row values need,
+    None where they need none."""
 
     literal_shape = "[]"
 
     def __init__(self, platform, rows, length, row_mask, column_mask):
         super().__init__(platform)
         self.rows, self.length = rows, length
-        self.row_mask, self.column_mask = row_mask, column_mask
+        self.column_mask = column_mask
         self.mask = " & ".join(m for m in (row_mask, column_mask) if m) or None
 
     def is_row(self, aval):
