@@ -687,14 +687,17 @@ def dlpack_capsule(buffer, stream=None):
 
 
 def to_numpy(buffer) -> np.ndarray:
-    """A host copy of a CPU buffer's contents (the caller handles bfloat16, which neither way below knows).
+    """A read-only host array of a CPU buffer's contents (the caller handles bfloat16, which neither way below
+    knows).
 
-    Through the buffer protocol (jaxlib's CPU arrays export it; it waits for the buffer to be ready and keeps
-    the buffer alive while the view lives), 0.4 us faster than DLPack for a small fresh result; through DLPack
-    where the protocol is refused (another layout, a jaxlib without it). The view is released as soon as the
-    copy is made: the memoryview is not kept anywhere (a `with` block would cost as much as the copy)."""
+    Through the buffer protocol (jaxlib's CPU arrays export it; it waits for the buffer to be ready), the array is
+    a view, as jax's is: it holds the runtime's external reference on the buffer, which keeps the memory alive
+    after the array is deleted and makes a donation of it copy instead of reusing the memory
+    (tests/test_eager_fast_paths.py checks both). Through DLPack, where the protocol is refused (another layout,
+    a jaxlib without it), a copy: a DLPack consumer still holding the buffer when it is deleted aborts the
+    process."""
     try:
-        return np.array(memoryview(buffer), copy=True)
+        return np.asarray(memoryview(buffer))
     except (BufferError, TypeError):
         return np.array(np.from_dlpack(_DLPackView(buffer)), copy=True)
 

@@ -240,3 +240,28 @@ def test_readback_falls_back_to_dlpack_where_the_buffer_protocol_is_refused(monk
     value = xla.to_numpy(array._buffer)
     np.testing.assert_array_equal(value, np.arange(6, dtype=np.float32).reshape(2, 3) * 2)
     assert value.flags.owndata  # a copy: numax's buffer can be deleted while the value lives
+
+
+def test_readback_is_a_read_only_view_that_outlives_deletion_and_donation():
+    # As jax's: np.asarray of a CPU array shares its memory; the runtime's external reference keeps that memory
+    # alive after a deletion, and a donation of the array copies instead of overwriting it.
+    values = np.arange(50_000, dtype=np.float32)
+    overwrite = numax.jit(lambda a: a * 0 - 7, donate_argnums=0)
+    views = []
+    for i in range(6):
+        array = xnp.asarray(values) + i
+        view = np.asarray(array)
+        assert not view.flags.writeable and not view.flags.owndata
+        with pytest.raises(ValueError, match="read-only"):
+            view[0] = 1
+        if i % 2:
+            array.delete()
+        else:
+            np.testing.assert_array_equal(overwrite(array), np.full_like(values, -7))
+        views.append(view)
+        del array
+        [(xnp.zeros(values.shape) - 5).block_until_ready() for _ in range(3)]  # reuse freed memory, if any
+    for i, view in enumerate(views):
+        np.testing.assert_array_equal(view, values + i)
+    copy = np.array(xnp.asarray(values), copy=True)
+    assert copy.flags.writeable and copy.flags.owndata
