@@ -90,7 +90,8 @@ class Array:
         return xla.is_deleted(self._buffer)
 
     def delete(self):
-        # Readback views are always copied at once, so no DLPack view can be alive here (trap 3).
+        # A DLPack readback is copied at once, so no DLPack view can be alive here (trap 3); a buffer-protocol
+        # view holds the runtime's external reference instead, which keeps the memory alive.
         xla.delete(self._buffer)
         self._host_value = None
 
