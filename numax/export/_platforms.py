@@ -25,7 +25,7 @@ _INDEX_ATTRIBUTE = '{jax.global_constant = "_platform_index"}'
 def lower_for_platforms(closed, name, platforms):
     """(module text, [ModuleContext of each platform's lowering]) of a closed program for `platforms` (export
     names, "cpu" or "cuda"): one platform's plain module, or several platforms' module with an index argument."""
-    lowerings = [lower_to_module(closed, name, _BACKEND_PLATFORMS[platform]) for platform in platforms]
+    lowerings = [_lower_for(closed, name, platform) for platform in platforms]
     contexts = [context for _, context in lowerings]
     if len(platforms) == 1:
         return lowerings[0][0], contexts
@@ -41,6 +41,17 @@ def lower_for_platforms(closed, name, platforms):
     program = closed.program
     main = _dispatching_main(program.in_avals, program.out_avals, [callees[p] for p in platforms])
     return "\n".join([_module_header(lowerings[0][0]), main, *functions, "}"]), contexts
+
+
+def _lower_for(closed, name, platform):
+    """Lowering only writes text, so it needs no device of `platform`, except where a rule asks one (a Triton
+    kernel call is compiled for the compute capability of the GPU it is lowered on)."""
+    try:
+        return lower_to_module(closed, name, _BACKEND_PLATFORMS[platform])
+    except RuntimeError as error:
+        raise RuntimeError(f"export: lowering {name!r} for {platform!r} failed on this machine ({error}); a "
+                           "program whose lowering needs a device of that platform (a Triton kernel call is "
+                           "compiled for its GPU) must be exported where one is") from error
 
 
 def _dispatching_main(in_avals, out_avals, callees):
