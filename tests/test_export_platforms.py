@@ -71,6 +71,9 @@ def test_main_signature_follows_jax():
     by_jax = jax.export.export(jax.jit(jax.numpy.sin), platforms=platforms)(jax.ShapeDtypeStruct((3,), np.float32))
     by_numax = export.export(numax.jit(jnp.sin), platforms=platforms)(numax.ShapeDtypeStruct((3,), np.float32))
     assert by_numax.platforms == by_jax.platforms
+    for text in (by_jax.mlir_module(), by_numax.mlir_module()):
+        module_line = next(line for line in text.splitlines() if line.startswith("module @"))
+        assert "jax.uses_shape_polymorphism = true" in module_line
     index_argument = '%arg0: tensor<i32> {jax.global_constant = "_platform_index"}'
     assert index_argument in _main_signature(by_jax.mlir_module())
     assert index_argument in _main_signature(by_numax.mlir_module())
@@ -85,6 +88,7 @@ def test_same_lowering_is_one_body_and_ignores_the_index():
     np.testing.assert_allclose(np.asarray(exported.call(x)), np.sin(x), rtol=1e-6)
     single = export.export(numax.jit(jnp.sin), platforms="cpu")(x)  # one platform: today's module, no index
     assert "tensor<i32>" not in _main_signature(single.mlir_module())
+    assert "jax.uses_shape_polymorphism" not in single.mlir_module()
 
 
 def test_runs_on_the_cpu_eager_jit_vmap_grad(exported, jax_grad):

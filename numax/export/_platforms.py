@@ -83,10 +83,11 @@ def _dispatching_main(in_avals, out_avals, callees):
 
 
 def _module_header(text):
-    """The `module @name attributes {...} {` line of a lowered module (its name and replica counts)."""
+    """The `module @name attributes {...} {` line of a lowered module (its name and replica counts), marked as
+    JAX marks a module with a platform index: one whose global constants a caller must refine before compiling."""
     header = text.split("\n", 1)[0]
-    assert header.startswith("module @") and header.endswith("{"), header
-    return header
+    assert header.startswith("module @") and " attributes {" in header, header
+    return header.replace(" attributes {", " attributes {jax.uses_shape_polymorphism = true, ", 1)
 
 
 def platform_index_operands(ctx, exported, platform):
