@@ -161,3 +161,5 @@ def test_errors():
         export.export(numax.jit(jnp.sin), platforms=("cpu", "cuda", "cpu"))
     with pytest.raises(ValueError, match="unknown platforms"):
         export.export(numax.jit(jnp.sin), platforms=("cpu", "tpu"))
+    with pytest.raises(NotImplementedError, match="only implemented on the CPU"):  # no eig lowering for "cuda"
+        export.export(numax.jit(jnp.linalg.eig), platforms=("cpu", "cuda"))(x)

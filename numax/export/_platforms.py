@@ -48,6 +48,8 @@ def _lower_for(closed, name, platform):
     kernel call is compiled for the compute capability of the GPU it is lowered on)."""
     try:
         return lower_to_module(closed, name, _BACKEND_PLATFORMS[platform])
+    except NotImplementedError:  # a RuntimeError that says itself what the platform lacks (eig on a GPU)
+        raise
     except RuntimeError as error:
         raise RuntimeError(f"export: lowering {name!r} for {platform!r} failed on this machine ({error}); a "
                            "program whose lowering needs a device of that platform (a Triton kernel call is "
