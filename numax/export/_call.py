@@ -12,12 +12,12 @@ from ..core.primitives import Primitive, batching_rules, jvp_rules
 from ..lowering import xla
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type
+from ._platforms import NUMAX_PLATFORMS, platform_index_operands
 
 call_exported_p = Primitive("call_exported", multiple_results=True)
 call_exported_p.def_abstract_eval(lambda *avals, exported: list(exported.out_avals))
 
 _symbol_counter = itertools.count()
-NUMAX_PLATFORMS = {"cpu": "cpu", "gpu": "cuda"}  # numax's backend platform -> the name exports use (JAX's)
 
 
 def symbol_prefix(fun_name):
@@ -34,7 +34,8 @@ def _lower_call_exported(ctx, *args, exported):
     main = exported.symbol_prefix + "main"
     if main not in ctx.module.functions:
         ctx.module.functions[main] = xla.private_functions(exported.mlir_module(), exported.symbol_prefix)
-    return ctx.builder.op("func.call", list(args), [aval_type(a) for a in ctx.avals_out], {"callee": f"@{main}"})
+    operands = platform_index_operands(ctx, exported, platform) + list(args)
+    return ctx.builder.op("func.call", operands, [aval_type(a) for a in ctx.avals_out], {"callee": f"@{main}"})
 
 
 def _batch_call_exported(values, dims, exported):

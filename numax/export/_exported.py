@@ -5,9 +5,9 @@ from ..core import pytree as tree
 from ..core.avals import get_aval
 from ..core.evaluation import eval_closed_program
 from ..lowering import xla
-from ..lowering.lower import lower_to_module
 from ..transforms.jit import JitFunction, ShapeDtypeStruct
-from ._call import NUMAX_PLATFORMS, call_exported_p, symbol_prefix
+from ._call import call_exported_p, symbol_prefix
+from ._platforms import NUMAX_PLATFORMS, lower_for_platforms
 
 
 class Exported:
@@ -29,7 +29,8 @@ class Exported:
         self._differentiable_call = None
 
     def mlir_module(self) -> str:
-        """The StableHLO module text; its `main` takes the `in_avals` leaves and returns the `out_avals` ones."""
+        """The StableHLO module text; its `main` takes the `in_avals` leaves and returns the `out_avals` ones,
+        after a leading `platform_index: tensor<i32>` (the index into `platforms`) when there are several."""
         return self._module_text
 
     def has_vjp(self) -> bool:
@@ -95,8 +96,8 @@ class Exported:
 
 def export(fun_jit, *, platforms=None):
     """`export(numax.jit(f))(*args)`: an `Exported` of `f` for these arguments (arrays or ShapeDtypeStructs;
-    static arguments as the jit function declares them). `platforms`: where it will run (one of "cpu",
-    "cuda"); by default the default backend's."""
+    static arguments as the jit function declares them). `platforms`: where it will run ("cpu", "cuda", or a
+    sequence of them: one module dispatching on the platform it runs on); by default the default backend's."""
     if not isinstance(fun_jit, JitFunction):
         raise TypeError(f"export expects a function wrapped by numax.jit, got {fun_jit!r}")
     platforms = _checked_platforms(platforms)
@@ -115,17 +116,15 @@ def _checked_platforms(platforms):
     unknown = [p for p in platforms if p not in NUMAX_PLATFORMS.values()]
     if unknown:
         raise ValueError(f"export: unknown platforms {unknown}; numax exports for {sorted(NUMAX_PLATFORMS.values())}")
-    if len(platforms) != 1:
-        raise NotImplementedError("export: numax exports for one platform at a time (multi-platform modules, "
-                                  "dispatching on a platform index argument, are not implemented yet)")
+    if not platforms or len(set(platforms)) != len(platforms):
+        raise ValueError(f"export: platforms must be distinct and at least one, got {platforms}")
     return platforms
 
 
 def _exported_program(name, closed, in_tree, out_tree, platforms):
     """The Exported of a closed program (its constants written into the module)."""
-    numax_platform = {v: k for k, v in NUMAX_PLATFORMS.items()}[platforms[0]]
-    text, module = lower_to_module(closed, name, numax_platform)
-    if module.host_callbacks:
+    text, modules = lower_for_platforms(closed, name, platforms)
+    if any(module.host_callbacks for module in modules):
         raise ValueError(f"export: {name!r} calls back into Python (a callback, debug.print), which a "
                          "serialized module cannot hold")
     program = closed.program
