@@ -34,7 +34,8 @@ def _lower_call_exported(ctx, *args, exported):
     main = exported.symbol_prefix + "main"
     if main not in ctx.module.functions:
         ctx.module.functions[main] = xla.private_functions(exported.mlir_module(), exported.symbol_prefix)
-    return ctx.builder.op("func.call", list(args), [aval_type(a) for a in ctx.avals_out], {"callee": f"@{main}"})
+    kept_args = [args[i] for i in exported.module_kept_var_idx]  # jax drops unused arguments from `main`
+    return ctx.builder.op("func.call", kept_args, [aval_type(a) for a in ctx.avals_out], {"callee": f"@{main}"})
 
 
 def _batch_call_exported(values, dims, exported):
