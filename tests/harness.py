@@ -1,9 +1,12 @@
 """Shared test helpers: random inputs per dtype, dtype-aware tolerances, the jax oracle, the vmap checks
 (numax.vmap against jax.vmap and a loop over examples; counting ops in a program), and a data-parallel training
-step written once for numax and jax."""
+step written once for numax and jax, and a script run in a fresh Python process."""
 
+import json
 import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 
@@ -108,3 +111,11 @@ def data_parallel_step(lax_module, np_module, grad, axis_name):
         return {k: p[k] - 0.1 * g[k] for k in p}, lax_module.pmean(loss(p, x, y), axis_name)
 
     return step
+
+
+def run_fresh_process(script):
+    """Runs `script` in a new Python process on the CPU; the JSON it printed last, decoded."""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "NUMAX_PLATFORMS": "cpu"})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])

@@ -1,17 +1,14 @@
 """numax.export: export, serialize, deserialize and call (eagerly, under jit, vmap and grad), in a fresh
 process that never defines the function, from an artifact committed in format version 1, and bad blobs."""
 
-import json
-import os
 import pathlib
 import struct
-import subprocess
-import sys
 import zlib
 
 import hypothesis.strategies as st
 import numpy as np
 import pytest
+from harness import run_fresh_process
 from hypothesis import given
 
 import numax
@@ -116,10 +113,7 @@ def test_fresh_process_runs_a_blob_without_the_function(layer_blob, tmp_path):
         "print(json.dumps({'y': np.asarray(y).tolist(), 'jax_imported': 'jax' in sys.modules,\n"
         "                  'fun_name': exported.fun_name}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "NUMAX_PLATFORMS": "cpu"})
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.splitlines()[-1])
+    result = run_fresh_process(script)
     assert result["fun_name"] == "_layer" and not result["jax_imported"]
     np.testing.assert_allclose(np.array(result["y"]), _layer_reference(x, params)[0], rtol=1e-5, atol=1e-6)
 

@@ -55,7 +55,8 @@ def deserialize(blob: bytes) -> Exported:
 
         return deserialize_jax(blob)
     if len(blob) < _HEADER.size:
-        raise ValueError("corrupt numax export: the blob is shorter than numax's header")
+        raise ValueError("truncated numax export: the blob starts with numax's magic bytes but is shorter "
+                         "than its header")
     _, version, metadata_size, checksum = _HEADER.unpack_from(blob)
     if version > SERIALIZATION_VERSION:
         raise ValueError(f"numax export format version {version} is newer than this numax reads "

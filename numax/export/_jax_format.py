@@ -113,8 +113,8 @@ def _read_exported(root):
     out_avals = _read_avals(root, slot.out_avals_idxs, slot.out_avals, fun_name)
     vjp_table = root.table(slot.vjp)
     exported = Exported(
-        fun_name, _tree_of(_read_tree(root.table(slot.in_tree))), in_avals,
-        _tree_of(_read_tree(root.table(slot.out_tree))), out_avals, root.strings(slot.platforms),
+        fun_name, _tree_of(_read_tree(_required_table(root, slot.in_tree, "in_tree"))), in_avals,
+        _tree_of(_read_tree(_required_table(root, slot.out_tree, "out_tree"))), out_avals, root.strings(slot.platforms),
         xla.deserialize_portable_artifact(root.byte_vector(slot.mlir_module_serialized)),
         module_kept_var_idx=root.scalar_vector(slot.module_kept_var_idx, "u2").tolist(),
         calling_convention_version=root.scalar(slot.calling_convention_version, "H"),
@@ -123,6 +123,13 @@ def _read_exported(root):
     if vjp_table is not None:
         exported._vjp = _read_exported(vjp_table)
     return exported
+
+
+def _required_table(root, slot, name):
+    table = root.table(slot)
+    if table is None:
+        raise fb.FlatBufferError(f"it has no {name}")
+    return table
 
 
 def _nr_devices(root):
