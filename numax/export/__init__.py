@@ -3,7 +3,10 @@
 `export(numax.jit(f))(*args_or_ShapeDtypeStructs)` traces and lowers `f` into an `Exported`;
 `exported.serialize()` gives bytes (numax's versioned format, see `_format.py`), and `deserialize(blob)` gives
 back an `Exported` whose `.call(*args)` runs the module, eagerly or inside jit, vmap and (when exported with
-`vjp_order`) grad. The JAX API: `jax.export.export`, `jax.export.deserialize`, `jax.export.Exported`.
+`vjp_order`) grad. `deserialize` also reads blobs that `jax.export` serialized, and
+`exported.serialize(format="jax")` writes jax.export's format (`_jax_format.py`), so that
+`jax.export.deserialize(blob).call(...)` runs a numax export; numax's own format stays the default (it keeps weak
+types). The JAX API: `jax.export.export`, `jax.export.deserialize`, `jax.export.Exported`.
 """
 
 from ._exported import Exported, export  # noqa: F401

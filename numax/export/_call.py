@@ -34,7 +34,8 @@ def _lower_call_exported(ctx, *args, exported):
     main = exported.symbol_prefix + "main"
     if main not in ctx.module.functions:
         ctx.module.functions[main] = xla.private_functions(exported.mlir_module(), exported.symbol_prefix)
-    operands = platform_index_operands(ctx, exported, platform) + list(args)
+    kept_args = [args[i] for i in exported.module_kept_var_idx]  # jax drops unused arguments from `main`
+    operands = platform_index_operands(ctx, exported, platform) + kept_args
     return ctx.builder.op("func.call", operands, [aval_type(a) for a in ctx.avals_out], {"callee": f"@{main}"})
 
 

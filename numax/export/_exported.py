@@ -9,19 +9,35 @@ from ..transforms.jit import JitFunction, ShapeDtypeStruct
 from ._call import call_exported_p, symbol_prefix
 from ._platforms import NUMAX_PLATFORMS, lower_for_platforms
 
+# The version of jax's calling convention that numax's modules follow (jax.export reads 9 and 10): `main`
+# takes the kept argument leaves (no platform index, dimension or effect token arguments) and returns the
+# result leaves.
+CALLING_CONVENTION_VERSION = 10
+
 
 class Exported:
     """A function lowered to StableHLO for fixed argument avals: `call` runs it, `serialize` saves it.
 
     `in_tree` is the structure of `(args, kwargs)` and `in_avals` the avals of its leaves; `out_tree` and
-    `out_avals` are the result's. `platforms` are the ones the module was lowered for ("cpu", "cuda")."""
+    `out_avals` are the result's. `platforms` are the ones the module was lowered for ("cpu", "cuda").
+    As in JAX, `module_kept_var_idx` are the indices of the `in_avals` leaves that the module's `main` takes
+    (jax drops unused arguments; numax keeps all), and `calling_convention_version`, `nr_devices`,
+    `uses_global_constants` and `disabled_safety_checks` (as "platform" or "custom_call:<target>") describe the
+    module for jax."""
 
     def __init__(self, fun_name, in_tree, in_avals, out_tree, out_avals, platforms, module_text, *, vjp=None,
-                 make_vjp=None):
+                 make_vjp=None, module_kept_var_idx=None, calling_convention_version=CALLING_CONVENTION_VERSION,
+                 nr_devices=1, uses_global_constants=False, disabled_safety_checks=()):
         self.fun_name = fun_name
         self.in_tree, self.in_avals = in_tree, tuple(in_avals)
         self.out_tree, self.out_avals = out_tree, tuple(out_avals)
         self.platforms = tuple(platforms)
+        all_leaves = tuple(range(len(self.in_avals)))
+        self.module_kept_var_idx = all_leaves if module_kept_var_idx is None else tuple(module_kept_var_idx)
+        self.calling_convention_version = calling_convention_version
+        self.nr_devices = nr_devices
+        self.uses_global_constants = uses_global_constants
+        self.disabled_safety_checks = tuple(disabled_safety_checks)
         self._module_text = module_text
         self._vjp = vjp  # the Exported of the VJP (from a blob serialized with vjp_order >= 1)
         self._make_vjp = make_vjp  # exports the VJP on demand (on the exporting side only)
@@ -46,10 +62,16 @@ class Exported:
             self._vjp = self._make_vjp()
         return self._vjp
 
-    def serialize(self, vjp_order: int = 0) -> bytes:
-        """Bytes that `numax.export.deserialize` reads back; `vjp_order` VJPs are saved with it (1: grad)."""
-        from ._format import serialize
-
+    def serialize(self, vjp_order: int = 0, *, format: str = "numax") -> bytes:
+        """Bytes that `numax.export.deserialize` reads back; `vjp_order` VJPs are saved with it (1: grad).
+        `format="numax"` (the default) writes numax's format, which keeps weak types; `format="jax"` writes
+        jax.export's, which `jax.export.deserialize` reads."""
+        if format == "numax":
+            from ._format import serialize
+        elif format == "jax":
+            from ._jax_format import serialize
+        else:
+            raise ValueError(f"serialize: unknown format {format!r}; use 'numax' or 'jax'")
         return serialize(self, vjp_order)
 
     def call(self, *args, **kwargs):
@@ -129,6 +151,7 @@ def _exported_program(name, closed, in_tree, out_tree, platforms):
                          "serialized module cannot hold")
     program = closed.program
     return Exported(name, in_tree, program.in_avals, out_tree, program.out_avals, platforms, text,
+                    uses_global_constants=len(platforms) > 1,  # the platform index argument (jax's flag)
                     make_vjp=lambda: _export_vjp(name, closed, program.in_avals, program.out_avals, platforms))
 
 

@@ -8,13 +8,15 @@ A blob is a fixed header, a JSON metadata block, then StableHLO portable artifac
     bytes 16-19  CRC-32 of everything after the header (uint32)
     metadata     UTF-8 JSON: {"functions": [function, ...]}; functions[0] is the exported function and
                  functions[k] its k-th order VJP. A function is {"fun_name", "platforms", "in_tree", "in_avals",
-                 "out_tree", "out_avals", "artifact_size"}; an aval is [shape, dtype name, weak_type]; a tree
-                 is "leaf", null (None), {"tuple": [tree, ...]}, {"list": [...]} or {"dict": [[keys], [...]]}
-                 (string keys, sorted).
+                 "out_tree", "out_avals", "artifact_size"} and, for a module that drops unused arguments (as
+                 jax's do), "module_kept_var_idx" (the argument leaves `main` takes); an aval is [shape, dtype
+                 name, weak_type]; a tree is "leaf", null (None), {"tuple": [tree, ...]}, {"list": [...]} or
+                 {"dict": [[keys], [...]]} (string keys, sorted).
     artifacts    each function's StableHLO portable artifact (MLIR bytecode), in order, `artifact_size` each.
 
 A later numax keeps reading version 1 (tests/data/export_v1.bin checks it); StableHLO reads artifacts of
-older StableHLO versions. Deserializing compiles the module: load only blobs you trust.
+older StableHLO versions. `deserialize` also reads jax.export's format (`_jax_format.py`). Deserializing
+compiles the module: load only blobs you trust.
 """
 
 import json
@@ -45,10 +47,16 @@ def serialize(exported, vjp_order=0) -> bytes:
 
 
 def deserialize(blob: bytes) -> Exported:
-    """The `Exported` that `Exported.serialize` wrote into `blob` (ValueError for bytes it did not write)."""
+    """The `Exported` that `Exported.serialize` wrote into `blob`, in numax's format or jax.export's
+    (ValueError for bytes in neither)."""
     blob = bytes(blob)
-    if len(blob) < _HEADER.size or blob[:len(MAGIC)] != MAGIC:
-        raise ValueError("not a numax export: the blob does not start with numax's magic bytes b'NUMAXEXP'")
+    if blob[:len(MAGIC)] != MAGIC:
+        from ._jax_format import deserialize as deserialize_jax
+
+        return deserialize_jax(blob)
+    if len(blob) < _HEADER.size:
+        raise ValueError("truncated numax export: the blob starts with numax's magic bytes but is shorter "
+                         "than its header")
     _, version, metadata_size, checksum = _HEADER.unpack_from(blob)
     if version > SERIALIZATION_VERSION:
         raise ValueError(f"numax export format version {version} is newer than this numax reads "
@@ -72,14 +80,23 @@ def _describe_function(exported, artifact_size):
     return {"fun_name": exported.fun_name, "platforms": list(exported.platforms),
             "in_tree": _describe_tree(exported.in_tree), "in_avals": [_describe_aval(a) for a in exported.in_avals],
             "out_tree": _describe_tree(exported.out_tree),
-            "out_avals": [_describe_aval(a) for a in exported.out_avals], "artifact_size": artifact_size}
+            "out_avals": [_describe_aval(a) for a in exported.out_avals], "artifact_size": artifact_size,
+            **_describe_kept_vars(exported)}
+
+
+def _describe_kept_vars(exported):
+    """The key "module_kept_var_idx", only for a module that drops arguments (one read from jax's format)."""
+    if exported.module_kept_var_idx == tuple(range(len(exported.in_avals))):
+        return {}
+    return {"module_kept_var_idx": list(exported.module_kept_var_idx)}
 
 
 def _function_of(description, artifact):
     text = xla.deserialize_portable_artifact(artifact)
     return Exported(description["fun_name"], _tree_of(description["in_tree"]),
                     [_aval_of(a) for a in description["in_avals"]], _tree_of(description["out_tree"]),
-                    [_aval_of(a) for a in description["out_avals"]], description["platforms"], text)
+                    [_aval_of(a) for a in description["out_avals"]], description["platforms"], text,
+                    module_kept_var_idx=description.get("module_kept_var_idx"))
 
 
 def _describe_aval(aval):
