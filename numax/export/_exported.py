@@ -8,6 +8,7 @@ from ..lowering import xla
 from ..lowering.lower import lower_to_module
 from ..transforms.jit import JitFunction, ShapeDtypeStruct
 from ._call import NUMAX_PLATFORMS, call_exported_p, symbol_prefix
+from ._shape_poly import bind_dimensions
 
 
 class Exported:
@@ -58,11 +59,7 @@ class Exported:
         if in_tree != self.in_tree:
             raise TypeError(f"function {self.fun_name!r} was exported for arguments structured as {self.in_tree} "
                             f"and is called with {in_tree}")
-        for i, (leaf, aval) in enumerate(zip(leaves, self.in_avals)):
-            leaf_aval = get_aval(leaf)
-            if (leaf_aval.shape, leaf_aval.dtype) != (aval.shape, aval.dtype):
-                raise TypeError(f"function {self.fun_name!r}: argument leaf {i} of type {leaf_aval.str_short()} "
-                                f"passed where {aval.str_short()} was exported")
+        bind_dimensions(self.fun_name, self.in_avals, [get_aval(leaf) for leaf in leaves])
         if self.has_vjp():
             outs = self._differentiable()(*leaves)
         else:
