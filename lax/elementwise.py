@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.ad_util import Zero, is_undefined, tangent_aval
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, symbolic_dim_types
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.trace import Tracer, get_aval_of
 from ..lowering.array import Array, put
@@ -492,8 +492,9 @@ register_lowering(convert_element_type_p, _lower_convert)
 def convert_element_type(operand, new_dtype, weak_type=False):
     """`operand` as `new_dtype` (C-style conversion; complex to real keeps the real part)."""
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    if not isinstance(operand, Tracer | Array):
-        # Host values convert on the host: no device round trip, and literals stay literals.
+    if not isinstance(operand, Tracer | Array) and type(operand) not in symbolic_dim_types:
+        # Host values convert on the host: no device round trip, and literals stay literals. (A symbolic
+        # dimension is staged: its value is computed from the dimension variables.)
         if type(operand) is int and dtypes.is_integer(new_dtype):
             # As in JAX: a Python int must fit the default integer type; it then wraps into smaller ones.
             dtypes.check_int_fits(operand, dtypes.default_int_dtype())

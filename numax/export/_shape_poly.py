@@ -11,6 +11,8 @@ normalized expressions (an expression that is a constant is a plain int), `==` c
 import math
 import re
 
+import numpy as np
+
 from ..core import dtypes
 from ..core.avals import InconclusiveDimensionOperation, ShapedArray, aval_of_type, symbolic_dim_types
 
@@ -58,13 +60,12 @@ def _normalized(terms):
     return expression
 
 
-def _as_dim_operand(value, operation):
-    """`value` as an int or DimExpr, or None when arithmetic with it is not dimension arithmetic."""
-    if isinstance(value, DimExpr):
-        return value
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        return None
-    return int(value.__index__()) if not isinstance(value, int) else value
+def _as_dim_operand(value):
+    """`value` as an int or DimExpr, or None when arithmetic with it is not dimension arithmetic (arrays and
+    floats: their operators then use the dimension as a value)."""
+    if isinstance(value, DimExpr | int | np.integer) and not isinstance(value, bool):
+        return value if isinstance(value, DimExpr) else int(value)
+    return None
 
 
 def _multiply_intervals(a, b):
@@ -134,13 +135,18 @@ class DimExpr:
 
     __slots__ = ("_terms", "_hash")
 
+    @property
+    def dtype(self):
+        """The dtype of the dimension used as a value (read by dtype promotion)."""
+        return dtypes.default_int_dtype()
+
     @staticmethod
     def variable(name: str) -> "DimExpr":
         return _normalized({((name, 1),): 1})
 
     # --- arithmetic -----------------------------------------------------------------------------------------
     def __add__(self, other):
-        other = _as_dim_operand(other, "+")
+        other = _as_dim_operand(other)
         if other is None:
             return NotImplemented
         terms = _terms_of(self)
@@ -154,15 +160,15 @@ class DimExpr:
         return _normalized({monomial: -coefficient for monomial, coefficient in self._terms})
 
     def __sub__(self, other):
-        other = _as_dim_operand(other, "-")
+        other = _as_dim_operand(other)
         return NotImplemented if other is None else self + (-other)
 
     def __rsub__(self, other):
-        other = _as_dim_operand(other, "-")
+        other = _as_dim_operand(other)
         return NotImplemented if other is None else (-self) + other
 
     def __mul__(self, other):
-        other = _as_dim_operand(other, "*")
+        other = _as_dim_operand(other)
         if other is None:
             return NotImplemented
         terms = {}
@@ -175,19 +181,19 @@ class DimExpr:
     __rmul__ = __mul__
 
     def __floordiv__(self, other):
-        other = _as_dim_operand(other, "//")
+        other = _as_dim_operand(other)
         return NotImplemented if other is None else _divide(self, other, "floordiv")
 
     def __rfloordiv__(self, other):
-        other = _as_dim_operand(other, "//")
+        other = _as_dim_operand(other)
         return NotImplemented if other is None else _divide(other, self, "floordiv")
 
     def __mod__(self, other):
-        other = _as_dim_operand(other, "%")
+        other = _as_dim_operand(other)
         return NotImplemented if other is None else _divide(self, other, "mod")
 
     def __rmod__(self, other):
-        other = _as_dim_operand(other, "%")
+        other = _as_dim_operand(other)
         return NotImplemented if other is None else _divide(other, self, "mod")
 
     def __divmod__(self, other):
@@ -200,7 +206,7 @@ class DimExpr:
     def __eq__(self, other):
         # Structural, as JAX's: `b == 1` is False although it holds when b is 1 (`==` must not raise: hashing
         # and `in` use it).
-        other = _as_dim_operand(other, "==")
+        other = _as_dim_operand(other)
         return other is not None and isinstance(other, DimExpr) and self._terms == other._terms
 
     def __ne__(self, other):
@@ -211,7 +217,7 @@ class DimExpr:
 
     def _compare(self, other, operation, holds):
         """`holds(low, high)` of (self - other)'s bounds: True, False, or None when undecided."""
-        other = _as_dim_operand(other, operation)
+        other = _as_dim_operand(other)
         if other is None:
             return NotImplemented
         low, high = bounds(self - other)
@@ -302,8 +308,8 @@ def _atom_text(atom):
 
 
 symbolic_dim_types.add(DimExpr)
-# A dimension used as a value is a weakly typed integer scalar (JAX's dimension_as_value).
-aval_of_type[DimExpr] = lambda dim: ShapedArray((), dtypes.default_int_dtype(), weak_type=True)
+# A dimension used as a value is a scalar of the default integer type (JAX's dimension_as_value).
+aval_of_type[DimExpr] = lambda dim: ShapedArray((), dtypes.default_int_dtype())
 
 
 def is_symbolic_dim(value) -> bool:
