@@ -5,7 +5,9 @@ A `DimExpr` is an integer polynomial over dimension variables (each at least 1),
 normalized expressions (an expression that is a constant is a plain int), `==` compares normalized forms, and
 `<`, `<=`, `>`, `>=` are decided from bounds that hold whenever every variable is at least 1, raising
 `InconclusiveDimensionOperation` when the bounds do not decide. Expressions print in JAX's syntax ("2*b + 1",
-"b^2", "floordiv(b, 2)") and `symbolic_shape` parses it back. This module knows nothing of tracing or lowering.
+"b^2", "floordiv(b, 2)") and `symbolic_shape` parses it back. The core learns of DimExpr through its registries
+(`symbolic_dim_types`, `aval_of_type`: a dimension used as a value is an integer scalar); lowering computes
+dimensions through `evaluate_with` (lowering/dynamic_shapes.py). `bind_dimensions` matches a call's shapes.
 """
 
 import math
