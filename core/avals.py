@@ -4,9 +4,31 @@ Concrete array types (numax.Array, numpy arrays, Python scalars) say how to make
 the `aval_of_type` table, so the core need not know the runtime's array class.
 """
 
+import math
+
 import numpy as np
 
 from . import dtypes
+
+# Types of symbolic dimensions (numax.export registers its DimExpr): shapes may hold them besides ints.
+symbolic_dim_types = set()
+
+
+class InconclusiveDimensionOperation(Exception):
+    """A comparison or conversion of symbolic dimensions whose answer depends on the variables' values."""
+
+
+def canonical_shape(shape) -> tuple:
+    """`shape` (an iterable of dimensions) as a tuple of ints, symbolic dimensions kept as they are."""
+    try:
+        return tuple(int(d) for d in shape)
+    except InconclusiveDimensionOperation:  # symbolic dimensions refuse int()
+        return tuple(d if type(d) in symbolic_dim_types else int(d) for d in shape)
+
+
+def is_static_shape(shape) -> bool:
+    """Whether every dimension of `shape` is an integer (no symbolic dimension)."""
+    return not symbolic_dim_types or not any(type(d) in symbolic_dim_types for d in shape)
 
 
 class ShapedArray:
@@ -26,7 +48,7 @@ class ShapedArray:
 
     @property
     def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def update(self, shape=None, dtype=None, weak_type=None):
         return ShapedArray(

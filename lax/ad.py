@@ -15,6 +15,7 @@ from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.trace import get_aval_of
+from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type
 from . import typing as T
@@ -214,6 +215,7 @@ stop_gradient_p.def_abstract_eval(lambda x: x)
 register_lowering(stop_gradient_p, lambda ctx, x: x)
 defjvp_zero(stop_gradient_p)
 batching_rules[stop_gradient_p] = lambda values, dims: (stop_gradient_p.bind(*values), dims[0])
+polymorphic_primitives.update((add_any_p, stop_gradient_p))
 
 
 def stop_gradient(x):

@@ -11,10 +11,11 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.ad_util import Zero, is_undefined, tangent_aval
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, symbolic_dim_types
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.trace import Tracer, get_aval_of
 from ..lowering.array import Array, put
+from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import broadcast_operands, elementwise_lowering, register_lowering
 from ..lowering.stablehlo import aval_type, tensor_type
 from . import typing as T
@@ -47,6 +48,7 @@ def _define(name, abstract_eval, lowering, arity):
     primitive = Primitive(name)
     primitive.def_abstract_eval(abstract_eval)
     register_lowering(primitive, lowering)
+    polymorphic_primitives.add(primitive)  # elementwise rules handle symbolic shapes (builder.broadcast_*)
 
     if arity == 1:
         def wrapper(x):
@@ -392,8 +394,7 @@ def _lower_select_n(ctx, which, *cases):
     out_type = aval_type(ctx.aval_out)
     shape = ctx.aval_out.shape
     if which_aval.shape != shape:
-        which = builder.op1("stablehlo.broadcast_in_dim", [which], tensor_type(shape, which_aval.dtype),
-                            {"broadcast_dimensions": "array<i64>"})
+        which = builder.broadcast_in_dim(which, shape, which_aval.dtype, [])
     if len(cases) == 1:
         return cases[0]
     pred_type = tensor_type(shape, dtypes.bool_)
@@ -491,8 +492,9 @@ register_lowering(convert_element_type_p, _lower_convert)
 def convert_element_type(operand, new_dtype, weak_type=False):
     """`operand` as `new_dtype` (C-style conversion; complex to real keeps the real part)."""
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    if not isinstance(operand, Tracer | Array):
-        # Host values convert on the host: no device round trip, and literals stay literals.
+    if not isinstance(operand, Tracer | Array) and type(operand) not in symbolic_dim_types:
+        # Host values convert on the host: no device round trip, and literals stay literals. (A symbolic
+        # dimension is staged: its value is computed from the dimension variables.)
         if type(operand) is int and dtypes.is_integer(new_dtype):
             # As in JAX: a Python int must fit the default integer type; it then wraps into smaller ones.
             dtypes.check_int_fits(operand, dtypes.default_int_dtype())
@@ -872,3 +874,6 @@ def _clamp_batching(values, dims):
 
 batching_rules[select_n_p] = _select_n_batching
 batching_rules[clamp_p] = _clamp_batching
+
+# Their rules build full-shape values with the builder, which takes the dynamic forms for symbolic shapes.
+polymorphic_primitives.update((round_p, integer_pow_p, select_n_p, clamp_p, convert_element_type_p))

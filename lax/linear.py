@@ -6,6 +6,7 @@ from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
 from ..lowering.array import Array
 from ..lowering.dispatch import eager_binary
+from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, tensor_type
 from . import ad
@@ -238,3 +239,5 @@ def _dot_general_batching(values, dims, dimension_numbers, precision, preferred_
 
 
 batching_rules[dot_general_p] = _dot_general_batching
+
+polymorphic_primitives.add(dot_general_p)  # dot_general accepts dynamic types as they are

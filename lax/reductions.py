@@ -6,6 +6,7 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
+from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, i64_array, tensor_type
 from . import typing as T
@@ -83,6 +84,7 @@ def _define_reduction(name, kind, op_name, allowed):
 
     primitive.def_abstract_eval(abstract_eval)
     register_lowering(primitive, lambda ctx, x, axes: lower_monoid_reduce(ctx, x, axes, kind, op_name))
+    polymorphic_primitives.add(primitive)
 
     def wrapper(operand, axes):
         aval = get_aval_of(operand)

@@ -1,12 +1,15 @@
 """Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev, concatenate,
 pad and iota."""
 
+import math
+
 import numpy as np
 
 from ..core import dtypes
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, canonical_shape
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
+from ..lowering import dynamic_shapes
 from ..lowering.array import put
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, i64_array
@@ -23,9 +26,9 @@ def as_array(operand):
 
 def _shape_tuple(shape):
     try:
-        return tuple(int(d) for d in shape)
+        return canonical_shape(shape)
     except TypeError:
-        return (int(shape),)
+        return canonical_shape((shape,))
 
 
 # --- broadcast_in_dim --------------------------------------------------------------------------------
@@ -49,9 +52,8 @@ def _broadcast_in_dim_abstract_eval(x, shape, broadcast_dimensions):
 
 
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract_eval)
-register_lowering(broadcast_in_dim_p, lambda ctx, x, shape, broadcast_dimensions: ctx.builder.op1(
-    "stablehlo.broadcast_in_dim", [x], aval_type(ctx.aval_out),
-    {"broadcast_dimensions": i64_array(broadcast_dimensions)}))
+register_lowering(broadcast_in_dim_p, lambda ctx, x, shape, broadcast_dimensions: ctx.builder.broadcast_in_dim(
+    x, shape, ctx.aval_out.dtype, broadcast_dimensions))
 
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions):
@@ -84,7 +86,7 @@ def _reshape_abstract_eval(x, new_sizes, dimensions):
     if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
         raise TypeError(f"reshape dimensions {dimensions} are not a permutation of the operand's {x.ndim} dimensions "
                         f"({x.str_short()})")
-    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+    if math.prod(new_sizes) != x.size:
         raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} for shape {x.shape}")
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
@@ -94,7 +96,7 @@ def _lower_reshape(ctx, x, new_sizes, dimensions):
         source = ctx.avals_in[0]
         x = ctx.builder.op1("stablehlo.transpose", [x], aval_type(source.update(
             shape=tuple(source.shape[d] for d in dimensions))), {"permutation": i64_array(dimensions)})
-    return ctx.builder.op1("stablehlo.reshape", [x], aval_type(ctx.aval_out))
+    return dynamic_shapes.reshape(ctx.builder, x, new_sizes, ctx.aval_out.dtype)
 
 
 reshape_p.def_abstract_eval(_reshape_abstract_eval)
@@ -146,8 +148,8 @@ def _squeeze_abstract_eval(x, dimensions):
 
 
 squeeze_p.def_abstract_eval(_squeeze_abstract_eval)
-register_lowering(squeeze_p, lambda ctx, x, dimensions: ctx.builder.op1(
-    "stablehlo.reshape", [x], aval_type(ctx.aval_out)))
+register_lowering(squeeze_p, lambda ctx, x, dimensions: dynamic_shapes.reshape(
+    ctx.builder, x, ctx.aval_out.shape, ctx.aval_out.dtype))
 
 
 def squeeze(array, dimensions):
@@ -273,8 +275,8 @@ def _iota_abstract_eval(dtype, shape, dimension):
 
 
 iota_p.def_abstract_eval(_iota_abstract_eval)
-register_lowering(iota_p, lambda ctx, dtype, shape, dimension: ctx.builder.op1(
-    "stablehlo.iota", [], aval_type(ctx.aval_out), {"iota_dimension": f"{dimension} : i64"}))
+register_lowering(iota_p, lambda ctx, dtype, shape, dimension: dynamic_shapes.iota(ctx.builder, shape, dtype,
+                                                                                   dimension))
 
 
 def iota(dtype, size):
@@ -456,3 +458,7 @@ batching_rules[rev_p] = lambda values, dims, dimensions: (
     rev_p.bind(values[0], dimensions=_shift_dims(dimensions, dims[0])), dims[0])
 batching_rules[concatenate_p] = _concatenate_batch
 batching_rules[pad_p] = _pad_batch
+
+# Their rules take the dynamic forms for symbolic shapes (or their ops accept dynamic types as they are).
+dynamic_shapes.polymorphic_primitives.update(
+    (broadcast_in_dim_p, reshape_p, transpose_p, squeeze_p, rev_p, concatenate_p, iota_p))

@@ -6,7 +6,7 @@ Every check raises a TypeError that names the primitive and the shapes and dtype
 import numpy as np
 
 from ..core import dtypes
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, canonical_shape
 
 float_dtypes = dtypes.floats
 inexact_dtypes = dtypes.floats + dtypes.complexes
@@ -109,7 +109,7 @@ def normalize_axis(axis, ndim, name="axis"):
 
 
 def check_shape(name, shape):
-    shape = tuple(int(d) for d in shape)
+    shape = canonical_shape(shape)
     if any(d < 0 for d in shape):
         raise TypeError(f"{name}: shape {shape} has negative dimensions")
     return shape

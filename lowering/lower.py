@@ -8,8 +8,10 @@ value of its result, or a list of them for primitives with several results.
 
 import numpy as np
 
+from ..core.avals import is_static_shape, symbolic_dim_types
 from ..core.ir import ClosedProgram, Literal, Program
-from .stablehlo import FunctionBuilder, aval_type, i64_array, tensor_type
+from . import dynamic_shapes
+from .stablehlo import FunctionBuilder, aval_type
 
 lowering_rules = {}  # primitive -> rule
 platform_lowering_rules = {"cpu": {}, "gpu": {}}  # platform -> primitive -> rule
@@ -107,12 +109,19 @@ def lower_program_body(module, builder, program, consts, args):
         return env[atom]
 
     for var, value in zip(program.constvars, consts):
-        env[var] = value if isinstance(value, str) else builder.constant(const_value(value, var.aval))
+        if isinstance(value, str):
+            env[var] = value
+        elif type(value) in symbolic_dim_types:  # a symbolic dimension used as a value
+            env[var] = _symbolic_dimension_constant(builder, value, var.aval)
+        else:
+            env[var] = builder.constant(const_value(value, var.aval))
     for var, value in zip(program.invars, args):
         env[var] = value
     for eqn in program.equations:
         rule = find_rule(module.platform, eqn.primitive)
         ctx = RuleContext(module, builder, [a.aval for a in eqn.inputs], [v.aval for v in eqn.outvars])
+        if builder.dimension_values is not None:
+            dynamic_shapes.check_polymorphic(eqn.primitive, ctx.avals_in + ctx.avals_out)
         outs = rule(ctx, *(read(a) for a in eqn.inputs), **eqn.params)
         if isinstance(outs, str):
             outs = [outs]
@@ -135,6 +144,9 @@ def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=
         arg = builder.fresh().replace("%", "%arg")
         builder.types[arg] = aval_type(aval)
         args.append(arg)
+    polymorphic = not all(is_static_shape(aval.shape) for aval in program.in_avals)
+    if polymorphic:
+        builder.dimension_values = dynamic_shapes.dimension_variable_values(builder, args, program.in_avals)
     outs = lower_program_body(module, builder, program, closed_program.consts, args)
     out_types = [aval_type(a) for a in program.out_avals]
     results = _with_attributes(out_types, result_attributes, module)
@@ -142,7 +154,7 @@ def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=
     ret = f"    return {', '.join(outs)} : {', '.join(out_types)}" if outs else "    return"
     text = "\n".join([
         f"module @{_symbol(name)} attributes {{mhlo.num_partitions = {module.num_partitions} : i32, "
-        f"mhlo.num_replicas = {num_replicas} : i32}} {{",
+        f"mhlo.num_replicas = {num_replicas} : i32{_POLYMORPHIC_ATTRIBUTE if polymorphic else ''}}} {{",
         *(f"  sdy.mesh @{symbol} = {mesh}" for symbol, mesh in module.meshes.items()),
         f"  func.func public @main({signature}) -> ({', '.join(results)}) {{",
         *builder.lines,
@@ -183,6 +195,17 @@ def _with_attributes(texts, attributes, module):
     return texts
 
 
+# As JAX marks its shape-polymorphic modules (its runtime refines their shapes before compiling them).
+_POLYMORPHIC_ATTRIBUTE = ", jax.uses_shape_polymorphism = true"
+
+
+def _symbolic_dimension_constant(builder, dim, aval):
+    """A symbolic dimension used as a value (`x.shape[0] * 2.0`, a mean's count): computed from the dimension
+    variables and converted to the constant's dtype."""
+    value = dynamic_shapes.dimension_value(builder, dim)
+    return builder.op1("stablehlo.convert", [value], aval_type(aval)) if aval.dtype != np.int64 else value
+
+
 def _symbol(name):
     cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     return cleaned if cleaned and not cleaned[0].isdigit() else f"m_{cleaned}"
@@ -194,8 +217,7 @@ def broadcast_to(ctx, value, aval, shape):
     if aval.shape == tuple(shape):
         return value
     dims = [] if aval.ndim == 0 else list(range(aval.ndim))
-    return ctx.builder.op1("stablehlo.broadcast_in_dim", [value], tensor_type(shape, aval.dtype),
-                           {"broadcast_dimensions": i64_array(dims)})
+    return ctx.builder.broadcast_in_dim(value, shape, aval.dtype, dims)
 
 
 def broadcast_operands(ctx, operands):

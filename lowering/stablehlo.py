@@ -25,7 +25,8 @@ def element_type(dtype) -> str:
 
 
 def tensor_type(shape, dtype) -> str:
-    dims = "".join(f"{d}x" for d in shape)
+    """`tensor<2x3xf32>`; a symbolic dimension (of a shape-polymorphic export) prints as `?`."""
+    dims = "".join(f"{d}x" if isinstance(d, int | np.integer) else "?x" for d in shape)
     return f"tensor<{dims}{element_type(dtype)}>"
 
 
@@ -89,11 +90,13 @@ def attributes_text(attributes) -> str:
 class FunctionBuilder:
     """Accumulates the body of one function (or region) with module-unique SSA names."""
 
-    def __init__(self, counter=None, indent=4):
+    def __init__(self, counter=None, indent=4, dimension_values=None):
         self.lines = []
         self.counter = counter if counter is not None else [0]
         self.indent = indent
         self.types = {}  # ssa value -> its type text
+        # {dimension variable: its tensor<i64> value} in a function with symbolic shapes, else None
+        self.dimension_values = dimension_values
 
     def fresh(self) -> str:
         name = f"%{self.counter[0]}"
@@ -124,7 +127,7 @@ class FunctionBuilder:
 
     def region(self, arg_types, body, terminator="stablehlo.return") -> str:
         """A one-block region: `body(builder, args)` returns the values the block yields."""
-        inner = FunctionBuilder(self.counter, self.indent + 4)
+        inner = FunctionBuilder(self.counter, self.indent + 4, self.dimension_values)
         args = [inner.fresh() for _ in arg_types]
         for arg, type_text in zip(args, arg_types):
             inner.types[arg] = type_text
@@ -148,5 +151,14 @@ class FunctionBuilder:
         scalar = self.scalar(value, dtype)
         if not shape:
             return scalar
-        return self.op1("stablehlo.broadcast_in_dim", [scalar], tensor_type(shape, dtype),
-                        {"broadcast_dimensions": i64_array([])})
+        return self.broadcast_in_dim(scalar, shape, dtype, [])
+
+    def broadcast_in_dim(self, value, shape, dtype, broadcast_dimensions) -> str:
+        """`value` broadcast to `shape` (of `dtype`), its dimensions at `broadcast_dimensions`; a symbolic
+        `shape` takes the dynamic form, its sizes computed from the function's dimension variables."""
+        if self.dimension_values is not None:
+            from .dynamic_shapes import dynamic_broadcast_in_dim
+
+            return dynamic_broadcast_in_dim(self, value, shape, dtype, broadcast_dimensions)
+        return self.op1("stablehlo.broadcast_in_dim", [value], tensor_type(shape, dtype),
+                        {"broadcast_dimensions": i64_array(broadcast_dimensions)})

@@ -459,7 +459,7 @@ def _compile_cache():
 
 
 def _compile(text, backend, devices, host_callbacks, num_replicas, num_partitions, compiler_options, spmd):
-    module = parse_module(text)
+    module = parse_module(text) if not _DYNAMIC_TENSOR.search(text) else refined_module(text)
     options = xc.CompileOptions()
     options.num_replicas = num_replicas
     options.num_partitions = num_partitions
@@ -472,6 +472,21 @@ def _compile(text, backend, devices, host_callbacks, num_replicas, num_partition
     ids = np.array([d.id for d in devices], dtype=np.int32).reshape(num_replicas, num_partitions)
     options.device_assignment = xc.DeviceAssignment.create(ids)
     return backend.client.compile_and_load(module, backend.device_list(devices), options, list(host_callbacks))
+
+
+_DYNAMIC_TENSOR = re.compile(r"tensor<(?:\d+x)*\?")  # a type with a dynamic dimension
+
+
+def refined_module(text: str):
+    """The parsed module with every dynamic shape refined to a static one, from the static types of `main`'s
+    arguments (a module that calls a shape-polymorphic export): what XLA can compile."""
+    from jaxlib.mlir import ir
+
+    parse_module(text)  # verifies, with numax's error for an invalid module
+    refined = _jax.mlir.refine_polymorphic_shapes(text.encode(), enable_shape_assertions=True,
+                                                  validate_static_shapes=True)
+    with _mlir_context():
+        return ir.Module.parse(refined)
 
 
 # Environment variables read when XLA compiles that change the code it makes (XLA_FLAGS holds XLA's own

@@ -27,6 +27,7 @@ from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, current_dynamic_main, find_top_trace, full_lower, get_aval_of, new_main, trace_state
 from ..lax.ad import stop_gradient
 from ..lax.batching import batch_at
+from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import register_lowering
 from .jvp import JVPTrace, JVPTracer
 from .transpose import backward_pass
@@ -250,6 +251,7 @@ def call_primitive(name):
     primitive.def_abstract_eval(lambda *avals, program, **_: program.out_avals)
     primitive.def_impl(lambda *args, program, **_: eval_closed_program(program, *args))
     register_lowering(primitive, lambda ctx, *args, program, **_: ctx.lower_program(program, list(args)))
+    polymorphic_primitives.add(primitive)  # its program's equations are checked as they are lowered
     transpose_rules[primitive] = _call_transpose
     return primitive
 

@@ -23,6 +23,7 @@ from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, is_tracing
 from ..lowering import dispatch, xla
 from ..lowering.array import Array
+from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import register_lowering
 from ..lowering.sharded_array import ShardedArray
 from .aot import Lowered, ShapeDtypeStruct, Traced
@@ -84,6 +85,7 @@ jit_p.def_impl(_jit_impl)
 # A jit function compiled under one numax_fusion default compiles again under another.
 config.on_change(lambda attribute, value: _clear_caches() if attribute == "fusion" else None)
 register_lowering(jit_p, lambda ctx, *args, program, name: ctx.lower_program(program, list(args)))
+polymorphic_primitives.add(jit_p)  # its program's equations are checked as they are lowered
 
 
 def _jit_jvp(primals, tangents, program, name):

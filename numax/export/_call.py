@@ -8,14 +8,25 @@ through the exported VJP instead.
 
 import itertools
 
+from ..core.avals import is_static_shape
 from ..core.primitives import Primitive, batching_rules, jvp_rules
 from ..lowering import xla
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type
 from ._platforms import NUMAX_PLATFORMS, platform_index_operands
+from ._shape_poly import bind_dimensions, substitute_shape
 
 call_exported_p = Primitive("call_exported", multiple_results=True)
-call_exported_p.def_abstract_eval(lambda *avals, exported: list(exported.out_avals))
+
+
+def _call_exported_abstract_eval(*avals, exported):
+    if all(is_static_shape(a.shape) for a in exported.in_avals):
+        return list(exported.out_avals)
+    bindings = bind_dimensions(exported.fun_name, exported.in_avals, avals)  # a shape-polymorphic export
+    return [a.update(shape=substitute_shape(a.shape, bindings)) for a in exported.out_avals]
+
+
+call_exported_p.def_abstract_eval(_call_exported_abstract_eval)
 
 _symbol_counter = itertools.count()
 
@@ -31,12 +42,26 @@ def _lower_call_exported(ctx, *args, exported):
     if platform not in exported.platforms:
         raise ValueError(f"function {exported.fun_name!r} was exported for platforms {exported.platforms} and "
                          f"cannot run on {platform!r}: export it with platforms=({platform!r},)")
-    main = exported.symbol_prefix + "main"
+    static = all(is_static_shape(a.shape) for a in exported.in_avals)
+    # A shape-polymorphic module gets a copy per call: refining its shapes specializes it to the call's.
+    prefix = exported.symbol_prefix if static else symbol_prefix(exported.fun_name)
+    main = prefix + "main"
     if main not in ctx.module.functions:
-        ctx.module.functions[main] = xla.private_functions(exported.mlir_module(), exported.symbol_prefix)
-    kept_args = [args[i] for i in exported.module_kept_var_idx]  # jax drops unused arguments from `main`
-    operands = platform_index_operands(ctx, exported, platform) + kept_args
-    return ctx.builder.op("func.call", operands, [aval_type(a) for a in ctx.avals_out], {"callee": f"@{main}"})
+        ctx.module.functions[main] = xla.private_functions(exported.mlir_module(), prefix)
+    kept = exported.module_kept_var_idx  # jax drops unused arguments from `main`
+    args, kept_avals = [args[i] for i in kept], [exported.in_avals[i] for i in kept]
+    index = platform_index_operands(ctx, exported, platform)
+    if static:
+        return ctx.builder.op("func.call", index + args, [aval_type(a) for a in ctx.avals_out], {"callee": f"@{main}"})
+    # As JAX does: static arguments converted to the module's dynamic types, results back to static ones.
+    args = [_converted(ctx.builder, x, aval_type(a)) for x, a in zip(args, kept_avals)]
+    outs = ctx.builder.op("func.call", index + args, [aval_type(a) for a in exported.out_avals],
+                          {"callee": f"@{main}"})
+    return [_converted(ctx.builder, x, aval_type(a)) for x, a in zip(outs, ctx.avals_out)]
+
+
+def _converted(builder, value, type_text):
+    return value if builder.types[value] == type_text else builder.op1("stablehlo.convert", [value], type_text)
 
 
 def _batch_call_exported(values, dims, exported):

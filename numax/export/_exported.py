@@ -8,6 +8,7 @@ from ..lowering import xla
 from ..transforms.jit import JitFunction, ShapeDtypeStruct
 from ._call import call_exported_p, symbol_prefix
 from ._platforms import NUMAX_PLATFORMS, lower_for_platforms
+from ._shape_poly import bind_dimensions
 
 # The version of jax's calling convention that numax's modules follow (jax.export reads 9 and 10): `main`
 # takes the kept argument leaves (no platform index, dimension or effect token arguments) and returns the
@@ -81,11 +82,7 @@ class Exported:
         if in_tree != self.in_tree:
             raise TypeError(f"function {self.fun_name!r} was exported for arguments structured as {self.in_tree} "
                             f"and is called with {in_tree}")
-        for i, (leaf, aval) in enumerate(zip(leaves, self.in_avals)):
-            leaf_aval = get_aval(leaf)
-            if (leaf_aval.shape, leaf_aval.dtype) != (aval.shape, aval.dtype):
-                raise TypeError(f"function {self.fun_name!r}: argument leaf {i} of type {leaf_aval.str_short()} "
-                                f"passed where {aval.str_short()} was exported")
+        bind_dimensions(self.fun_name, self.in_avals, [get_aval(leaf) for leaf in leaves])
         if self.has_vjp():
             outs = self._differentiable()(*leaves)
         else:

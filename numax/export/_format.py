@@ -10,7 +10,8 @@ A blob is a fixed header, a JSON metadata block, then StableHLO portable artifac
                  functions[k] its k-th order VJP. A function is {"fun_name", "platforms", "in_tree", "in_avals",
                  "out_tree", "out_avals", "artifact_size"} and, for a module that drops unused arguments (as
                  jax's do), "module_kept_var_idx" (the argument leaves `main` takes); an aval is [shape, dtype
-                 name, weak_type]; a tree is "leaf", null (None), {"tuple": [tree, ...]}, {"list": [...]} or
+                 name, weak_type], where a symbolic dimension of a shape-polymorphic export is a string ("b",
+                 "2*b"); a tree is "leaf", null (None), {"tuple": [tree, ...]}, {"list": [...]} or
                  {"dict": [[keys], [...]]} (string keys, sorted).
     artifacts    each function's StableHLO portable artifact (MLIR bytecode), in order, `artifact_size` each.
 
@@ -29,6 +30,7 @@ from ..core import pytree as tree
 from ..core.avals import ShapedArray
 from ..lowering import xla
 from ._exported import Exported
+from ._shape_poly import parse_dim
 
 MAGIC = b"NUMAXEXP"
 SERIALIZATION_VERSION = 1
@@ -100,12 +102,14 @@ def _function_of(description, artifact):
 
 
 def _describe_aval(aval):
-    return [list(aval.shape), np.dtype(aval.dtype).name, bool(aval.weak_type)]
+    shape = [d if isinstance(d, int) else str(d) for d in aval.shape]  # symbolic dimensions in JAX's syntax
+    return [shape, np.dtype(aval.dtype).name, bool(aval.weak_type)]
 
 
 def _aval_of(description):
     shape, dtype_name, weak_type = description
-    return ShapedArray(tuple(shape), np.dtype(dtype_name), weak_type)
+    shape = tuple(parse_dim(d) if isinstance(d, str) else d for d in shape)
+    return ShapedArray(shape, np.dtype(dtype_name), weak_type)
 
 
 def _describe_tree(treedef):

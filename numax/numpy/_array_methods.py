@@ -3,6 +3,7 @@
 import numpy as np
 
 from numax.core import dtypes
+from numax.core.avals import symbolic_dim_types
 from numax.core.trace import Tracer
 from numax.lax import elementwise
 from numax.lowering.array import Array
@@ -29,7 +30,7 @@ def _defer_to_unknown(fn):
 
 def _is_operand(value):
     return isinstance(value, (Array, Tracer, np.ndarray, np.generic, list, tuple)) or type(value) in (
-        dtypes.python_scalar_types)
+        dtypes.python_scalar_types) or type(value) in symbolic_dim_types
 
 
 def _astype(self, dtype, copy=False, device=None):

@@ -16,6 +16,7 @@ from ._util import (
     asarray_from_sequence,
     aval,
     canonicalize_axis,
+    index_dims,
     is_array,
     promote_dtypes,
     requested_dtype,
@@ -78,7 +79,7 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
 def _shape_arg(shape_value):
     if isinstance(shape_value, (int, np.integer)) or (is_array(shape_value) and not aval(shape_value).shape):
         return (operator.index(shape_value),)
-    return tuple(operator.index(d) for d in shape_value)  # (a float dimension is a TypeError, as in JAX)
+    return tuple(index_dims(shape_value))  # (a float dimension is a TypeError, as in JAX)
 
 
 def full(shape, fill_value, dtype=None, *, device=None):

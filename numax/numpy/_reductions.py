@@ -1,6 +1,7 @@
 """Reductions: sum, prod, max, min, all, any, mean, var, std, argmax, argmin, and friends."""
 
 import builtins
+import math
 
 import numpy as np
 
@@ -115,7 +116,7 @@ def any(a, axis=None, out=None, keepdims=False, *, where=None):
 
 def _count(a_shape, axes, where):
     if where is None:
-        return int(np.prod([a_shape[i] for i in axes], dtype=np.int64))
+        return math.prod(a_shape[i] for i in axes)  # symbolic when a counted dimension is
     from ._shape import broadcast_to
 
     counted = sum(broadcast_to(lax.convert_element_type(to_array(where), dtypes.int32), a_shape), axis=axes)
@@ -132,7 +133,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     axes = canonicalize_axes(axis, a_aval.ndim)
     total = sum(a, axis=axes, dtype=computation, keepdims=keepdims, where=where)
     count = _count(a_aval.shape, axes, where)
-    if not isinstance(count, int) and keepdims:
+    if where is not None and keepdims:
         count = _keep_dims(count, a_aval.shape, axes)
     result = lax.div(total, lax.convert_element_type(count, computation))
     return result if computation == dtype else lax.convert_element_type(result, dtype)
@@ -158,7 +159,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     if isinstance(count, int):
         divisor = lax.convert_element_type(builtins.max(count - ddof, 0), real_dtype)
     else:
-        if keepdims:
+        if where is not None and keepdims:
             count = _keep_dims(count, a_aval.shape, axes)
         divisor = lax.sub(lax.convert_element_type(count, real_dtype), lax.convert_element_type(ddof, real_dtype))
     result = lax.div(total, divisor)

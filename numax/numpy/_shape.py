@@ -2,7 +2,7 @@
 concatenate/stack and friends, split, tile, repeat, flip, roll, broadcast_to, atleast_nd."""
 
 import builtins
-import operator
+import math
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from ._util import (
     broadcast_shapes,
     canonicalize_axes,
     canonicalize_axis,
+    index_dims,
     promote_dtypes,
     shape,
     to_array,
@@ -23,16 +24,16 @@ from ._util import (
 def _resolve_shape(new_shape, size):
     if isinstance(new_shape, (int, np.integer)):
         new_shape = (int(new_shape),)
-    new_shape = [operator.index(d) for d in new_shape]
+    new_shape = index_dims(new_shape)
     unknown = [i for i, d in enumerate(new_shape) if d == -1]
     if len(unknown) > 1:
         raise TypeError("can only specify one unknown dimension (-1)")
     if unknown:
-        known = int(np.prod([d for d in new_shape if d != -1], dtype=np.int64))
+        known = math.prod(d for d in new_shape if d != -1)
         if known == 0 or size % known:
             raise TypeError(f"cannot reshape array of size {size} into shape {tuple(new_shape)}")
         new_shape[unknown[0]] = size // known
-    if int(np.prod(new_shape, dtype=np.int64)) != size:
+    if math.prod(new_shape) != size:
         # (JAX's class for arrays: a TypeError; jax.numpy hands numpy inputs to numpy, which raises ValueError.)
         raise TypeError(f"cannot reshape array of size {size} into shape {tuple(new_shape)}")
     return tuple(new_shape)

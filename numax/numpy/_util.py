@@ -1,12 +1,13 @@
 """Helpers for writing numpy functions over lax: argument checks, dtype promotion, broadcasting."""
 
+import operator
 import warnings
 
 import numpy as np
 
 from numax import lax
 from numax.core import dtypes, errors
-from numax.core.avals import get_aval
+from numax.core.avals import InconclusiveDimensionOperation, get_aval, symbolic_dim_types
 from numax.core.trace import Tracer, get_aval_of, is_tracing
 from numax.lowering.array import Array, put
 from numax.lowering.dispatch import scalar_array
@@ -18,7 +19,8 @@ def is_array(value):
 
 def check_arraylike(name, *args):
     for i, arg in enumerate(args):
-        if not (is_array(arg) or isinstance(arg, (np.ndarray, np.generic)) or type(arg) in dtypes.python_scalar_types):
+        if not (is_array(arg) or isinstance(arg, (np.ndarray, np.generic)) or type(arg) in dtypes.python_scalar_types
+                or type(arg) in symbolic_dim_types):  # a symbolic dimension used as a value
             raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(arg).__name__} at position {i}")
 
 
@@ -46,6 +48,8 @@ def to_array(value, dtype=None, weak_type=None):
         out = value
     elif isinstance(value, (list, tuple)):
         out = asarray_from_sequence(value)
+    elif type(value) in symbolic_dim_types:  # staged as a value computed from the dimension variables
+        out = value
     else:
         out = np.asarray(value)
     if dtype is not None:
@@ -122,11 +126,34 @@ def promote_dtypes_numeric(*args):
     return arrays
 
 
+def index_dims(dims) -> list:
+    """`operator.index` of each dimension (a float is a TypeError, as in JAX); symbolic dimensions are kept."""
+    try:
+        return [operator.index(d) for d in dims]
+    except InconclusiveDimensionOperation:  # symbolic dimensions (a shape-polymorphic export) refuse index()
+        return [d if type(d) in symbolic_dim_types else operator.index(d) for d in dims]
+
+
 def broadcast_shapes(*shapes):
     try:
         return tuple(np.broadcast_shapes(*shapes))
+    except InconclusiveDimensionOperation:  # symbolic dimensions (a shape-polymorphic export)
+        return _symbolic_broadcast_shapes(shapes)
     except ValueError:
         raise ValueError(f"operands could not be broadcast together with shapes {' '.join(map(str, shapes))}") from None
+
+
+def _symbolic_broadcast_shapes(shapes):
+    """numpy's broadcasting of shapes with symbolic dimensions: a symbolic dimension is not 1 (as in JAX)."""
+    rank = max(len(shape) for shape in shapes)
+    padded = [(1,) * (rank - len(shape)) + tuple(shape) for shape in shapes]
+    result = []
+    for sizes in zip(*padded):
+        stretched = {size for size in sizes if size != 1}
+        if len(stretched) > 1:
+            raise ValueError(f"operands could not be broadcast together with shapes {' '.join(map(str, shapes))}")
+        result.append(stretched.pop() if stretched else 1)
+    return tuple(result)
 
 
 def promote_shapes(name, *args):

@@ -1,0 +1,115 @@
+"""StableHLO for modules with symbolic dimensions (shape-polymorphic exports).
+
+Such a module's types print `?` for a symbolic dimension. Its `main` reads each dimension variable from an
+argument (`stablehlo.get_dimension_size`), and ops whose result shape is symbolic take their dynamic forms
+(`dynamic_broadcast_in_dim`, `dynamic_iota`, `dynamic_reshape`) with shape operands computed from those values.
+Before XLA compiles a caller, the runtime refines every shape to a static one (`xla.refine_dynamic_shapes`).
+
+Symbolic dimensions are duck-typed here (`variables()`, `evaluate_with(...)`, see numax/export/_shape_poly.py):
+lowering does not import the export package. Only primitives in `polymorphic_primitives` (rules known to
+emit the dynamic forms, or whose ops accept dynamic types) are lowered with symbolic shapes; others raise.
+"""
+
+import numpy as np
+
+from ..core.avals import is_static_shape
+from .stablehlo import i64_array, tensor_type
+
+polymorphic_primitives = set()  # primitives whose lowering rules handle symbolic shapes
+_I64 = "tensor<i64>"
+_BOOL = "tensor<i1>"
+
+
+def dimension_variable_values(builder, args, in_avals):
+    """{variable name: its tensor<i64> value}, read from the first argument dimension that is the variable."""
+    values = {}
+    wanted = set()
+    for arg, aval in zip(args, in_avals):
+        for axis, dim in enumerate(aval.shape):
+            if is_static_shape((dim,)):
+                continue
+            wanted |= dim.variables()
+            name = str(dim)
+            if dim.variables() == {name} and name not in values:
+                size = builder.op1("stablehlo.get_dimension_size", [arg], tensor_type((), np.dtype(np.int32)),
+                                   {"dimension": f"{axis} : i64"})
+                values[name] = builder.op1("stablehlo.convert", [size], _I64)
+    missing = sorted(wanted - set(values))
+    if missing:
+        raise NotImplementedError(
+            f"export: the dimension variables {missing} appear only inside expressions of the argument shapes "
+            f"{[a.str_short() for a in in_avals]}; numax needs each variable to be a whole dimension of some "
+            "argument (e.g. 'b' as well as '2*b')")
+    return values
+
+
+def check_polymorphic(primitive, avals):
+    """Raises NotImplementedError when `primitive` meets a symbolic shape and has no polymorphic lowering."""
+    if primitive not in polymorphic_primitives and not all(is_static_shape(a.shape) for a in avals):
+        shapes = ", ".join(a.str_short() for a in avals)
+        raise NotImplementedError(f"export: primitive {primitive.name} is not supported with symbolic shapes "
+                                  f"(its operands and results: {shapes}); export it with static shapes")
+
+
+def dimension_value(builder, dim):
+    """A tensor<i64> holding `dim` (an int, or a symbolic dimension computed from the dimension variables)."""
+    if is_static_shape((dim,)):
+        return builder.scalar(int(dim), np.int64)
+
+    def binary(name):
+        return lambda a, b: builder.op1(name, [a, b], _I64)
+
+    def compare(a, b, direction):
+        return builder.op1("stablehlo.compare", [a, b], _BOOL,
+                           {"comparison_direction": f"#stablehlo<comparison_direction {direction}>"})
+
+    def divide(numerator, denominator, operation):
+        # StableHLO's divide and remainder round toward zero; dimension arithmetic floors (as Python's).
+        quotient = binary("stablehlo.divide")(numerator, denominator)
+        remainder = binary("stablehlo.remainder")(numerator, denominator)
+        zero = builder.scalar(0, np.int64)
+        signs_differ = compare(compare(remainder, zero, "LT"), compare(denominator, zero, "LT"), "NE")
+        adjust = builder.op1("stablehlo.and", [compare(remainder, zero, "NE"), signs_differ], _BOOL)
+        if operation == "floordiv":
+            adjusted = binary("stablehlo.subtract")(quotient, builder.scalar(1, np.int64))
+            return builder.op1("stablehlo.select", [adjust, adjusted, quotient], _I64)
+        adjusted = binary("stablehlo.add")(remainder, denominator)
+        return builder.op1("stablehlo.select", [adjust, adjusted, remainder], _I64)
+
+    return dim.evaluate_with(builder.dimension_values, add=binary("stablehlo.add"),
+                             multiply=binary("stablehlo.multiply"), divide=divide,
+                             constant=lambda value: builder.scalar(value, np.int64))
+
+
+def shape_value(builder, shape):
+    """A tensor<Nxi64> holding `shape`: the shape operand of StableHLO's dynamic ops."""
+    one = tensor_type((1,), np.dtype(np.int64))
+    pieces = [builder.op1("stablehlo.reshape", [dimension_value(builder, d)], one) for d in shape]
+    if len(pieces) == 1:
+        return pieces[0]
+    return builder.op1("stablehlo.concatenate", pieces, tensor_type((len(shape),), np.dtype(np.int64)),
+                       {"dimension": "0 : i64"})
+
+
+def dynamic_broadcast_in_dim(builder, value, shape, dtype, broadcast_dimensions):
+    attributes = {"broadcast_dimensions": i64_array(broadcast_dimensions)}
+    if is_static_shape(shape):
+        return builder.op1("stablehlo.broadcast_in_dim", [value], tensor_type(shape, dtype), attributes)
+    return builder.op1("stablehlo.dynamic_broadcast_in_dim", [value, shape_value(builder, shape)],
+                       tensor_type(shape, dtype), attributes)
+
+
+def iota(builder, shape, dtype, dimension):
+    """`stablehlo.iota`, or `dynamic_iota` for a symbolic shape."""
+    attributes = {"iota_dimension": f"{int(dimension)} : i64"}
+    if is_static_shape(shape):
+        return builder.op1("stablehlo.iota", [], tensor_type(shape, dtype), attributes)
+    return builder.op1("stablehlo.dynamic_iota", [shape_value(builder, shape)], tensor_type(shape, dtype),
+                       attributes)
+
+
+def reshape(builder, value, shape, dtype):
+    """`stablehlo.reshape`, or `dynamic_reshape` for a symbolic shape."""
+    if is_static_shape(shape):
+        return builder.op1("stablehlo.reshape", [value], tensor_type(shape, dtype))
+    return builder.op1("stablehlo.dynamic_reshape", [value, shape_value(builder, shape)], tensor_type(shape, dtype))
