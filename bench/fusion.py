@@ -301,14 +301,21 @@ def run_case(case, quick, rng):
                 np.testing.assert_allclose(host(got), want, rtol=rtol, atol=atol, err_msg=f"{case.key} {name}")
         del out
     repeats, inner = (5, 5) if quick else (15, 20)
+    # Back to back: windows of STREAMED_CALLS calls, so that a window's fixed costs (the first call's launch
+    # latency, the final wait's wake-up) spread thin; with 20-call windows they added 5-15 us per call, more to
+    # numax's and jax's programs (~50 us to launch through PJRT) than to torch's (bench/fusion_route_probe.py).
+    streamed_calls = inner if quick else STREAMED_CALLS
     waited = interleaved([(name, lambda c=call, w=wait: w(c())) for name, (call, wait) in found.items()],
                          repeats, inner)
-    streamed = interleaved([(name, lambda c=call, w=wait: back_to_back(c, w, inner))
+    streamed = interleaved([(name, lambda c=call, w=wait: back_to_back(c, w, streamed_calls))
                             for name, (call, wait) in found.items()], repeats, 1)
-    streamed = {name: value / inner for name, value in streamed.items()}
+    streamed = {name: value / streamed_calls for name, value in streamed.items()}
     floor, floor_streamed = waited.pop("copy (floor)", None), streamed.pop("copy (floor)", None)
     return {"case": case.key, "title": case.title, "times_us": waited, "floor_us": floor,
             "back_to_back_us": streamed, "floor_back_to_back_us": floor_streamed, "compile_s": compile_s}
+
+
+STREAMED_CALLS = 100
 
 
 def back_to_back(call, wait, calls):

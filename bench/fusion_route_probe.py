@@ -1,19 +1,24 @@
 """Does the custom-call route of a generated Triton kernel cost time per call (issue 14's diagnosis; one GPU,
 needs torch for its profiler)?
 
-Case (c)'s row kernel (layernorm + GELU + residual, float16 16384x4096) runs three ways:
+Case (c)'s row kernel (layernorm + GELU + residual, float16 16384x4096) runs several ways:
 - "XLA": numax.jit without fusion (XLA's own fusion);
-- "triton_kernel_call": numax.jit(fusion="triton"), the kernel as the CUDA plugin's `triton_kernel_call`
-  custom call (what numax emits; its backend_config carries the compressed kernel);
-- "triton_kernel_call_ffi": the same program text with the custom call changed to the plugin's typed-FFI
-  target (api_version 4, the same bytes as its `opaque` attribute), run on raw buffers, beside the first two
-  programs also run on raw buffers (jaxlib's execute without numax's dispatch);
+- "triton_kernel_call_ffi": numax.jit(fusion="triton"), the kernel as the CUDA plugin's typed-FFI custom call
+  `triton_kernel_call_ffi` (what numax emits; its `opaque` attribute carries the compressed kernel);
+- "triton_kernel_call, raw": the same program text with the custom call changed to the plugin's legacy target
+  (api_version 2, the same bytes as backend_config, what numax emitted before), run on raw buffers, beside the
+  first two programs also run on raw buffers (jaxlib's execute without numax's dispatch);
 - "xla.gpu.triton": the same kernel source, its sizes made constexprs (this route passes buffers only), as
   XLA's own `__gpu$xla.gpu.triton` custom call fed Triton's TTIR, which XLA compiles into an ordinary kernel.
-For each: the wall time per call back to back (100 calls), the host time to issue one call (10 calls, no wait),
-and from torch's profiler the device time per call split into kernel time and idle time between kernels.
+For each: the wall time per call back to back (100 calls), and from torch's profiler the device time per call
+split into kernel time and idle time between kernels. (The host time to issue a call, without waiting, varied
+by 2x between runs on one machine, so it is not reported.)
 
-The third way runs only with `--xla-triton`: on the H100 with jaxlib 0.11.2 and triton 3.6, XLA crashes the
+Then the same question where only the launch matters: a 1024-float vector add (numax.triton_call, the add
+kernel of bench/triton_call.py) in the FFI and the legacy forms and XLA's own add, all on raw buffers, each
+call waited for (medians of interleaved rounds, the order rotated).
+
+The last way of case (c) runs only with `--xla-triton`: on the H100 with jaxlib 0.11.2 and triton 3.6, XLA crashes the
 process (a segmentation fault inside the compile) on this kernel's TTIR, though it compiled a vector add's
 (../shared/RUNTIME.md section 9): XLA's Triton is not triton 3.6, and its TTIR reader is not a stable interface.
 
@@ -29,14 +34,17 @@ import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from dispatch import interleaved  # noqa: E402
 from fusion import layernorm_gelu_residual  # noqa: E402
 from fusion_trace_probe import CALLS, kernel_events  # noqa: E402
 from numax.lowering import fusion_codegen, xla  # noqa: E402
 from numax.lowering.triton_gpu import mlir_string  # noqa: E402
 from numax.transforms import fusion  # noqa: E402
+from triton_call import numax_add  # noqa: E402
 
 import numax  # noqa: E402
 import numax.numpy as xnp  # noqa: E402
@@ -99,13 +107,13 @@ def xla_triton_side(f, x_host, scale_host, shift_host, x, expected):
     return call, xla.block_until_ready
 
 
-def ffi_form(text):
-    """A module's one legacy `triton_kernel_call` custom call as the typed-FFI `triton_kernel_call_ffi` (in either
-    printed form: `@triton_kernel_call(` or `call_target_name = "triton_kernel_call"`)."""
-    rewrites = [(r'@triton_kernel_call\(|call_target_name = "triton_kernel_call"',
-                 lambda m: "@triton_kernel_call_ffi(" if m[0].startswith("@") else m[0][:-1] + '_ffi"'),
-                (r"api_version = 2 : i32", lambda m: "api_version = 4 : i32"),
-                (r'backend_config = ("(?:[^"\\]|\\.)*")', lambda m: f"backend_config = {{opaque = {m[1]}}}")]
+def legacy_form(text):
+    """A module's one `triton_kernel_call_ffi` custom call as the plugin's legacy `triton_kernel_call` (in either
+    printed form: `@triton_kernel_call_ffi(` or `call_target_name = "triton_kernel_call_ffi"`)."""
+    rewrites = [(r'@triton_kernel_call_ffi\(|call_target_name = "triton_kernel_call_ffi"',
+                 lambda m: m[0].replace("_ffi", "")),
+                (r"api_version = 4 : i32", lambda m: "api_version = 2 : i32"),
+                (r'backend_config = \{opaque = ("(?:[^"\\]|\\.)*")\}', lambda m: f"backend_config = {m[1]}")]
     for pattern, replacement in rewrites:
         text, count = re.subn(pattern, replacement, text)
         assert count == 1, f"{count} matches of {pattern!r}"
@@ -121,22 +129,17 @@ def raw_side(text, buffers, out_shape, out_dtype):
     return (lambda: xla.execute(compiled, buffers, handler)), xla.block_until_ready
 
 
-def timings(call, wait):
+def back_to_back_us(call, wait):
+    """Median over 5 rounds of the wall time per call of 100 calls queued back to back."""
     wait(call())
-    back_to_back = []
-    issue = []
+    rounds = []
     for _ in range(5):
         start = time.perf_counter()
         for _ in range(100):
             out = call()
         wait(out)
-        back_to_back.append((time.perf_counter() - start) / 100 * 1e6)
-        start = time.perf_counter()
-        for _ in range(10):
-            out = call()
-        issue.append((time.perf_counter() - start) / 10 * 1e6)
-        wait(out)
-    return statistics.median(back_to_back), statistics.median(issue)
+        rounds.append((time.perf_counter() - start) / 100 * 1e6)
+    return statistics.median(rounds)
 
 
 def main():
@@ -156,30 +159,50 @@ def main():
     expected = np.asarray(plain(x, scale, shift)).astype(np.float32)
 
     fused_value = np.asarray(fused(x, scale, shift)).astype(np.float32)
-    print("triton_kernel_call route: largest difference from XLA's result "
+    print("triton_kernel_call_ffi route: largest difference from XLA's result "
           f"{np.max(np.abs(fused_value - expected)):.3g}")
     sides = {"XLA": ((lambda: plain(x, scale, shift)), numax.block_until_ready),
-             "triton_kernel_call": ((lambda: fused(x, scale, shift)), numax.block_until_ready)}
+             "triton_kernel_call_ffi": ((lambda: fused(x, scale, shift)), numax.block_until_ready)}
     buffers = [v._buffer for v in (x, scale, shift)]
     fused_text = fused.lower(x, scale, shift).as_text()
-    for name, text in (("XLA, raw", plain.lower(x, scale, shift).as_text()), ("triton_kernel_call, raw", fused_text),
-                       ("triton_kernel_call_ffi, raw", ffi_form(fused_text))):
+    for name, text in (("XLA, raw", plain.lower(x, scale, shift).as_text()),
+                       ("triton_kernel_call_ffi, raw", fused_text),
+                       ("triton_kernel_call, raw", legacy_form(fused_text))):
         sides[name] = raw_side(text, buffers, (rows, length), np.float16)
-    call, wait = sides["triton_kernel_call_ffi, raw"]
+    call, wait = sides["triton_kernel_call, raw"]
     out = call()
     wait(out)
     value = xla.to_numpy_via_host_copy(out[0]).astype(np.float32)
-    print(f"triton_kernel_call_ffi route: largest difference from XLA's result {np.max(np.abs(value - expected)):.3g}")
+    print(f"triton_kernel_call route: largest difference from XLA's result {np.max(np.abs(value - expected)):.3g}")
     if args.xla_triton:
         sides["xla.gpu.triton"] = xla_triton_side(f, x_host, scale_host, shift_host, x, expected)
-    print(f"\n(c) {rows}x{length}: | side | back to back | issue (host) | device per call | kernels | idle |")
+    print(f"\n(c) {rows}x{length}: | side | back to back | device per call | kernels | idle |")
     for name, (call, wait) in sides.items():
-        streamed, issue = timings(call, wait)
+        streamed = back_to_back_us(call, wait)
         _, events = kernel_events(call, wait)
         span = (events[-1][2] - events[0][1]) / CALLS if events else float("nan")
         busy = sum(end - start for _, start, end in events) / CALLS
-        print(f"| {name} | {streamed:.1f} us | {issue:.1f} us | {span:.1f} us | {busy:.1f} us | {span - busy:.1f} us |")
+        print(f"| {name} | {streamed:.1f} us | {span:.1f} us | {busy:.1f} us | {span - busy:.1f} us |")
     torch.cuda.synchronize()
+    launch_latency()
+
+
+def launch_latency():
+    """Call + wait of a 1024-float add: the Triton kernel through each custom-call target, and XLA's add."""
+    host = np.linspace(-1, 1, 1024, dtype=np.float32)
+    x = numax.device_put(host)
+    buffers = [x._buffer, x._buffer]
+    triton_text = numax.jit(numax_add).lower(x, x).as_text()
+    texts = {"XLA add, raw": numax.jit(lambda a, b: a + b).lower(x, x).as_text(),
+             "triton_kernel_call_ffi, raw": triton_text, "triton_kernel_call, raw": legacy_form(triton_text)}
+    pairs = []
+    for name, text in texts.items():
+        call, wait = raw_side(text, buffers, (1024,), np.float32)
+        np.testing.assert_allclose(xla.to_numpy_via_host_copy(call()[0]), 2 * host, err_msg=name)
+        pairs.append((name, lambda c=call, w=wait: w(c())))
+    print("\n1024-float add, call + wait: | side | us |")
+    for name, us in interleaved(pairs, 21, 200).items():
+        print(f"| {name} | {us:.1f} us |")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,15 @@ from inside an XLA program.
 
 A kernel is compiled by `triton.compile` (the same call in Triton 3.6 and 3.9) for the device's compute
 capability, cached in memory and on disk (lowering/triton_cache.py), and embedded as a
-`stablehlo.custom_call @triton_kernel_call` (api_version 2) whose backend_config is the zlib-compressed
-kernel-call proto that the CUDA plugin's handler launches: kernel image (PTX), grid, parameters, shared
-memory, scratch. A `triton.autotune` kernel becomes an autotuned call: the plugin times each config on the
-first run and keeps the fastest for the process. Kernel arguments are the user's arguments in order
-(arrays as pointers, scalars by value), then one pointer per output, as in jax-triton 0.3.
+`stablehlo.custom_call @triton_kernel_call_ffi` (XLA's typed FFI, api_version 4) whose `opaque` attribute is
+the zlib-compressed kernel-call proto that the CUDA plugin's handler launches: kernel image (PTX), grid,
+parameters, shared memory, scratch. The plugin's legacy target `triton_kernel_call` (api_version 2, the same
+bytes as backend_config) launches the same kernel at the same cost (bench/fusion_route_probe.py: 69-70 us per
+call + wait of a one-kernel program on the H100 either way, XLA's own add 63 us); the typed-FFI target is
+XLA's current custom-call interface. A `triton.autotune` kernel
+becomes an autotuned call: the plugin times each config on the first run and keeps the fastest for the process.
+Kernel arguments are the user's arguments in order (arrays as pointers, scalars by value), then one pointer per
+output, as in jax-triton 0.3.
 
 Triton is imported on first use; jaxlib only through lowering/xla.py. Nothing here knows the
 `triton_call` primitive: the rule `lower_triton_call_gpu` takes its params.
@@ -333,13 +337,13 @@ def mlir_string(data: bytes) -> str:
 
 
 def emit_triton_kernel_call(ctx, operands, opaque, input_output_aliases=()):
-    """Emits the `triton_kernel_call` custom call with backend_config `opaque`; returns its results.
+    """Emits the `triton_kernel_call_ffi` custom call with the `opaque` attribute; returns its results.
     Buffers are C-order; each (operand index, output index) alias makes the output reuse the operand."""
     avals_in, avals_out = list(ctx.avals_in), list(ctx.avals_out)
     attributes = {
-        "call_target_name": '"triton_kernel_call"',
-        "api_version": "2 : i32",
-        "backend_config": mlir_string(opaque),
+        "call_target_name": '"triton_kernel_call_ffi"',
+        "api_version": "4 : i32",
+        "backend_config": f"{{opaque = {mlir_string(opaque)}}}",
         "operand_layouts": "[" + ", ".join(row_major_layout(a) for a in avals_in) + "]",
         "result_layouts": "[" + ", ".join(row_major_layout(a) for a in avals_out) + "]",
     }

@@ -207,7 +207,8 @@ def _register_gpu_kernels(c_api, kernels_package):
     registrations = dict(extension.ffi_handlers()) if hasattr(extension, "ffi_handlers") else {}
     triton = gpu_triton_module()
     if triton is not None:
-        # the legacy target (api_version 2 in StableHLO: the opaque bytes are the backend_config)
+        # the legacy target (api_version 2: the opaque bytes are the backend_config), which numax no longer emits
+        # (triton_gpu.py says why) but modules written by older numax or other tools may call
         xc.register_custom_call_target("triton_kernel_call", triton.get_custom_call(), platform="CUDA")
         registrations.update(triton.registrations())  # triton_kernel_call_ffi
     for module_name in ("_solver", "_linalg"):

@@ -289,12 +289,12 @@ def test_lowering_text_round_trips_the_opaque_bytes():
     opaque = zlib.compress(bytes(range(256)) * 3 + b'"\\\n\x00end')
     avals_in = avals(((8, 4), np.float32), ((), np.int32))
     text = lowered_module(avals_in, avals(((8, 4), np.float32), ((3,), np.float16)), opaque)
-    assert '"stablehlo.custom_call"' in text and 'call_target_name = "triton_kernel_call"' in text
+    assert '"stablehlo.custom_call"' in text and 'call_target_name = "triton_kernel_call_ffi"' in text
     attributes = custom_call_attributes(text)
     from jaxlib.mlir import ir
 
-    assert ir.StringAttr(attributes["backend_config"]).value_bytes == opaque
-    assert str(attributes["api_version"]) == "2 : i32"
+    assert ir.StringAttr(ir.DictAttr(attributes["backend_config"])["opaque"]).value_bytes == opaque
+    assert str(attributes["api_version"]) == "4 : i32"
     assert str(attributes["operand_layouts"]) == "[dense<[1, 0]> : tensor<2xindex>, dense<> : tensor<0xindex>]"
     assert "output_operand_aliases" not in text
 
