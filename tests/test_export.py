@@ -16,6 +16,7 @@ import numax.numpy as jnp
 from numax import export
 
 V1_ARTIFACT = pathlib.Path(__file__).parent / "data" / "export_v1.bin"
+V2_ARTIFACT = pathlib.Path(__file__).parent / "data" / "export_v2.bin"  # shape-polymorphic, for cpu and cuda
 
 
 def _layer(x, params):
@@ -137,7 +138,7 @@ def _with_header(blob, version=None, checksum_of=None):
 @pytest.mark.parametrize("damage, message", [
     (lambda blob: b"NOTNUMAX" + blob[8:], "magic"),
     (lambda blob: blob[:12], "magic"),
-    (lambda blob: _with_header(blob, version=2), "version 2 is newer"),
+    (lambda blob: _with_header(blob, version=export.SERIALIZATION_VERSION + 1), "version 3 is newer"),
     (lambda blob: blob[:-7], "truncated"),
     (lambda blob: blob[:-3] + bytes(3), "checksum"),
     (lambda blob: _with_header(blob, checksum_of=blob[20:-40] + b"\x00" * 40), "portable artifact"),
@@ -165,6 +166,29 @@ def test_user_errors():
         export.export(numax.jit(jnp.sin), platforms=("cpu", "cpu"))
 
 
-if __name__ == "__main__":  # writes the committed artifact (only when the format version changes: a new file)
+def _v2_export():
+    """The committed version 2 artifact's export: the layer for any batch size, for the CPU and CUDA."""
     x, params = _layer_args()
-    V1_ARTIFACT.write_bytes(export.export(numax.jit(_layer))(x, params).serialize(vjp_order=1))
+    batch = numax.ShapeDtypeStruct(export.symbolic_shape(f"b, {x.shape[1]}"), x.dtype)
+    return export.export(numax.jit(_layer), platforms=("cpu", "cuda"))(batch, params)
+
+
+def test_committed_v2_artifact_still_loads_and_runs():
+    blob = V2_ARTIFACT.read_bytes()
+    assert struct.unpack_from("<I", blob, 8)[0] == 2
+    exported = export.deserialize(blob)
+    assert exported.platforms == ("cpu", "cuda") and str(exported.in_avals[0].shape[0]) == "b"
+    _, params = _layer_args()
+    for batch in (1, 5):
+        x = np.random.default_rng(batch).standard_normal((batch, 3)).astype(np.float32)
+        _check_layer(exported, x, params)
+        grad = numax.grad(lambda x: exported.call(x, params)[1])(x)
+        np.testing.assert_allclose(np.asarray(grad), _layer_grad_reference(x, params), rtol=1e-4, atol=1e-5)
+
+
+if __name__ == "__main__":  # writes the committed artifacts (only when the format version changes: a new file)
+    x, params = _layer_args()
+    if not V1_ARTIFACT.exists():
+        V1_ARTIFACT.write_bytes(export.export(numax.jit(_layer))(x, params).serialize(vjp_order=1))
+    if not V2_ARTIFACT.exists():
+        V2_ARTIFACT.write_bytes(_v2_export().serialize(vjp_order=1))

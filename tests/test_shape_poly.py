@@ -77,6 +77,7 @@ def test_dim_structure_printing_and_errors():
     with pytest.raises(InconclusiveDimensionOperation):
         int(b)
     assert str(b // 2) == "floordiv(b, 2)" and str(b % 3) == "mod(b, 3)"
+    assert (b + 1).evaluate({"b": 4}) == 5 and (1 - b).evaluate({"b": 4}) == -3  # constant terms of coefficient 1
 
 
 def test_symbolic_shape_parsing():

@@ -1,9 +1,9 @@
-"""numax's serialization format for `Exported` (format version 1).
+"""numax's serialization format for `Exported` (format version 2).
 
 A blob is a fixed header, a JSON metadata block, then StableHLO portable artifacts, all little-endian:
 
     bytes 0-7    magic b"NUMAXEXP"
-    bytes 8-11   format version (uint32): 1
+    bytes 8-11   format version (uint32): 2
     bytes 12-15  metadata length in bytes (uint32)
     bytes 16-19  CRC-32 of everything after the header (uint32)
     metadata     UTF-8 JSON: {"functions": [function, ...]}; functions[0] is the exported function and
@@ -15,8 +15,11 @@ A blob is a fixed header, a JSON metadata block, then StableHLO portable artifac
                  {"dict": [[keys], [...]]} (string keys, sorted).
     artifacts    each function's StableHLO portable artifact (MLIR bytecode), in order, `artifact_size` each.
 
-A later numax keeps reading version 1 (tests/data/export_v1.bin checks it); StableHLO reads artifacts of
-older StableHLO versions. `deserialize` also reads jax.export's format (`_jax_format.py`). Deserializing
+Version 2 added symbolic dimensions (strings in shapes), "module_kept_var_idx", and modules for several
+platforms (whose `main` takes a platform index first); a blob using none of them reads as in version 1, so
+numax reads both (tests/data/export_v1.bin and export_v2.bin check it), and an older numax refuses a version 2
+blob by its version instead of failing on a field it does not know. StableHLO reads artifacts of older
+StableHLO versions. `deserialize` also reads jax.export's format (`_jax_format.py`). Deserializing
 compiles the module: load only blobs you trust.
 """
 
@@ -33,7 +36,7 @@ from ._exported import Exported
 from ._shape_poly import parse_dim
 
 MAGIC = b"NUMAXEXP"
-SERIALIZATION_VERSION = 1
+SERIALIZATION_VERSION = 2
 _HEADER = struct.Struct("<8sIII")
 
 

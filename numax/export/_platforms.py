@@ -89,6 +89,8 @@ def _module_header(text):
     JAX marks a module with a platform index: one whose global constants a caller must refine before compiling."""
     header = text.split("\n", 1)[0]
     assert header.startswith("module @") and " attributes {" in header, header
+    if "jax.uses_shape_polymorphism" in header:  # already so marked: a module with symbolic shapes
+        return header
     return header.replace(" attributes {", " attributes {jax.uses_shape_polymorphism = true, ", 1)
 
 

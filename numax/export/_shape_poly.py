@@ -284,7 +284,8 @@ class DimExpr:
                     factor = divide(operand(atom[1]), operand(atom[2]), atom[0])
                 for _ in range(power):
                     term = factor if term is None else multiply(term, factor)
-            total = (constant(1) if term is None else term) if total is None else add(total, term)
+            term = constant(1) if term is None else term  # a constant term of coefficient 1
+            total = term if total is None else add(total, term)
         return total
 
     def __str__(self):
