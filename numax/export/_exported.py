@@ -2,7 +2,7 @@
 structure of its arguments and results, callable without the Python function that made it."""
 
 from ..core import pytree as tree
-from ..core.avals import get_aval
+from ..core.avals import get_aval, is_static_shape
 from ..core.evaluation import eval_closed_program
 from ..lowering import xla
 from ..transforms.jit import JitFunction, ShapeDtypeStruct
@@ -37,7 +37,9 @@ class Exported:
         self.module_kept_var_idx = all_leaves if module_kept_var_idx is None else tuple(module_kept_var_idx)
         self.calling_convention_version = calling_convention_version
         self.nr_devices = nr_devices
-        self.uses_global_constants = uses_global_constants
+        # jax's flag: the module has a platform index argument or symbolic shapes, which a caller refines
+        self.uses_global_constants = uses_global_constants or len(self.platforms) > 1 or not all(
+            is_static_shape(a.shape) for a in self.in_avals)
         self.disabled_safety_checks = tuple(disabled_safety_checks)
         self._module_text = module_text
         self._vjp = vjp  # the Exported of the VJP (from a blob serialized with vjp_order >= 1)
@@ -148,7 +150,6 @@ def _exported_program(name, closed, in_tree, out_tree, platforms):
                          "serialized module cannot hold")
     program = closed.program
     return Exported(name, in_tree, program.in_avals, out_tree, program.out_avals, platforms, text,
-                    uses_global_constants=len(platforms) > 1,  # the platform index argument (jax's flag)
                     make_vjp=lambda: _export_vjp(name, closed, program.in_avals, program.out_avals, platforms))
 
 

@@ -6,7 +6,7 @@ jax still stores 3 in the version field for older readers) and writes what it wr
 version field 3, calling convention 10):
 
 - avals are listed in full (`in_avals`, `out_avals`) and again as indices into `unique_avals`; a dimension is
-  a string (an integer here: symbolic dimensions are not supported yet);
+  a string (an integer, or a symbolic expression in jax's syntax);
 - shardings are indices into `unique_named_shardings`, 0 meaning unspecified; numax writes unspecified
   shardings, also as empty `Sharding` tables in the older `in_shardings`/`out_shardings` lists;
 - the module is a StableHLO portable artifact whose `main` takes only the argument leaves listed in
@@ -24,6 +24,7 @@ from ..lowering import xla
 from . import _flatbuffer as fb
 from ._exported import Exported
 from ._format import _describe_tree, _tree_of
+from ._shape_poly import parse_dim
 
 JAX_SERIALIZATION_VERSION = 11  # the schema version whose layout numax writes
 _STORED_VERSION = 3  # what jax writes in the version field, for readers that accepted only 2 and 3
@@ -201,11 +202,16 @@ def _read_aval(table, fun_name):
 
 
 def _dimension(text, fun_name):
+    """A dimension as jax writes it: an integer, or a symbolic expression in jax's syntax ("b", "2*b + 1")."""
     try:
         return int(text)
     except ValueError:
-        raise NotImplementedError(f"jax.export of {fun_name!r} has the symbolic dimension {text!r}; numax reads "
-                                  "exports with static shapes only for now") from None
+        pass
+    try:
+        return parse_dim(text)
+    except ValueError as error:
+        raise ValueError(f"jax.export of {fun_name!r} has the dimension {text!r}, which numax cannot parse "
+                         f"({error})") from None
 
 
 def _read_tree(table):
