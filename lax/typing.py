@@ -57,11 +57,20 @@ def broadcast_shapes(name, avals):
     rank = len(ranked[0])
     if any(len(shape) != rank for shape in ranked):
         raise TypeError(f"{name} requires arguments of equal rank (or rank 0), got {describe(avals)}")
+    result = stretched_shape(ranked)
+    if result is None:
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {describe(avals)}")
+    return result
+
+
+def stretched_shape(shapes):
+    """The shape that `shapes` of one rank broadcast to (size-1 dimensions stretch; a symbolic dimension is not
+    1), or None where two sizes other than 1 meet."""
     result = []
-    for sizes in zip(*ranked):
+    for sizes in zip(*shapes):
         stretched = {d for d in sizes if d != 1}
         if len(stretched) > 1:
-            raise TypeError(f"{name} got incompatible shapes for broadcasting: {describe(avals)}")
+            return None
         result.append(stretched.pop() if stretched else 1)
     return tuple(result)
 

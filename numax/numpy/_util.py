@@ -146,14 +146,10 @@ def broadcast_shapes(*shapes):
 def _symbolic_broadcast_shapes(shapes):
     """numpy's broadcasting of shapes with symbolic dimensions: a symbolic dimension is not 1 (as in JAX)."""
     rank = max(len(shape) for shape in shapes)
-    padded = [(1,) * (rank - len(shape)) + tuple(shape) for shape in shapes]
-    result = []
-    for sizes in zip(*padded):
-        stretched = {size for size in sizes if size != 1}
-        if len(stretched) > 1:
-            raise ValueError(f"operands could not be broadcast together with shapes {' '.join(map(str, shapes))}")
-        result.append(stretched.pop() if stretched else 1)
-    return tuple(result)
+    result = lax.typing.stretched_shape([(1,) * (rank - len(shape)) + tuple(shape) for shape in shapes])
+    if result is None:
+        raise ValueError(f"operands could not be broadcast together with shapes {' '.join(map(str, shapes))}")
+    return result
 
 
 def promote_shapes(name, *args):
