@@ -83,6 +83,8 @@ _FLAGS = [
     _Flag("debug_nans", False, ["numax_debug_nans", "jax_debug_nans"]),
     _Flag("debug_infs", False, ["numax_debug_infs", "jax_debug_infs"]),
     _Flag("disable_jit", False, ["numax_disable_jit", "jax_disable_jit"]),
+    # jit's cache hits run through the native call path (lowering/native_dispatch.py) when it is built.
+    _Flag("native_dispatch", True, ["numax_native_dispatch"]),
     # Where new arrays and computations go when no argument says (None: the default backend's first device).
     _Flag("default_device", None, ["numax_default_device", "jax_default_device"], None),
     # How jit compiles elementwise regions: "xla" (XLA fuses them) or "triton" (generated Triton kernels).

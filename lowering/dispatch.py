@@ -16,7 +16,7 @@ from ..core.config import config
 from ..core.ir import ClosedProgram, Equation, Program, Var, open_program, programs_in
 from ..core.sharding import PMAP_AXIS_NAME, Mesh
 from . import array as array_module
-from . import sharded, xla
+from . import native_dispatch, sharded, xla
 from .array import Array
 from .lower import hoist_large_consts, lower_to_module
 from .sharded_array import ShardedArray
@@ -336,12 +336,11 @@ def _fast_executable(key, primitive, params, in_avals, backend, device):
     return executable
 
 
-def _run_fast(executable, buffers, backend, device):
+def _run_fast(executable, buffers):
     try:
-        outputs = xla.execute(executable.compiled, buffers, executable.handlers)  # (no constant buffers)
+        return native_dispatch.run_single(executable, buffers)  # (one device, no constant buffers)
     except Exception:  # a deleted argument (donated?): the general path says which
         return None
-    return Array(executable.out_avals[0], outputs[0], backend, device)
 
 
 def eager_unary(primitive, x):
@@ -352,7 +351,7 @@ def eager_unary(primitive, x):
     aval, device = x.aval, x._device
     key = (primitive, aval, device)
     executable = _fast_executables.get(key) or _fast_executable(key, primitive, {}, [aval], x._backend, device)
-    return _run_fast(executable, [x._buffer], x._backend, device)
+    return _run_fast(executable, [x._buffer])
 
 
 def eager_same_aval(primitive, x, y):
@@ -365,7 +364,7 @@ def eager_same_aval(primitive, x, y):
         return None
     key = (primitive, aval, device)
     executable = _fast_executables.get(key) or _fast_executable(key, primitive, {}, [aval, aval], x._backend, device)
-    return _run_fast(executable, [x._buffer, y._buffer], x._backend, device)
+    return _run_fast(executable, [x._buffer, y._buffer])
 
 
 def eager_binary(primitive, params_key, params, x, y):
@@ -381,7 +380,7 @@ def eager_binary(primitive, params_key, params, x, y):
     key = (primitive, params_key, x_aval, y_aval, device)
     executable = _fast_executables.get(key) or _fast_executable(key, primitive, params, [x_aval, y_aval],
                                                                 x._backend, device)
-    return _run_fast(executable, [x._buffer, y._buffer], x._backend, device)
+    return _run_fast(executable, [x._buffer, y._buffer])
 
 
 trace.set_eager_executor(apply_primitive)

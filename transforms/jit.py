@@ -21,7 +21,7 @@ from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_ru
 from ..core.sharding import PartitionSpec, Sharding, as_sharding
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, is_tracing
-from ..lowering import dispatch, xla
+from ..lowering import dispatch, native_dispatch, xla
 from ..lowering.array import Array
 from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import register_lowering
@@ -176,13 +176,26 @@ def _leaf_aval(leaf, signature):
 
 
 class _CacheEntry:
-    __slots__ = ("executable", "out_tree", "program", "donated")
+    __slots__ = ("executable", "out_tree", "program", "donated", "out_kind")
 
     def __init__(self, executable, out_tree, program, donated):
         self.executable = executable
         self.out_tree = out_tree
         self.program = program
         self.donated = donated
+        self.out_kind = _output_kind(out_tree)
+
+
+def _output_kind(out_tree):
+    """How the native call path arranges outputs: 0 one leaf, 1 a flat tuple, 2 through `out_tree.unflatten`."""
+    if out_tree.kind is None:
+        return 0
+    if out_tree.kind.type is tuple and all(child.kind is None for child in out_tree.child_defs):
+        return 1
+    return 2
+
+
+native_dispatch.configure(_CacheEntry, global_statistics)
 
 
 def _hashable_static(value, position):
@@ -196,8 +209,9 @@ def _hashable_static(value, position):
     return value
 
 
-class JitFunction:
-    """The callable `numax.jit(f)` returns."""
+class JitFunction(native_dispatch.CachedCall):
+    """The callable `numax.jit(f)` returns. A call that hits the cache may be answered by the native call
+    path (lowering/native_dispatch.py) without entering `_call`, the Python path it mirrors."""
 
     def __init__(self, fun, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=(),
                  device=None, backend=None, inline=False, compiler_options=None, name=None, in_shardings=None,
@@ -227,6 +241,8 @@ class JitFunction:
         self.last_key = None
         self.stats = JitStatistics()  # compiles, cache hits and compile seconds of this function
         self._descriptions = []  # a CallDescription per compiled call, to explain the next cache miss
+        self._native_entries, self._native_statistics = self.cache.entries, self.stats  # what the native path reads
+        self._native_positional = not self.static_argnums
         with _jit_functions_lock:
             _jit_functions.add(self)
 
@@ -308,7 +324,7 @@ class JitFunction:
         return mask
 
     # -- calling --
-    def __call__(self, *args, **kwargs):
+    def _call(self, *args, **kwargs):
         if config.disable_jit:
             return self.fun(*args, **kwargs)
         if self.static_argnums or kwargs:

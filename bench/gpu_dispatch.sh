@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Issue 16 on an NVIDIA GPU machine (the device tool's H100/H200): host overhead per call with jit's native
+# call path and with the Python path (NUMAX_NATIVE_DISPATCH=0), numax against jax (and torch in gpu_latency).
+# Usage (from the repo root, on the GPU machine): bash bench/gpu_dispatch.sh; results go to $OUT (or /tmp).
+set -uo pipefail
+out=${OUT:-/tmp}
+python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -1
+python3 -c "from numax.lowering import native_dispatch as n; print('native call path built:', n.available)"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+JAX_PLATFORMS=cuda,cpu python3 -m pytest -q -p no:cacheprovider tests/test_native_dispatch.py tests/test_jit.py 2>&1 | tail -2
+python3 bench/dispatch.py --json "$out/dispatch_native.json" 2>&1 | tee "$out/dispatch_native.log"
+NUMAX_NATIVE_DISPATCH=0 python3 bench/dispatch.py --json "$out/dispatch_python.json" 2>&1 | tee "$out/dispatch_python.log"
+python3 bench/gpu_latency.py --json "$out/gpu_latency_native.json" 2>&1 | tee "$out/gpu_latency_native.log"
+NUMAX_NATIVE_DISPATCH=0 python3 bench/gpu_latency.py --quick --json "$out/gpu_latency_python.json" 2>&1 \
+  | tee "$out/gpu_latency_python.log"

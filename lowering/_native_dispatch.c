@@ -1,0 +1,488 @@
+/* numax's native call path for jitted functions: a cache hit in C.
+ *
+ * `CachedCall` is the base type of `numax.jit`'s JitFunction. Calling an instance runs `call_cached`
+ * below: it flattens positional arguments made of numax Arrays, Python scalars, tuples, lists and dicts
+ * into the same cache key the Python path builds (transforms/jit.py: `flatten_with_signature`), looks
+ * the key up in the function's cache, runs the executable through jaxlib's `execute_sharded` and wraps
+ * the outputs into numax Arrays. Everything else -- keyword arguments, static arguments, tracers, other
+ * leaf types, cache misses, donation, NaN checks, several devices, a trace in progress -- goes to the
+ * Python path, `self._call(*args, **kwargs)`, which stays the reference: the native path only ever
+ * answers a call the Python path would answer the same way, and takes no decision of its own.
+ *
+ * Errors inside the native path are not reported from here. Before the program runs, the call is handed
+ * to the Python path, which raises its own error (a deleted argument, say). An executable that fails to
+ * run is run again through `Executable.run_on`, which names the problem.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+/* --- what `configure` hands over once, at import ------------------------------------------------- */
+static PyTypeObject *array_type;      /* lowering.array.Array */
+static PyTypeObject *executable_type; /* lowering.dispatch.Executable */
+static PyTypeObject *entry_type;      /* transforms.jit._CacheEntry */
+static PyObject *config;              /* core.config.config */
+static PyObject *trace_state;         /* core.trace.trace_state (thread-local) */
+static PyObject *global_statistics;   /* transforms.recompiles.global_statistics */
+static PyTypeObject *statistics_type; /* its type, JitStatistics */
+static PyTypeObject *plain_config_type; /* type(config) while no thread holds an override (then: its __dict__) */
+static PyObject *config_dict;         /* config.__dict__, where the global flag values are */
+
+/* Offsets of __slots__ members, read from their member descriptors at `configure`. */
+static Py_ssize_t array_aval, array_buffer, array_backend, array_device, array_host_value;
+static Py_ssize_t ex_compiled, ex_backend, ex_device, ex_const_buffers, ex_handlers, ex_out_avals;
+static Py_ssize_t entry_executable, entry_out_tree, entry_donated, entry_out_kind;
+static Py_ssize_t statistics_cache_hits;
+
+static PyObject *s_disable_jit, *s_native_dispatch, *s_check_numerics, *s_enable_x64, *s_default_device;
+static PyObject *empty_tuple, *one; /* the cache key's "no static arguments", and a hit's increment */
+static PyObject *s_stack, *s_cache_hits, *s_call, *s_execute_sharded, *s_consume_with_handlers, *s_run_on,
+    *s_unflatten;
+
+#define SLOT(object, offset) (*(PyObject **)((char *)(object) + (offset)))
+
+/* The offset of __slots__ member `name` of `type`, or -1 with an error set. */
+static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
+    PyObject *descriptor = PyDict_GetItemString(type->tp_dict, name);
+    if (descriptor == NULL || !Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a __slots__ member", type->tp_name, name);
+        return -1;
+    }
+    return ((PyMemberDescrObject *)descriptor)->d_member->offset;
+}
+
+/* The output trees the native path builds itself (_CacheEntry.out_kind); others call out_tree.unflatten. */
+enum { OUT_LEAF = 0, OUT_TUPLE = 1, OUT_OTHER = 2 };
+
+/* --- the cache key ------------------------------------------------------------------------------ */
+static int is_python_scalar(PyObject *value) {
+    PyTypeObject *type = Py_TYPE(value);
+    return type == &PyFloat_Type || type == &PyLong_Type || type == &PyBool_Type || type == &PyComplex_Type;
+}
+
+/* The signature of `tree` as `flatten_with_signature` makes it, appending its leaves to `leaves`.
+ * NULL without an error: a tree the native path leaves to Python. NULL with an error: out of memory. */
+static PyObject *signature_of(PyObject *tree, PyObject *leaves);
+
+static PyObject *leaf_or_node_signature(PyObject *child, PyObject *leaves) {
+    if (Py_IS_TYPE(child, array_type)) {
+        PyObject *aval = SLOT(child, array_aval);
+        if (aval == NULL || PyList_Append(leaves, child) < 0)
+            return NULL;
+        return Py_NewRef(aval);
+    }
+    if (is_python_scalar(child)) {
+        if (PyList_Append(leaves, child) < 0)
+            return NULL;
+        return Py_NewRef((PyObject *)Py_TYPE(child));
+    }
+    return signature_of(child, leaves);
+}
+
+static PyObject *signature_of(PyObject *tree, PyObject *leaves) {
+    PyTypeObject *type = Py_TYPE(tree);
+    if (type == &PyTuple_Type || type == &PyList_Type) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(tree);
+        PyObject **items = PySequence_Fast_ITEMS(tree);
+        PyObject *key = PyTuple_New(n + 1);
+        if (key == NULL)
+            return NULL;
+        PyTuple_SET_ITEM(key, 0, Py_NewRef((PyObject *)type));
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *child = leaf_or_node_signature(items[i], leaves);
+            if (child == NULL) {
+                Py_DECREF(key);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(key, i + 1, child);
+        }
+        return key;
+    }
+    if (type == &PyDict_Type) {
+        PyObject *names = PyDict_Keys(tree);
+        if (names == NULL)
+            return NULL;
+        if (PyList_Sort(names) < 0) { /* keys that do not sort: Python's error */
+            Py_DECREF(names);
+            PyErr_Clear();
+            return NULL;
+        }
+        Py_ssize_t n = PyList_GET_SIZE(names);
+        PyObject *key = PyTuple_New(n + 2);
+        PyObject *name_tuple = key == NULL ? NULL : PyList_AsTuple(names);
+        if (name_tuple == NULL) {
+            Py_XDECREF(key);
+            Py_DECREF(names);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(key, 0, Py_NewRef((PyObject *)&PyDict_Type));
+        PyTuple_SET_ITEM(key, 1, name_tuple);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *child = PyDict_GetItemWithError(tree, PyList_GET_ITEM(names, i));
+            child = child == NULL ? NULL : leaf_or_node_signature(child, leaves);
+            if (child == NULL) {
+                Py_DECREF(key);
+                Py_DECREF(names);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(key, i + 2, child);
+        }
+        Py_DECREF(names);
+        return key;
+    }
+    return NULL;
+}
+
+/* --- running a cached executable ---------------------------------------------------------------- */
+/* The device buffers of `leaves` (constant buffers first) when every leaf is an Array on the executable's
+ * device; NULL without an error otherwise. */
+static PyObject *buffers_of(PyObject *executable, PyObject *leaves) {
+    PyObject *device = SLOT(executable, ex_device), *backend = SLOT(executable, ex_backend);
+    PyObject *consts = SLOT(executable, ex_const_buffers);
+    Py_ssize_t n_consts = consts == NULL ? 0 : PyList_GET_SIZE(consts), n = PyList_GET_SIZE(leaves);
+    PyObject *buffers = PyList_New(n_consts + n);
+    if (buffers == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n_consts; i++)
+        PyList_SET_ITEM(buffers, i, Py_NewRef(PyList_GET_ITEM(consts, i)));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *leaf = PyList_GET_ITEM(leaves, i);
+        PyObject *buffer = Py_IS_TYPE(leaf, array_type) ? SLOT(leaf, array_buffer) : NULL;
+        if (buffer == NULL || SLOT(leaf, array_device) != device || SLOT(leaf, array_backend) != backend) {
+            Py_DECREF(buffers);
+            return NULL;
+        }
+        PyList_SET_ITEM(buffers, n_consts + i, Py_NewRef(buffer));
+    }
+    return buffers;
+}
+
+/* The raw output buffers of running `executable` on `leaves`; NULL with an error when it cannot run. */
+static PyObject *run(PyObject *executable, PyObject *leaves) {
+    PyObject *buffers = buffers_of(executable, leaves);
+    if (buffers != NULL) {
+        PyObject *results = PyObject_CallMethodOneArg(SLOT(executable, ex_compiled), s_execute_sharded, buffers);
+        Py_DECREF(buffers);
+        if (results != NULL) {
+            PyObject *outputs = PyObject_CallMethodOneArg(results, s_consume_with_handlers,
+                                                          SLOT(executable, ex_handlers));
+            Py_DECREF(results);
+            if (outputs != NULL)
+                return outputs;
+        }
+        if (PyErr_ExceptionMatches(PyExc_MemoryError))
+            return NULL;
+        PyErr_Clear();
+    } else if (PyErr_Occurred()) {
+        return NULL;
+    }
+    /* Scalars, arrays elsewhere, or a failed run (a deleted argument?): the Python method says which. */
+    return PyObject_CallMethodOneArg(executable, s_run_on, leaves);
+}
+
+static PyObject *new_array(PyObject *aval, PyObject *buffer, PyObject *backend, PyObject *device) {
+    PyObject *array = array_type->tp_alloc(array_type, 0);
+    if (array == NULL)
+        return NULL;
+    SLOT(array, array_aval) = Py_NewRef(aval);
+    SLOT(array, array_buffer) = Py_NewRef(buffer);
+    SLOT(array, array_backend) = Py_NewRef(backend);
+    SLOT(array, array_device) = Py_NewRef(device);
+    SLOT(array, array_host_value) = Py_NewRef(Py_None);
+    return array;
+}
+
+/* The call's result: the outputs wrapped into Arrays and arranged as the entry's output tree. */
+static PyObject *wrap(PyObject *entry, PyObject *executable, PyObject *outputs) {
+    PyObject *out_avals = SLOT(executable, ex_out_avals);
+    PyObject *backend = SLOT(executable, ex_backend), *device = SLOT(executable, ex_device);
+    Py_ssize_t n = PyList_GET_SIZE(outputs);
+    if (!PyList_Check(out_avals) || PyList_GET_SIZE(out_avals) != n) {
+        PyErr_SetString(PyExc_RuntimeError, "numax: an executable returned an unexpected number of outputs");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(SLOT(entry, entry_out_kind));
+    if (kind == OUT_LEAF && n == 1)
+        return new_array(PyList_GET_ITEM(out_avals, 0), PyList_GET_ITEM(outputs, 0), backend, device);
+    PyObject *arrays = kind == OUT_TUPLE ? PyTuple_New(n) : PyList_New(n);
+    if (arrays == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *array = new_array(PyList_GET_ITEM(out_avals, i), PyList_GET_ITEM(outputs, i), backend, device);
+        if (array == NULL) {
+            Py_DECREF(arrays);
+            return NULL;
+        }
+        if (kind == OUT_TUPLE)
+            PyTuple_SET_ITEM(arrays, i, array);
+        else
+            PyList_SET_ITEM(arrays, i, array);
+    }
+    if (kind == OUT_TUPLE)
+        return arrays;
+    PyObject *result = PyObject_CallMethodOneArg(SLOT(entry, entry_out_tree), s_unflatten, arrays);
+    Py_DECREF(arrays);
+    return result;
+}
+
+static int count_hit(PyObject *statistics) {
+    if (!Py_IS_TYPE(statistics, statistics_type))
+        return -1;
+    PyObject *hits = SLOT(statistics, statistics_cache_hits);
+    PyObject *more = hits == NULL ? NULL : PyNumber_Add(hits, one);
+    if (more == NULL)
+        return -1;
+    SLOT(statistics, statistics_cache_hits) = more;
+    Py_DECREF(hits);
+    return 0;
+}
+
+/* run_single(executable, buffers): the one output of a one-device executable without constants (eager dispatch's
+ * fast paths), as an Array; the runtime's error, if it fails, for the caller to hand to the general path. */
+static PyObject *run_single(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || array_type == NULL || !Py_IS_TYPE(args[0], executable_type)) {
+        PyErr_SetString(PyExc_TypeError, "run_single(executable, buffers) before configure, or not an Executable");
+        return NULL;
+    }
+    PyObject *executable = args[0], *out_avals = SLOT(executable, ex_out_avals);
+    PyObject *results = PyObject_CallMethodOneArg(SLOT(executable, ex_compiled), s_execute_sharded, args[1]);
+    if (results == NULL)
+        return NULL;
+    PyObject *outputs = PyObject_CallMethodOneArg(results, s_consume_with_handlers, SLOT(executable, ex_handlers));
+    Py_DECREF(results);
+    if (outputs == NULL)
+        return NULL;
+    PyObject *array = NULL;
+    if (PyList_Check(outputs) && PyList_GET_SIZE(outputs) == 1 && PyList_Check(out_avals) &&
+        PyList_GET_SIZE(out_avals) == 1)
+        array = new_array(PyList_GET_ITEM(out_avals, 0), PyList_GET_ITEM(outputs, 0), SLOT(executable, ex_backend),
+                          SLOT(executable, ex_device));
+    else
+        PyErr_SetString(PyExc_TypeError, "run_single: the executable does not have exactly one output");
+    Py_DECREF(outputs);
+    return array;
+}
+
+/* --- the type ----------------------------------------------------------------------------------- */
+typedef struct {
+    PyObject_HEAD
+    PyObject *entries;    /* the function's cache: signature key -> _CacheEntry */
+    PyObject *statistics; /* its JitStatistics */
+    char positional_only; /* no static arguments: a positional call's key is its signature alone */
+} CachedCall;
+
+/* A config flag's value (new reference); NULL with an error when it cannot be read. While no thread overrides a
+ * flag, config's type is the plain one and the values are in its __dict__; otherwise its properties decide. */
+static PyObject *config_value(PyObject *name) {
+    if (Py_IS_TYPE(config, plain_config_type)) {
+        PyObject *value = PyDict_GetItemWithError(config_dict, name);
+        if (value != NULL)
+            return Py_NewRef(value);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return PyObject_GetAttr(config, name);
+}
+
+/* Is a config flag set? -1 with an error when it cannot be read. */
+static int flag(PyObject *name) {
+    PyObject *value = config_value(name);
+    if (value == NULL)
+        return -1;
+    int set = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return set;
+}
+
+/* A cached call's result; NULL without an error: the Python path answers this call. */
+static PyObject *call_cached(CachedCall *self, PyObject *args) {
+    if (self->entries == NULL || !PyDict_Check(self->entries) || !self->positional_only)
+        return NULL;
+    if (flag(s_disable_jit) != 0 || flag(s_native_dispatch) != 1 || flag(s_check_numerics) != 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *stack = PyObject_GetAttr(trace_state, s_stack);
+    Py_ssize_t depth = stack == NULL ? -1 : PyObject_Length(stack);
+    Py_XDECREF(stack);
+    if (depth != 1) { /* a trace in progress (or an unreadable stack): arguments may be staged */
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *leaves = PyList_New(0), *signature = NULL, *key = NULL, *entry = NULL, *outputs = NULL;
+    PyObject *result = NULL, *executable = NULL;
+    if (leaves == NULL || (signature = signature_of(args, leaves)) == NULL)
+        goto done;
+    PyObject *x64 = config_value(s_enable_x64);
+    PyObject *device = x64 == NULL ? NULL : config_value(s_default_device);
+    if (device != NULL)
+        key = PyTuple_Pack(5, signature, Py_None, empty_tuple, x64, device); /* as JitFunction._call's */
+    Py_XDECREF(x64);
+    Py_XDECREF(device);
+    if (key == NULL)
+        goto done;
+    /* New references: another thread may clear the cache while the program runs. */
+    entry = Py_XNewRef(PyDict_GetItemWithError(self->entries, key)); /* may run ShapedArray.__hash__ */
+    if (entry == NULL || !Py_IS_TYPE(entry, entry_type) || SLOT(entry, entry_donated) != Py_None)
+        goto done;
+    executable = Py_XNewRef(SLOT(entry, entry_executable));
+    if (executable == NULL || !Py_IS_TYPE(executable, executable_type))
+        goto done;
+    if (count_hit(self->statistics) < 0 || count_hit(global_statistics) < 0)
+        goto done;
+    outputs = run(executable, leaves);
+    if (outputs == NULL)
+        goto failed; /* the Python path's own error, raised by run_on: reported as it is */
+    result = wrap(entry, executable, outputs);
+    if (result == NULL)
+        goto failed;
+    goto done;
+failed:
+    Py_XDECREF(outputs);
+    Py_DECREF(executable);
+    Py_DECREF(entry);
+    Py_DECREF(key);
+    Py_DECREF(signature);
+    Py_DECREF(leaves);
+    return NULL;
+done:
+    if (result == NULL && !PyErr_ExceptionMatches(PyExc_MemoryError))
+        PyErr_Clear();
+    Py_XDECREF(outputs);
+    Py_XDECREF(executable);
+    Py_XDECREF(entry);
+    Py_XDECREF(key);
+    Py_XDECREF(signature);
+    Py_XDECREF(leaves);
+    return result;
+}
+
+static PyObject *CachedCall_call(CachedCall *self, PyObject *args, PyObject *kwargs) {
+    if (kwargs == NULL || PyDict_GET_SIZE(kwargs) == 0) {
+        PyObject *result = call_cached(self, args);
+        if (result != NULL || PyErr_Occurred())
+            return result;
+    }
+    PyObject *slow = PyObject_GetAttr((PyObject *)self, s_call);
+    if (slow == NULL)
+        return NULL;
+    PyObject *result = PyObject_Call(slow, args, kwargs);
+    Py_DECREF(slow);
+    return result;
+}
+
+static int CachedCall_traverse(CachedCall *self, visitproc visit, void *arg) {
+    Py_VISIT(self->entries);
+    Py_VISIT(self->statistics);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int CachedCall_clear(CachedCall *self) {
+    Py_CLEAR(self->entries);
+    Py_CLEAR(self->statistics);
+    return 0;
+}
+
+static void CachedCall_dealloc(CachedCall *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    CachedCall_clear(self);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+static PyMemberDef CachedCall_members[] = {
+    {"_native_entries", T_OBJECT, offsetof(CachedCall, entries), 0, "the cache's entries dictionary"},
+    {"_native_statistics", T_OBJECT, offsetof(CachedCall, statistics), 0, "the function's JitStatistics"},
+    {"_native_positional", T_BOOL, offsetof(CachedCall, positional_only), 0, "positional calls may go native"},
+    {NULL},
+};
+
+static PyType_Slot CachedCall_slots[] = {
+    {Py_tp_doc, "Base of numax.jit's callable: answers cache hits natively, calls self._call otherwise."},
+    {Py_tp_call, CachedCall_call},
+    {Py_tp_traverse, CachedCall_traverse},
+    {Py_tp_clear, CachedCall_clear},
+    {Py_tp_dealloc, CachedCall_dealloc},
+    {Py_tp_members, CachedCall_members},
+    {0, NULL},
+};
+
+static PyType_Spec CachedCall_spec = {
+    "numax.lowering._native_dispatch.CachedCall", sizeof(CachedCall), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, CachedCall_slots,
+};
+
+/* --- module ------------------------------------------------------------------------------------- */
+static PyObject *configure(PyObject *module, PyObject *args) {
+    PyObject *array, *executable, *entry, *plain_config;
+    if (!PyArg_ParseTuple(args, "O!O!O!OO!OO", &PyType_Type, &array, &PyType_Type, &executable, &PyType_Type,
+                          &entry, &config, &PyType_Type, &plain_config, &trace_state, &global_statistics))
+        return NULL;
+    array_type = (PyTypeObject *)Py_NewRef(array);
+    executable_type = (PyTypeObject *)Py_NewRef(executable);
+    entry_type = (PyTypeObject *)Py_NewRef(entry);
+    Py_INCREF(config);
+    Py_INCREF(trace_state);
+    Py_INCREF(global_statistics);
+    statistics_type = (PyTypeObject *)Py_NewRef(Py_TYPE(global_statistics));
+    plain_config_type = (PyTypeObject *)Py_NewRef(plain_config);
+    if ((config_dict = PyObject_GenericGetDict(config, NULL)) == NULL)
+        return NULL;
+    struct { Py_ssize_t *offset; PyTypeObject *type; const char *name; } slots[] = {
+        {&array_aval, array_type, "aval"}, {&array_buffer, array_type, "_buffer"},
+        {&array_backend, array_type, "_backend"}, {&array_device, array_type, "_device"},
+        {&array_host_value, array_type, "_host_value"},
+        {&ex_compiled, executable_type, "compiled"}, {&ex_backend, executable_type, "backend"},
+        {&ex_device, executable_type, "device"}, {&ex_const_buffers, executable_type, "const_buffers"},
+        {&ex_handlers, executable_type, "handlers"}, {&ex_out_avals, executable_type, "out_avals"},
+        {&entry_executable, entry_type, "executable"}, {&entry_out_tree, entry_type, "out_tree"},
+        {&entry_donated, entry_type, "donated"}, {&entry_out_kind, entry_type, "out_kind"},
+        {&statistics_cache_hits, statistics_type, "cache_hits"},
+    };
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
+        if ((*slots[i].offset = slot_offset(slots[i].type, slots[i].name)) < 0)
+            return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(Array, Executable, _CacheEntry, config, Config, trace_state, global_statistics): the types and "
+     "state the native path reads (Config: config's class while no thread overrides a flag)."},
+    {"run_single", (PyCFunction)(void (*)(void))run_single, METH_FASTCALL,
+     "run_single(executable, buffers): the one output of running a one-device Executable, as an Array."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int exec_module(PyObject *module) {
+    struct { PyObject **name; const char *text; } names[] = {
+        {&s_disable_jit, "disable_jit"}, {&s_native_dispatch, "native_dispatch"},
+        {&s_check_numerics, "check_numerics"}, {&s_enable_x64, "enable_x64"},
+        {&s_default_device, "default_device"}, {&s_stack, "stack"}, {&s_cache_hits, "cache_hits"},
+        {&s_call, "_call"}, {&s_execute_sharded, "execute_sharded"},
+        {&s_consume_with_handlers, "consume_with_handlers"}, {&s_run_on, "run_on"}, {&s_unflatten, "unflatten"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
+            return -1;
+    if ((empty_tuple = PyTuple_New(0)) == NULL || (one = PyLong_FromLong(1)) == NULL)
+        return -1;
+    PyObject *type = PyType_FromSpec(&CachedCall_spec);
+    if (type == NULL || PyModule_AddObject(module, "CachedCall", type) < 0) {
+        Py_XDECREF(type);
+        return -1;
+    }
+    return 0;
+}
+
+static PyModuleDef_Slot module_slots[] = {{Py_mod_exec, exec_module}, {0, NULL}};
+
+static struct PyModuleDef module_definition = {
+    PyModuleDef_HEAD_INIT, "numax.lowering._native_dispatch",
+    "numax's native call path for jitted functions (see lowering/native_dispatch.py).", 0, methods,
+    module_slots,
+};
+
+PyMODINIT_FUNC PyInit__native_dispatch(void) { return PyModuleDef_Init(&module_definition); }

@@ -1,0 +1,46 @@
+"""The base class of `numax.jit`'s callable, which answers cache hits, and the eager fast paths' runner.
+
+The native call path (`_native_dispatch.c`, built at install when a C compiler is there) answers a
+cache hit of a positional call made of numax Arrays, Python scalars, tuples, lists and dicts without
+running Python code: key, lookup, execute, output wrapping. Every other call, and every call while the
+`numax_native_dispatch` flag is off, goes to the subclass's `_call`, the Python path, which stays the
+reference. Without the extension, `CachedCall` is a plain class whose `__call__` is that Python path.
+`run_single` runs a one-output executable and wraps its result, in C when it is built.
+"""
+
+from . import xla
+from .array import Array
+
+try:
+    from . import _native_dispatch
+except ImportError:  # built without a C compiler: the Python path serves every call
+    _native_dispatch = None
+
+available = _native_dispatch is not None
+
+if available:
+    CachedCall = _native_dispatch.CachedCall
+    run_single = _native_dispatch.run_single
+else:
+    class CachedCall:
+        """Subclasses define `_call(*args, **kwargs)`, the call itself."""
+
+        def __call__(self, *args, **kwargs):
+            return self._call(*args, **kwargs)
+
+    def run_single(executable, buffers):
+        """The one output of a one-device Executable without constants, run on `buffers`, as an Array."""
+        (output,) = xla.execute(executable.compiled, buffers, executable.handlers)
+        return Array(executable.out_avals[0], output, executable.backend, executable.device)
+
+
+def configure(cache_entry_type, statistics):
+    """Hands the native path the types and state it reads: jit's cache entry type and the process-wide
+    JitStatistics (the Array and Executable types, config and the trace state are looked up here)."""
+    if not available:
+        return
+    from ..core.config import Config, config
+    from ..core.trace import trace_state
+    from .dispatch import Executable
+
+    _native_dispatch.configure(Array, Executable, cache_entry_type, config, Config, trace_state, statistics)
