@@ -117,8 +117,25 @@ def eager_ops(repeats, inner):
 
 
 def block_until_ready_of_ready(repeats, inner):
+    """Waiting again for an array already waited for: {side: us}."""
     xa, ja = xnp.ones(3).block_until_ready(), jnp.ones(3).block_until_ready()
     return interleaved([("numax", xa.block_until_ready), ("jax", ja.block_until_ready)], repeats, inner)
+
+
+def first_wait_of_ready(repeats, inner):
+    """The first block_until_ready of a fresh result that is already computed (seen by polling is_ready)."""
+    add_numax = numax.jit(lambda a, b: a + b)
+    add_jax = jax.jit(lambda a, b: a + b)
+    xa, ja = xnp.ones(3), jnp.ones(3)
+
+    def computed(array):
+        while not array.is_ready():
+            pass
+        return array
+
+    return interleaved_on_fresh([("numax", lambda: computed(add_numax(xa, xa)), lambda a: a.block_until_ready()),
+                                 ("jax", lambda: computed(add_jax(ja, ja)), lambda a: a.block_until_ready())],
+                                repeats, inner)
 
 
 def readback(repeats, inner):
@@ -256,7 +273,10 @@ def main():
     for op, times in eager_ops(repeats, inner).items():
         report(f"eager `{op}`", times["numax"], times["jax"], "us", "<= 1x", rows)
     ready = block_until_ready_of_ready(repeats, inner)
-    report("block_until_ready of a ready array", ready["numax"], ready["jax"], "us", "<= 1x", rows)
+    report("block_until_ready of a ready array, again", ready["numax"], ready["jax"], "us", "<= 1x", rows)
+    first_wait = first_wait_of_ready(repeats, max(inner // 5, 20))
+    report("block_until_ready of a fresh, computed result", first_wait["numax"], first_wait["jax"], "us", "<= 1x",
+           rows)
     read = readback(repeats, max(inner // 5, 20))
     report("np.asarray of a fresh 3-element result", read["numax"], read["jax"], "us", "<= 1x", rows)
     first, steady = mlp(repeats, first_repeats)

@@ -29,7 +29,7 @@ static PyTypeObject *plain_config_type; /* type(config) while no thread holds an
 static PyObject *config_dict;         /* config.__dict__, where the global flag values are */
 
 /* Offsets of __slots__ members, read from their member descriptors at `configure`. */
-static Py_ssize_t array_aval, array_buffer, array_backend, array_device, array_host_value;
+static Py_ssize_t array_aval, array_buffer, array_backend, array_device, array_host_value, array_ready;
 static Py_ssize_t ex_compiled, ex_backend, ex_device, ex_const_buffers, ex_handlers, ex_out_avals;
 static Py_ssize_t entry_executable, entry_out_tree, entry_donated, entry_out_kind;
 static Py_ssize_t statistics_cache_hits;
@@ -189,6 +189,7 @@ static PyObject *new_array(PyObject *aval, PyObject *buffer, PyObject *backend, 
     SLOT(array, array_backend) = Py_NewRef(backend);
     SLOT(array, array_device) = Py_NewRef(device);
     SLOT(array, array_host_value) = Py_NewRef(Py_None);
+    SLOT(array, array_ready) = Py_NewRef(Py_False);
     return array;
 }
 
@@ -433,7 +434,7 @@ static PyObject *configure(PyObject *module, PyObject *args) {
     struct { Py_ssize_t *offset; PyTypeObject *type; const char *name; } slots[] = {
         {&array_aval, array_type, "aval"}, {&array_buffer, array_type, "_buffer"},
         {&array_backend, array_type, "_backend"}, {&array_device, array_type, "_device"},
-        {&array_host_value, array_type, "_host_value"},
+        {&array_host_value, array_type, "_host_value"}, {&array_ready, array_type, "_ready"},
         {&ex_compiled, executable_type, "compiled"}, {&ex_backend, executable_type, "backend"},
         {&ex_device, executable_type, "device"}, {&ex_const_buffers, executable_type, "const_buffers"},
         {&ex_handlers, executable_type, "handlers"}, {&ex_out_avals, executable_type, "out_avals"},

@@ -19,7 +19,7 @@ from . import xla
 class Array:
     """An array on a device. Operations on it run at once (eagerly) or are traced under transforms."""
 
-    __slots__ = ("_buffer", "aval", "_backend", "_device", "_host_value", "__weakref__")
+    __slots__ = ("_buffer", "aval", "_backend", "_device", "_host_value", "_ready", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, aval: ShapedArray, buffer, backend, device=None):
@@ -28,6 +28,7 @@ class Array:
         self._backend = backend
         self._device = xla.buffer_device(buffer) if device is None else device  # what dispatch checks per call
         self._host_value = None
+        self._ready = False  # a wait has returned: the value is computed (buffers never become unready again)
 
     # --- attributes ---
     @property
@@ -79,7 +80,9 @@ class Array:
         buffer = self._buffer
         if buffer.is_deleted():  # (asked here: the call is on every step's path)
             self._check_alive()
-        xla.wait(buffer)
+        if not self._ready:
+            xla.wait(buffer)  # raises the program's error, if it failed: then not marked ready
+            self._ready = True
         return self
 
     def is_ready(self):
