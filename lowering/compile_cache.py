@@ -225,11 +225,12 @@ def _evict(root, max_size):
             statistics.evicted += 1
 
 
-def log_hit(text, key, seconds):
-    """The `jax_log_compiles` line for an executable loaded from the cache."""
-    name = text[:200].partition("module @")[2].split(" ", 1)[0] or "module"
-    print(f"numax: loaded {name} from the persistent compilation cache in {1e3 * seconds:.1f} ms "
-          f"(key {key[:16]})", file=sys.stderr)
+def log_hit(text, key, seconds, log_as=None):
+    """The `jax_log_compiles` line for an executable loaded from the cache; `log_as` = (what, reason) names it
+    (else the module's name)."""
+    what, reason = log_as or (text[:200].partition("module @")[2].split(" ", 1)[0] or "module", None)
+    print(f"numax: loaded {what} from the persistent compilation cache in {1e3 * seconds:.1f} ms "
+          f"(key {key[:16]})" + (f" ({reason})" if reason else ""), file=sys.stderr)
 
 
 def reset_statistics():

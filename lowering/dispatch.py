@@ -5,8 +5,6 @@ compilation entry point used by jit, and eager execution: a primitive applied to
 compiled alone once per (primitive, params, avals) and cached.
 """
 
-import sys
-import time
 
 import numpy as np
 
@@ -172,13 +170,9 @@ def compile_program(closed: ClosedProgram, name="main", backend=None, device=Non
     lowered, hoisted_vars, hoisted = hoist_large_consts(closed)
     if arg_attributes:
         arg_attributes = {i + len(hoisted): attr for i, attr in arg_attributes.items()}
-    start = time.perf_counter()
     text, module = lower_to_module(lowered, name, backend.platform, arg_attributes)
-    compiled = xla.compile_module(text, backend, [device], module.host_callbacks, compiler_options=compiler_options)
-    if config.log_compiles:
-        elapsed = (time.perf_counter() - start) * 1e3
-        print(f"numax: compiled {name} for {_signature_text(program.in_avals)} in {elapsed:.1f} ms"
-              + (f" ({reason})" if reason else ""), file=sys.stderr)
+    compiled = xla.compile_module(text, backend, [device], module.host_callbacks, compiler_options=compiler_options,
+                                  log_as=(f"{name} for {_signature_text(program.in_avals)}", reason))
     const_buffers = [to_buffer(v, var.aval, backend, device) for var, v in zip(hoisted_vars, hoisted)]
     return Executable(name, compiled, backend, device, program.in_avals, program.out_avals, const_buffers, text,
                       module.host_callbacks)

@@ -8,13 +8,10 @@ the user asked for or, where none was asked for, the one XLA chose. `put_sharded
 by a sharding.
 """
 
-import sys
-import time
 
 import numpy as np
 
 from ..core import caches
-from ..core.config import config
 from ..core.ir import open_program, programs_in
 from ..core.sharding import Mesh, NamedSharding, P, sharding_with_layout
 from . import xla
@@ -186,16 +183,12 @@ class ShardedExecutable:
         self.devices = devices = tuple(mesh.devices.flat)
         self.backend = xla.backend_of_device(devices[0])
         self.in_avals, self.out_avals = closed.program.in_avals, closed.program.out_avals
-        start = time.perf_counter()
         self.text, module, lowered, hoisted, self.in_shardings = lower_partitioned(
             closed, name, mesh, in_shardings, out_shardings, self.backend.platform)
         self.host_callbacks = module.host_callbacks
         self.compiled = xla.compile_module(self.text, self.backend, devices, module.host_callbacks,
-                                           num_partitions=len(devices), spmd=True, compiler_options=compiler_options)
-        if config.log_compiles:
-            elapsed = (time.perf_counter() - start) * 1e3
-            print(f"numax: compiled {name} for {len(devices)} devices in {elapsed:.1f} ms"
-                  + (f" ({reason})" if reason else ""), file=sys.stderr)
+                                           num_partitions=len(devices), spmd=True, compiler_options=compiler_options,
+                                           log_as=(f"{name} for {len(devices)} devices", reason))
         self.in_shardings = self._chosen(self.in_shardings, xla.parameter_shardings(self.compiled),
                                          lowered.program.in_avals)
         self.out_shardings = self._chosen(out_shardings, xla.output_shardings(self.compiled), self.out_avals)

@@ -422,32 +422,40 @@ def _numbered(text):
 
 
 def compile_module(text: str, backend: Backend, devices, host_callbacks=(), num_replicas=1, num_partitions=1,
-                   compiler_options=None, spmd=False):
+                   compiler_options=None, spmd=False, log_as=None):
     """Verifies and compiles a module for `devices`; returns the loaded executable. `compiler_options`
     ({XLA option name: value}) override XLA's debug options for this compile, as jax.jit's do. An `spmd`
     module (over `num_partitions` devices) is split over the devices by XLA's Shardy partitioner.
     Threads compile concurrently: PJRT clients are thread-safe.
 
     With the persistent compilation cache on (lowering/compile_cache.py), an executable stored for the same
-    key is loaded instead, and a fresh one is stored."""
+    key is loaded instead, and a fresh one is stored.
+
+    Under `jax_log_compiles`, `log_as` = (what, reason or None) names the program in the one line printed:
+    "compiled <what> in N ms (<reason>)", or "loaded <what> from the persistent compilation cache ..."."""
     _ensure_custom_call_targets(text, backend)
     _check_host_callback_indices(text, host_callbacks)
     settings = (num_replicas, num_partitions, compiler_options, spmd)
     cache_root = config.compilation_cache_dir and _compile_cache().directory()
-    if not cache_root:
-        return _compile(text, backend, devices, host_callbacks, *settings)
-    compile_cache = _compile_cache()
-    key = compile_cache.cache_key(_cache_key_fields(text, backend, devices, len(host_callbacks), *settings))
     start = time.perf_counter()
-    executable = compile_cache.lookup(cache_root, key,
-                                      lambda blob: deserialize(blob, backend, devices, host_callbacks))
-    if executable is not None:
-        if config.log_compiles:
-            compile_cache.log_hit(text, key, time.perf_counter() - start)
-        return executable
-    start = time.perf_counter()
+    if cache_root:
+        compile_cache = _compile_cache()
+        key = compile_cache.cache_key(_cache_key_fields(text, backend, devices, len(host_callbacks), *settings))
+        executable = compile_cache.lookup(cache_root, key,
+                                          lambda blob: deserialize(blob, backend, devices, host_callbacks))
+        if executable is not None:
+            if config.log_compiles:
+                compile_cache.log_hit(text, key, time.perf_counter() - start, log_as)
+            return executable
+        start = time.perf_counter()
     executable = _compile(text, backend, devices, host_callbacks, *settings)
-    compile_cache.remember(cache_root, key, time.perf_counter() - start, executable.serialize)
+    seconds = time.perf_counter() - start
+    if cache_root:
+        compile_cache.remember(cache_root, key, seconds, executable.serialize)
+    if config.log_compiles and log_as is not None:
+        what, reason = log_as
+        print(f"numax: compiled {what} in {1e3 * seconds:.1f} ms" + (f" ({reason})" if reason else ""),
+              file=sys.stderr)
     return executable
 
 

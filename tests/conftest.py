@@ -24,6 +24,20 @@ def _default_xla_flags():
 
 os.environ.setdefault("XLA_FLAGS", _default_xla_flags())
 
+
+def _persistent_cache():
+    """numax's persistent compilation cache for the suite's processes (the xdist workers, and the fresh
+    processes and notebooks they start, inherit it through the environment): a directory in pytest's own
+    cache folder of this checkout, so that a clean clone starts cold and a second run loads what the first
+    compiled. Every compile is written (no minimum compile time). NUMAX_COMPILATION_CACHE_DIR set in the
+    environment wins; set it empty to run the suite without the cache."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    os.environ.setdefault("NUMAX_COMPILATION_CACHE_DIR", os.path.join(root, ".pytest_cache", "numax-compilation-cache"))
+    os.environ.setdefault("NUMAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+
+
+_persistent_cache()
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402

@@ -230,8 +230,14 @@ def test_readback_of_64_bit_dtypes():
             np.testing.assert_array_equal(value, host * host)
 
 
+def on_the_cpu():
+    """CPU readback's tests place their arrays on the CPU (on a GPU machine, arrays default to the GPU)."""
+    return numax.default_device(numax.devices("cpu")[0])
+
+
 def test_readback_falls_back_to_dlpack_where_the_buffer_protocol_is_refused(monkeypatch):
-    array = xnp.asarray(np.arange(6, dtype=np.float32).reshape(2, 3)) * 2
+    with on_the_cpu():
+        array = xnp.asarray(np.arange(6, dtype=np.float32).reshape(2, 3)) * 2
 
     def refused(buffer):
         raise BufferError("stands for a jaxlib or a buffer that refuses the buffer protocol")
@@ -249,7 +255,8 @@ def test_readback_is_a_read_only_view_that_outlives_deletion_and_donation():
     overwrite = numax.jit(lambda a: a * 0 - 7, donate_argnums=0)
     views = []
     for i in range(6):
-        array = xnp.asarray(values) + i
+        with on_the_cpu():
+            array = xnp.asarray(values) + i
         view = np.asarray(array)
         assert not view.flags.writeable and not view.flags.owndata
         with pytest.raises(ValueError, match="read-only"):
@@ -260,7 +267,8 @@ def test_readback_is_a_read_only_view_that_outlives_deletion_and_donation():
             np.testing.assert_array_equal(overwrite(array), np.full_like(values, -7))
         views.append(view)
         del array
-        [(xnp.zeros(values.shape) - 5).block_until_ready() for _ in range(3)]  # reuse freed memory, if any
+        with on_the_cpu():
+            [(xnp.zeros(values.shape) - 5).block_until_ready() for _ in range(3)]  # reuse freed memory, if any
     for i, view in enumerate(views):
         np.testing.assert_array_equal(view, values + i)
     copy = np.array(xnp.asarray(values), copy=True)
