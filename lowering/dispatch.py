@@ -5,7 +5,6 @@ compilation entry point used by jit, and eager execution: a primitive applied to
 compiled alone once per (primitive, params, avals) and cached.
 """
 
-
 import numpy as np
 
 from ..core import caches, dtypes, trace
