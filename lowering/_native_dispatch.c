@@ -297,7 +297,7 @@ static int flag(PyObject *name) {
 
 /* A cached call's result; NULL without an error: the Python path answers this call. */
 static PyObject *call_cached(CachedCall *self, PyObject *args) {
-    if (self->entries == NULL || !PyDict_Check(self->entries) || !self->positional_only)
+    if (self->entries == NULL || !PyDict_Check(self->entries) || self->statistics == NULL || !self->positional_only)
         return NULL;
     if (flag(s_disable_jit) != 0 || flag(s_native_dispatch) != 1 || flag(s_check_numerics) != 0) {
         PyErr_Clear();
