@@ -132,6 +132,18 @@ def _divide(numerator, denominator, operation):
     return _normalized({(((operation, numerator, denominator), 1),): 1})
 
 
+def _division_operator(operation, reflected):
+    """DimExpr's `//` or `%` ("floordiv" or "mod"), or its reflected form: dimension arithmetic with ints and
+    DimExprs, NotImplemented for other operands."""
+    def operator(self, other):
+        other = _as_dim_operand(other)
+        if other is None:
+            return NotImplemented
+        return _divide(other, self, operation) if reflected else _divide(self, other, operation)
+
+    return operator
+
+
 class DimExpr:
     """A symbolic dimension: an integer polynomial of dimension variables (see the module docstring)."""
 
@@ -182,21 +194,10 @@ class DimExpr:
 
     __rmul__ = __mul__
 
-    def __floordiv__(self, other):
-        other = _as_dim_operand(other)
-        return NotImplemented if other is None else _divide(self, other, "floordiv")
-
-    def __rfloordiv__(self, other):
-        other = _as_dim_operand(other)
-        return NotImplemented if other is None else _divide(other, self, "floordiv")
-
-    def __mod__(self, other):
-        other = _as_dim_operand(other)
-        return NotImplemented if other is None else _divide(self, other, "mod")
-
-    def __rmod__(self, other):
-        other = _as_dim_operand(other)
-        return NotImplemented if other is None else _divide(other, self, "mod")
+    __floordiv__ = _division_operator("floordiv", reflected=False)
+    __rfloordiv__ = _division_operator("floordiv", reflected=True)
+    __mod__ = _division_operator("mod", reflected=False)
+    __rmod__ = _division_operator("mod", reflected=True)
 
     def __divmod__(self, other):
         return self // other, self % other
