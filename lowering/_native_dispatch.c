@@ -9,6 +9,11 @@
  * Python path, `self._call(*args, **kwargs)`, which stays the reference: the native path only ever
  * answers a call the Python path would answer the same way, and takes no decision of its own.
  *
+ * `ArrayBase`, the base type of numax.Array, answers `block_until_ready` and `__array__` of a plain Array in
+ * C when the answer needs no decision (a live buffer that is ready; a CPU buffer of a numpy dtype, read
+ * through the buffer protocol), and calls the Array's Python methods otherwise. `eager_unary` answers an
+ * eager one-argument primitive whose executable the eager fast path compiled before.
+ *
  * Errors inside the native path are not reported from here. Before the program runs, the call is handed
  * to the Python path, which raises its own error (a deleted argument, say). An executable that fails to
  * run is run again through `Executable.run_on`, which names the problem.
@@ -37,7 +42,12 @@ static Py_ssize_t statistics_cache_hits;
 static PyObject *s_disable_jit, *s_native_dispatch, *s_check_numerics, *s_enable_x64, *s_default_device;
 static PyObject *empty_tuple, *one; /* the cache key's "no static arguments", and a hit's increment */
 static PyObject *s_stack, *s_cache_hits, *s_call, *s_execute_sharded, *s_consume_with_handlers, *s_run_on,
-    *s_unflatten;
+    *s_unflatten, *s_is_deleted, *s_is_ready, *s_block_until_ready, *s_python_block_until_ready, *s_python_array,
+    *s_platform, *s_cpu, *s_dtype;
+
+/* What `configure_arrays` hands over: numpy.asarray and the dtypes a CPU buffer is read back as through the buffer
+ * protocol; and `configure_eager`: the eager executables' table and the Python function that fills it. */
+static PyObject *numpy_asarray, *buffer_dtypes, *eager_table, *eager_unary_miss;
 
 #define SLOT(object, offset) (*(PyObject **)((char *)(object) + (offset)))
 
@@ -238,15 +248,11 @@ static int count_hit(PyObject *statistics) {
     return 0;
 }
 
-/* run_single(executable, buffers): the one output of a one-device executable without constants (eager dispatch's
- * fast paths), as an Array; the runtime's error, if it fails, for the caller to hand to the general path. */
-static PyObject *run_single(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || array_type == NULL || !Py_IS_TYPE(args[0], executable_type)) {
-        PyErr_SetString(PyExc_TypeError, "run_single(executable, buffers) before configure, or not an Executable");
-        return NULL;
-    }
-    PyObject *executable = args[0], *out_avals = SLOT(executable, ex_out_avals);
-    PyObject *results = PyObject_CallMethodOneArg(SLOT(executable, ex_compiled), s_execute_sharded, args[1]);
+/* The one output of a one-device executable without constants run on `buffers`, as an Array; NULL with the
+ * runtime's error when it fails. */
+static PyObject *run_single_output(PyObject *executable, PyObject *buffers) {
+    PyObject *out_avals = SLOT(executable, ex_out_avals);
+    PyObject *results = PyObject_CallMethodOneArg(SLOT(executable, ex_compiled), s_execute_sharded, buffers);
     if (results == NULL)
         return NULL;
     PyObject *outputs = PyObject_CallMethodOneArg(results, s_consume_with_handlers, SLOT(executable, ex_handlers));
@@ -262,6 +268,16 @@ static PyObject *run_single(PyObject *module, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_TypeError, "run_single: the executable does not have exactly one output");
     Py_DECREF(outputs);
     return array;
+}
+
+/* run_single(executable, buffers): the one output of a one-device executable without constants (eager dispatch's
+ * fast paths), as an Array; the runtime's error, if it fails, for the caller to hand to the general path. */
+static PyObject *run_single(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || array_type == NULL || !Py_IS_TYPE(args[0], executable_type)) {
+        PyErr_SetString(PyExc_TypeError, "run_single(executable, buffers) before configure, or not an Executable");
+        return NULL;
+    }
+    return run_single_output(args[0], args[1]);
 }
 
 /* --- the type ----------------------------------------------------------------------------------- */
@@ -295,6 +311,16 @@ static int flag(PyObject *name) {
     return set;
 }
 
+/* Is no trace in progress (the stack holds the eager trace alone)? 0 also when the stack cannot be read. */
+static int outside_traces(void) {
+    PyObject *stack = PyObject_GetAttr(trace_state, s_stack);
+    Py_ssize_t depth = stack == NULL ? -1 : PyObject_Length(stack);
+    Py_XDECREF(stack);
+    if (depth < 0)
+        PyErr_Clear();
+    return depth == 1;
+}
+
 /* A cached call's result; NULL without an error: the Python path answers this call. */
 static PyObject *call_cached(CachedCall *self, PyObject *args) {
     if (self->entries == NULL || !PyDict_Check(self->entries) || self->statistics == NULL || !self->positional_only)
@@ -303,13 +329,8 @@ static PyObject *call_cached(CachedCall *self, PyObject *args) {
         PyErr_Clear();
         return NULL;
     }
-    PyObject *stack = PyObject_GetAttr(trace_state, s_stack);
-    Py_ssize_t depth = stack == NULL ? -1 : PyObject_Length(stack);
-    Py_XDECREF(stack);
-    if (depth != 1) { /* a trace in progress (or an unreadable stack): arguments may be staged */
-        PyErr_Clear();
+    if (!outside_traces()) /* arguments may be staged */
         return NULL;
-    }
     PyObject *leaves = PyList_New(0), *signature = NULL, *key = NULL, *entry = NULL, *outputs = NULL;
     PyObject *result = NULL, *executable = NULL;
     if (leaves == NULL || (signature = signature_of(args, leaves)) == NULL)
@@ -415,6 +436,145 @@ static PyType_Spec CachedCall_spec = {
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, CachedCall_slots,
 };
 
+/* --- eager one-argument primitives -------------------------------------------------------------- */
+/* eager_unary(primitive, x): eager `primitive(x)` of an Array outside every trace, run by the executable the eager
+ * fast path compiled for (primitive, x's aval, x's device). Any other case goes to the Python function, which
+ * compiles on a miss, or answers None (the general path decides). A failed run answers None too: the general
+ * path names the problem (a deleted argument, say). */
+static PyObject *eager_unary(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || eager_table == NULL) {
+        PyErr_SetString(PyExc_TypeError, "eager_unary(primitive, x) before configure_eager");
+        return NULL;
+    }
+    PyObject *x = args[1], *executable = NULL;
+    if (Py_IS_TYPE(x, array_type) && SLOT(x, array_buffer) != NULL && flag(s_check_numerics) == 0 &&
+        outside_traces()) {
+        PyObject *key = PyTuple_Pack(3, args[0], SLOT(x, array_aval), SLOT(x, array_device));
+        if (key == NULL)
+            return NULL;
+        executable = Py_XNewRef(PyDict_GetItemWithError(eager_table, key));
+        Py_DECREF(key);
+    }
+    PyErr_Clear();
+    if (executable == NULL || !Py_IS_TYPE(executable, executable_type)) {
+        Py_XDECREF(executable);
+        return PyObject_Vectorcall(eager_unary_miss, args, nargs, NULL);
+    }
+    PyObject *buffers = PyList_New(1), *result = NULL;
+    if (buffers != NULL) {
+        PyList_SET_ITEM(buffers, 0, Py_NewRef(SLOT(x, array_buffer)));
+        result = run_single_output(executable, buffers);
+        Py_DECREF(buffers);
+    }
+    Py_DECREF(executable);
+    if (result == NULL && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        PyErr_Clear();
+        result = Py_NewRef(Py_None);
+    }
+    return result;
+}
+
+/* --- ArrayBase: numax.Array's waits and readback ------------------------------------------------ */
+/* Array.block_until_ready(): a plain Array whose live buffer was waited for, or is ready now, is answered here
+ * (the runtime's wait raises the program's error, if it failed); a deleted or unfinished buffer, or a subclass,
+ * goes to the Python method, which says which or polls. (The deletion check comes first: jaxlib's is_ready()
+ * crashes the process on a deleted buffer.) */
+static PyObject *ArrayBase_block_until_ready(PyObject *self, PyObject *unused) {
+    PyObject *buffer = Py_IS_TYPE(self, array_type) ? SLOT(self, array_buffer) : NULL;
+    if (buffer != NULL) {
+        PyObject *deleted = PyObject_CallMethodNoArgs(buffer, s_is_deleted);
+        int answered = 0;
+        if (deleted == Py_False && SLOT(self, array_ready) == Py_True) {
+            answered = 1;
+        } else if (deleted == Py_False) {
+            PyObject *ready = PyObject_CallMethodNoArgs(buffer, s_is_ready);
+            if (ready == Py_True) {
+                PyObject *waited = PyObject_CallMethodNoArgs(buffer, s_block_until_ready);
+                if (waited == NULL) {
+                    Py_DECREF(ready);
+                    Py_DECREF(deleted);
+                    return NULL; /* the program's error, as the Python method raises it */
+                }
+                Py_DECREF(waited);
+                Py_XSETREF(SLOT(self, array_ready), Py_NewRef(Py_True));
+                answered = 1;
+            }
+            Py_XDECREF(ready);
+        }
+        Py_XDECREF(deleted);
+        PyErr_Clear();
+        if (answered)
+            return Py_NewRef(self);
+    }
+    return PyObject_CallMethodNoArgs(self, s_python_block_until_ready);
+}
+
+/* The host value of a plain Array's CPU buffer of a numpy dtype: a read-only view through the buffer protocol,
+ * cached on the Array. NULL without an error: the Python method reads it (or says why it cannot). */
+static PyObject *read_cpu_buffer(PyObject *self) {
+    PyObject *buffer = SLOT(self, array_buffer), *backend = SLOT(self, array_backend), *aval = SLOT(self, array_aval);
+    if (buffer == NULL || backend == NULL || aval == NULL)
+        return NULL;
+    PyObject *dtype = PyObject_GetAttr(aval, s_dtype);
+    int known = 0;
+    for (Py_ssize_t i = 0; dtype != NULL && i < PyTuple_GET_SIZE(buffer_dtypes); i++)
+        known |= PyTuple_GET_ITEM(buffer_dtypes, i) == dtype;
+    Py_XDECREF(dtype);
+    PyObject *platform = known ? PyObject_GetAttr(backend, s_platform) : NULL;
+    int cpu = platform != NULL && PyUnicode_Check(platform) && PyUnicode_Compare(platform, s_cpu) == 0;
+    Py_XDECREF(platform);
+    PyObject *view = cpu ? PyMemoryView_FromObject(buffer) : NULL; /* waits for the buffer; fails if deleted */
+    PyObject *host = NULL;
+    if (view != NULL && PyMemoryView_GET_BUFFER(view)->readonly)
+        host = PyObject_CallOneArg(numpy_asarray, view);
+    Py_XDECREF(view);
+    PyErr_Clear();
+    if (host != NULL)
+        Py_XSETREF(SLOT(self, array_host_value), Py_NewRef(host));
+    return host;
+}
+
+/* Array.__array__(dtype=None, copy=None): with neither given, a plain Array's cached host value, or its CPU buffer
+ * read once as above; every other case by the Python method. */
+static PyObject *ArrayBase_array(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), total = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    int plain = Py_IS_TYPE(self, array_type) && numpy_asarray != NULL;
+    for (Py_ssize_t i = 0; i < total; i++)
+        plain &= args[i] == Py_None;
+    if (plain) {
+        PyObject *host = SLOT(self, array_host_value);
+        if (host != NULL && host != Py_None)
+            return Py_NewRef(host);
+        if ((host = read_cpu_buffer(self)) != NULL)
+            return host;
+    }
+    PyObject *method = PyObject_GetAttr(self, s_python_array);
+    if (method == NULL)
+        return NULL;
+    PyObject *result = PyObject_Vectorcall(method, args, nargs, kwnames);
+    Py_DECREF(method);
+    return result;
+}
+
+static PyMethodDef ArrayBase_methods[] = {
+    {"block_until_ready", ArrayBase_block_until_ready, METH_NOARGS,
+     "Waits until the array's value is computed; raises the program's error if it failed. Returns the array."},
+    {"__array__", (PyCFunction)(void (*)(void))ArrayBase_array, METH_FASTCALL | METH_KEYWORDS,
+     "The array's value as a read-only numpy array (copied or converted as dtype and copy ask)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot ArrayBase_slots[] = {
+    {Py_tp_doc, "Base of numax.Array: its waits and readback in C (see lowering/array.py)."},
+    {Py_tp_methods, ArrayBase_methods},
+    {0, NULL},
+};
+
+static PyType_Spec ArrayBase_spec = {
+    "numax.lowering._native_dispatch.ArrayBase", sizeof(PyObject), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    ArrayBase_slots,
+};
+
 /* --- module ------------------------------------------------------------------------------------- */
 static PyObject *configure(PyObject *module, PyObject *args) {
     PyObject *array, *executable, *entry, *plain_config;
@@ -448,10 +608,36 @@ static PyObject *configure(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *configure_arrays(PyObject *module, PyObject *args) {
+    PyObject *asarray, *dtypes;
+    if (!PyArg_ParseTuple(args, "OO!", &asarray, &PyTuple_Type, &dtypes))
+        return NULL;
+    Py_XSETREF(numpy_asarray, Py_NewRef(asarray));
+    Py_XSETREF(buffer_dtypes, Py_NewRef(dtypes));
+    Py_RETURN_NONE;
+}
+
+static PyObject *configure_eager(PyObject *module, PyObject *args) {
+    PyObject *table, *miss;
+    if (!PyArg_ParseTuple(args, "O!O", &PyDict_Type, &table, &miss))
+        return NULL;
+    Py_XSETREF(eager_table, Py_NewRef(table));
+    Py_XSETREF(eager_unary_miss, Py_NewRef(miss));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(Array, Executable, _CacheEntry, config, Config, trace_state, global_statistics): the types and "
      "state the native path reads (Config: config's class while no thread overrides a flag)."},
+    {"configure_arrays", configure_arrays, METH_VARARGS,
+     "configure_arrays(numpy.asarray, dtypes): what Array's readback uses (dtypes: a tuple of the numpy dtypes a "
+     "CPU buffer is read back as through the buffer protocol)."},
+    {"configure_eager", configure_eager, METH_VARARGS,
+     "configure_eager(table, miss): eager_unary's executables, {(primitive, aval, device): Executable}, and the "
+     "Python function that answers what the table does not."},
+    {"eager_unary", (PyCFunction)(void (*)(void))eager_unary, METH_FASTCALL,
+     "eager_unary(primitive, x): eager primitive(x) by a compiled eager executable, else the Python function."},
     {"run_single", (PyCFunction)(void (*)(void))run_single, METH_FASTCALL,
      "run_single(executable, buffers): the one output of running a one-device Executable, as an Array."},
     {NULL, NULL, 0, NULL},
@@ -464,16 +650,24 @@ static int exec_module(PyObject *module) {
         {&s_default_device, "default_device"}, {&s_stack, "stack"}, {&s_cache_hits, "cache_hits"},
         {&s_call, "_call"}, {&s_execute_sharded, "execute_sharded"},
         {&s_consume_with_handlers, "consume_with_handlers"}, {&s_run_on, "run_on"}, {&s_unflatten, "unflatten"},
+        {&s_is_deleted, "is_deleted"}, {&s_is_ready, "is_ready"}, {&s_block_until_ready, "block_until_ready"},
+        {&s_python_block_until_ready, "_python_block_until_ready"}, {&s_python_array, "_python_array"},
+        {&s_platform, "platform"}, {&s_cpu, "cpu"}, {&s_dtype, "dtype"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return -1;
     if ((empty_tuple = PyTuple_New(0)) == NULL || (one = PyLong_FromLong(1)) == NULL)
         return -1;
-    PyObject *type = PyType_FromSpec(&CachedCall_spec);
-    if (type == NULL || PyModule_AddObject(module, "CachedCall", type) < 0) {
-        Py_XDECREF(type);
-        return -1;
+    struct { PyType_Spec *spec; const char *name; } types[] = {
+        {&CachedCall_spec, "CachedCall"}, {&ArrayBase_spec, "ArrayBase"},
+    };
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        PyObject *type = PyType_FromSpec(types[i].spec);
+        if (type == NULL || PyModule_AddObject(module, types[i].name, type) < 0) {
+            Py_XDECREF(type);
+            return -1;
+        }
     }
     return 0;
 }

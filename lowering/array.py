@@ -15,9 +15,28 @@ from ..core.avals import ShapedArray
 from ..core.sharding import SingleDeviceSharding
 from . import xla
 
+try:  # the native extension's base type answers waits and readback in C (lowering/_native_dispatch.c)
+    from ._native_dispatch import ArrayBase as _ArrayBase
+except ImportError:  # built without a C compiler
 
-class Array:
-    """An array on a device. Operations on it run at once (eagerly) or are traced under transforms."""
+    class _ArrayBase:
+        """Without the extension: the Python methods answer."""
+
+        __slots__ = ()
+
+        def block_until_ready(self):
+            return self._python_block_until_ready()
+
+        def __array__(self, dtype=None, copy=None):
+            return self._python_array(dtype, copy)
+
+
+class Array(_ArrayBase):
+    """An array on a device. Operations on it run at once (eagerly) or are traced under transforms.
+
+    `block_until_ready()` and `__array__()` come from the base: in C, a plain Array's live, ready buffer and its
+    first CPU readback are answered there, and every other case by `_python_block_until_ready` and
+    `_python_array` below, which say what the C methods do."""
 
     __slots__ = ("_buffer", "aval", "_backend", "_device", "_host_value", "_ready", "__weakref__")
     __array_priority__ = 100
@@ -76,7 +95,7 @@ class Array:
         return self._backend.platform
 
     # --- life cycle ---
-    def block_until_ready(self):
+    def _python_block_until_ready(self):
         buffer = self._buffer
         if buffer.is_deleted():  # (asked here: the call is on every step's path)
             self._check_alive()
@@ -122,7 +141,7 @@ class Array:
             self._host_value = host
         return self._host_value
 
-    def __array__(self, dtype=None, copy=None):
+    def _python_array(self, dtype=None, copy=None):
         value = self._value()
         if dtype is not None and np.dtype(dtype) != value.dtype:
             return value.astype(dtype)

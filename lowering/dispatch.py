@@ -336,7 +336,7 @@ def _run_fast(executable, buffers):
         return None
 
 
-def eager_unary(primitive, x):
+def _python_eager_unary(primitive, x):
     """The fast path of eager `primitive(x)`, a primitive without params, for an Array `x` outside every trace.
     The caller checks that the primitive takes x's dtype as it is (no promotion)."""
     if config.check_numerics or len(trace.trace_state.stack) > 1:
@@ -345,6 +345,10 @@ def eager_unary(primitive, x):
     key = (primitive, aval, device)
     executable = _fast_executables.get(key) or _fast_executable(key, primitive, {}, [aval], x._backend, device)
     return _run_fast(executable, [x._buffer])
+
+
+# Its hits run in C when the extension is built (the table is _fast_executables; misses compile above).
+eager_unary = native_dispatch.eager_unary_with(_fast_executables, _python_eager_unary)
 
 
 def eager_same_aval(primitive, x, y):

@@ -5,8 +5,12 @@ cache hit of a positional call made of numax Arrays, Python scalars, tuples, lis
 running Python code: key, lookup, execute, output wrapping. Every other call, and every call while the
 `numax_native_dispatch` flag is off, goes to the subclass's `_call`, the Python path, which stays the
 reference. Without the extension, `CachedCall` is a plain class whose `__call__` is that Python path.
-`run_single` runs a one-output executable and wraps its result, in C when it is built.
+`run_single` runs a one-output executable and wraps its result, in C when it is built; `eager_unary_with`
+gives the eager one-argument fast path, whose hits the extension answers. (numax.Array's waits and readback
+come from the extension's `ArrayBase`, see lowering/array.py.)
 """
+
+import numpy as np
 
 from . import xla
 from .array import Array
@@ -18,9 +22,15 @@ except ImportError:  # built without a C compiler: the Python path serves every 
 
 available = _native_dispatch is not None
 
+# The dtypes a CPU buffer is read back as through the buffer protocol (not bfloat16 and the other ml_dtypes).
+_buffer_protocol_dtypes = tuple(np.dtype(name) for name in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128"))
+
 if available:
     CachedCall = _native_dispatch.CachedCall
     run_single = _native_dispatch.run_single
+    _native_dispatch.configure_arrays(np.asarray, _buffer_protocol_dtypes)
 else:
     class CachedCall:
         """Subclasses define `_call(*args, **kwargs)`, the call itself."""
@@ -32,6 +42,16 @@ else:
         """The one output of a one-device Executable without constants, run on `buffers`, as an Array."""
         (output,) = xla.execute(executable.compiled, buffers, executable.handlers)
         return Array(executable.out_avals[0], output, executable.backend, executable.device)
+
+
+def eager_unary_with(table, python_eager_unary):
+    """The eager fast path of one-argument primitives, `(primitive, x) -> Array or None`: in C when the extension
+    is built, answering from `table` ({(primitive, aval, device): Executable}) and calling `python_eager_unary`
+    for everything else; `python_eager_unary` itself otherwise."""
+    if not available:
+        return python_eager_unary
+    _native_dispatch.configure_eager(table, python_eager_unary)
+    return _native_dispatch.eager_unary
 
 
 def configure(cache_entry_type, statistics):
