@@ -11,7 +11,7 @@ from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
 from ..lowering import dynamic_shapes
 from ..lowering.lower import register_lowering
-from ..lowering.stablehlo import aval_type, i64_array
+from ..lowering.stablehlo import aval_type
 from . import typing as T
 
 slice_p = Primitive("slice")

@@ -2,7 +2,8 @@
 
 Such a module's types print `?` for a symbolic dimension. Its `main` reads each dimension variable from an
 argument (`stablehlo.get_dimension_size`), and ops whose result shape is symbolic take their dynamic forms
-(`dynamic_broadcast_in_dim`, `dynamic_iota`, `dynamic_reshape`, `real_dynamic_slice`) with shape operands computed from those values.
+(`dynamic_broadcast_in_dim`, `dynamic_iota`, `dynamic_reshape`, `real_dynamic_slice`, `dynamic_pad`) with shape
+operands computed from those values.
 Before XLA compiles a caller, the runtime refines every shape to a static one (`xla.refined_module`).
 
 Symbolic dimensions are duck-typed here (`variables()`, `evaluate_with(...)`, see numax/export/_shape_poly.py):

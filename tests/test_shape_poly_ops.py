@@ -2,7 +2,6 @@
 function) with `symbolic_shape("b, 8")` and called at a few batch sizes against numpy."""
 
 import numpy as np
-import pytest
 from numax.transforms.aot import ShapeDtypeStruct
 
 import numax
