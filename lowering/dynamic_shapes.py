@@ -147,3 +147,15 @@ def dynamic_slice(builder, value, start_indices, slice_sizes, operand_shape, res
     limits = builder.op1("stablehlo.add", [starts, sizes], vector)
     return builder.op1("stablehlo.real_dynamic_slice", [value, starts, limits,
                                                         shape_value(builder, (1,) * len(slice_sizes))], result_type)
+
+
+def pad(builder, value, padding_value, padding_config, result_type):
+    """`stablehlo.pad`, or `dynamic_pad` when an edge padding is symbolic (the transpose of a slice up to a
+    symbolic end)."""
+    lows, highs, interiors = zip(*padding_config) if padding_config else ((), (), ())
+    if is_static_shape(lows) and is_static_shape(highs):
+        return builder.op1("stablehlo.pad", [value, padding_value], result_type, {
+            "edge_padding_low": i64_array(lows), "edge_padding_high": i64_array(highs),
+            "interior_padding": i64_array(interiors)})
+    widths = [shape_value(builder, part) for part in (lows, highs, interiors)]
+    return builder.op1("stablehlo.dynamic_pad", [value, padding_value, *widths], result_type)

@@ -2,6 +2,7 @@
 function) with `symbolic_shape("b, 8")` and called at a few batch sizes against numpy."""
 
 import numpy as np
+import pytest
 from numax.transforms.aot import ShapeDtypeStruct
 
 import numax
@@ -60,3 +61,61 @@ def test_static_and_dynamic_slices_on_a_symbolic_batch():
     exported = _check_export(_slicing, _slicing_reference, (_BATCH_X, _SCALAR_INDEX), _x_and_start)
     assert "real_dynamic_slice" in exported.mlir_module()
     assert exported.out_avals[0].shape == symbolic_shape("b - 1, 8")
+
+
+def _x_only(rng, size):
+    return (rng.normal(size=(size, 8)).astype(_F32),)
+
+
+def _slice_loss_grad(x):
+    return (numax.grad(lambda y: (y[1:] ** 2).sum() + y[::2, 2:5].sum()
+                       + lax.dynamic_slice_in_dim(y, 2, 3, axis=1).sum())(x),)
+
+
+def _slice_loss_grad_reference(x):
+    grad = np.zeros_like(x)
+    grad[1:] += 2 * x[1:]
+    grad[::2, 2:5] += 1
+    grad[:, 2:5] += 1
+    return (grad,)
+
+
+def test_gradient_through_slices_pads_with_symbolic_widths():
+    exported = _check_export(_slice_loss_grad, _slice_loss_grad_reference, (_BATCH_X,), _x_only)
+    assert "dynamic_pad" in exported.mlir_module()
+
+
+# --- index reductions, sorting, cumulative reductions, pad ----------------------------------------------------------
+def _orderings(x):
+    keys = jnp.round(x * 2)  # ties, so that stability and the second sort key matter
+    return (jnp.argmax(x, axis=1), jnp.argmin(x, axis=0), jnp.sort(x, axis=0), jnp.argsort(keys, axis=1),
+            lax.sort((keys, x), dimension=0, num_keys=2), lax.top_k(x, 3),
+            jnp.cumsum(x, axis=1), jnp.cumprod(x, axis=1), lax.cummax(x, axis=1, reverse=True),
+            lax.cumlogsumexp(x, axis=1), jnp.pad(x, ((1, 2), (0, 1))), lax.pad(x, 0.5, ((1, -1, 1), (2, 0, 0))))
+
+
+def _orderings_reference(x):
+    keys = np.round(x * 2)
+    order = np.lexsort((x, keys), axis=0)
+    top = np.argsort(-x, axis=1, kind="stable")[:, :3]
+    interior = np.full((2 * x.shape[0] - 1, 10), 0.5, _F32)
+    interior[::2, 2:] = x
+    interior = np.concatenate([np.full((1, 10), 0.5, _F32), interior], axis=0)[:-1]
+    return (x.argmax(1), x.argmin(0), np.sort(x, axis=0), np.argsort(keys, axis=1, kind="stable"),
+            np.take_along_axis(keys, order, 0), np.take_along_axis(x, order, 0),
+            np.take_along_axis(x, top, 1), top, np.cumsum(x, 1), np.cumprod(x, 1),
+            np.maximum.accumulate(x[:, ::-1], 1)[:, ::-1], np.logaddexp.accumulate(x, 1),
+            np.pad(x, ((1, 2), (0, 1))), interior)
+
+
+def _flat_orderings(x):
+    return numax.tree_util.tree_leaves(_orderings(x))
+
+
+def test_index_reductions_sorts_cumulative_reductions_and_pad():
+    _check_export(_flat_orderings, _orderings_reference, (_BATCH_X,), _x_only)
+
+
+def test_cumulative_reduction_along_the_symbolic_axis_raises():
+    with pytest.raises(NotImplementedError, match="cumsum is not supported .* along a symbolic axis"):
+        export.export(numax.jit(lambda x: jnp.cumsum(x, axis=0)))(_BATCH_X)
