@@ -118,8 +118,8 @@ register_lowering(dynamic_update_slice_p, lambda ctx, operand, update, *start_in
 
 def index_dtype_for_shape(shape):
     """The dtype indices into an array of `shape` are converted to (JAX's choice): int32, unless a dimension is
-    too long for it."""
-    wide = any(d > np.iinfo(np.int32).max for d in shape)
+    too long for it (a symbolic dimension is taken to fit)."""
+    wide = any(d > np.iinfo(np.int32).max for d in shape if isinstance(d, int))
     return dtypes.int64 if wide else dtypes.int32
 
 

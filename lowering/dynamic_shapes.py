@@ -159,3 +159,13 @@ def pad(builder, value, padding_value, padding_config, result_type):
             "interior_padding": i64_array(interiors)})
     widths = [shape_value(builder, part) for part in (lows, highs, interiors)]
     return builder.op1("stablehlo.dynamic_pad", [value, padding_value, *widths], result_type)
+
+
+def gather(builder, operand, indices, slice_sizes, attributes, result_type):
+    """`stablehlo.gather`, or `dynamic_gather` (its slice sizes an operand) when a slice size is symbolic (a
+    whole symbolic dimension taken with every index)."""
+    if is_static_shape(slice_sizes):
+        return builder.op1("stablehlo.gather", [operand, indices], result_type,
+                           {**attributes, "slice_sizes": i64_array(slice_sizes)})
+    return builder.op1("stablehlo.dynamic_gather", [operand, indices, shape_value(builder, slice_sizes)],
+                       result_type, attributes)

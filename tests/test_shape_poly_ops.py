@@ -119,3 +119,39 @@ def test_index_reductions_sorts_cumulative_reductions_and_pad():
 def test_cumulative_reduction_along_the_symbolic_axis_raises():
     with pytest.raises(NotImplementedError, match="cumsum is not supported .* along a symbolic axis"):
         export.export(numax.jit(lambda x: jnp.cumsum(x, axis=0)))(_BATCH_X)
+
+
+# --- gather and scatter ----------------------------------------------------------------------------------------------
+_BATCH_LABELS = ShapeDtypeStruct(symbolic_shape("b"), np.int32)
+
+
+def _x_and_labels(rng, size):
+    return rng.normal(size=(size, 8)).astype(_F32), rng.integers(0, 8, size).astype(np.int32)
+
+
+def _cross_entropy(logits, labels):
+    picked = jnp.take_along_axis(numax.nn.log_softmax(logits), labels[:, None], axis=1)
+    return -jnp.mean(picked)
+
+
+def _indexed(x, labels):
+    rows = jnp.argmin(x, axis=0)  # in bounds for every batch size
+    accuracy = jnp.mean((jnp.argmax(x, axis=1) == labels).astype(_F32))
+    return (x[rows], jnp.take_along_axis(x, labels[:, None], axis=1), x.at[0].set(1.0), x.at[0].add(2.0),
+            numax.grad(_cross_entropy)(x, labels), accuracy)
+
+
+def _indexed_reference(x, labels):
+    rows = x.argmin(axis=0)
+    shifted = np.exp(x - x.max(axis=1, keepdims=True))
+    softmax = shifted / shifted.sum(axis=1, keepdims=True)
+    one_hot = np.eye(8, dtype=_F32)[labels]
+    set_row, add_row = x.copy(), x.copy()
+    set_row[0] = 1.0
+    add_row[0] += 2.0
+    return (x[rows], np.take_along_axis(x, labels[:, None], axis=1), set_row, add_row,
+            (softmax - one_hot) / x.shape[0], np.mean(x.argmax(axis=1) == labels))
+
+
+def test_gathers_scatters_and_a_cross_entropy_gradient():
+    _check_export(_indexed, _indexed_reference, (_BATCH_X, _BATCH_LABELS), _x_and_labels)
