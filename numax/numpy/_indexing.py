@@ -113,6 +113,7 @@ def basic_getitem(a, indices, *, wrap_negative=True, clip=False):
             strided |= abs(step) != 1
             if step > 0:
                 count = (last - first + step - 1) // step
+                count = max(0, count) if isinstance(size, int) else count  # symbolic: last >= first
                 start.append(first)
                 # A symbolic limit stays `last` (the same count): the tightened one is not comparable with the size.
                 tight = first + (count - 1) * step + 1 if count != 0 else first
