@@ -7,8 +7,10 @@ scan, so this is efficient, and integer results are exact.
 
 import numpy as np
 
+from ..core.avals import is_static_shape
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
+from ..lowering import dynamic_shapes
 from ..lowering.lower import register_lowering
 from . import typing as T
 from .reductions import identity_of
@@ -30,6 +32,10 @@ def _define_cumulative(name, kind, allowed):
     def lower(ctx, operand, axis, reverse):
         aval = ctx.avals_in[0]
         rank, size = aval.ndim, aval.shape[axis]
+        if not is_static_shape((size,)):
+            # The window spans the axis, and a window's size is a static attribute.
+            raise NotImplementedError(f"export: primitive {name} is not supported with symbolic shapes along a "
+                                      f"symbolic axis (axis {axis} of {aval.str_short()}); scan along a static axis")
         if size == 0:
             return operand  # StableHLO has no empty windows; there is nothing to scan
         window = [1] * rank
@@ -45,6 +51,7 @@ def _define_cumulative(name, kind, allowed):
 
     primitive.def_abstract_eval(abstract_eval)
     register_lowering(primitive, lower)
+    dynamic_shapes.polymorphic_primitives.add(primitive)  # along a static axis
 
     def wrapper(operand, axis=0, reverse=False):
         aval = get_aval_of(operand)

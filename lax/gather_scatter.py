@@ -19,8 +19,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import dtypes
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, canonical_shape, is_static_shape
 from ..core.primitives import Primitive
+from ..lowering import dynamic_shapes
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, i64_array, tensor_type
 from . import typing as T
@@ -172,9 +173,12 @@ def _index_bounds(builder, indices_aval, upper_bounds):
     """Constants of the indices' shape: zeros, and `upper_bounds` (one per index entry) along the last axis."""
     shape, dtype = indices_aval.shape, indices_aval.dtype
     zeros = builder.broadcast_scalar(0, shape, dtype)
-    upper = builder.constant(np.asarray(upper_bounds, dtype))
-    upper = builder.op1("stablehlo.broadcast_in_dim", [upper], tensor_type(shape, dtype),
-                        {"broadcast_dimensions": i64_array([len(shape) - 1])})
+    if is_static_shape(upper_bounds):
+        upper = builder.constant(np.asarray(upper_bounds, dtype))
+    else:
+        upper = builder.op1("stablehlo.convert", [dynamic_shapes.shape_value(builder, upper_bounds)],
+                            tensor_type((len(upper_bounds),), dtype))
+    upper = builder.broadcast_in_dim(upper, shape, dtype, [len(shape) - 1])
     return zeros, upper
 
 
@@ -201,16 +205,14 @@ def _lower_gather(ctx, operand, indices, *, dimension_numbers, slice_sizes, indi
     if filling:
         indices, indices_aval = _signed_indices(builder, indices, indices_aval, operand_aval.shape)
     attributes = {"dimension_numbers": _gather_attribute(dn, indices_aval.ndim - 1),
-                  "slice_sizes": i64_array(slice_sizes),
                   "indices_are_sorted": "true" if indices_are_sorted else "false"}
-    gathered = builder.op1("stablehlo.gather", [operand, indices], aval_type(out), attributes)
+    gathered = dynamic_shapes.gather(builder, operand, indices, slice_sizes, attributes, aval_type(out))
     if not filling:
         return gathered  # XLA itself clamps the start of every window into the operand
     upper_bounds = [operand_aval.shape[d] - slice_sizes[d] for d in dn.start_index_map]
     mask = _in_bounds_mask(builder, indices, indices_aval, upper_bounds)
     batch_dims = [d for d in range(out.ndim) if d not in dn.offset_dims]
-    mask = builder.op1("stablehlo.broadcast_in_dim", [mask], tensor_type(out.shape, dtypes.bool_),
-                       {"broadcast_dimensions": i64_array(batch_dims)})
+    mask = builder.broadcast_in_dim(mask, out.shape, dtypes.bool_, batch_dims)
     fill = builder.broadcast_scalar(gather_fill_value(fill_value, out.dtype), out.shape, out.dtype)
     return builder.op1("stablehlo.select", [mask, gathered, fill], aval_type(out))
 
@@ -250,7 +252,7 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
     if not isinstance(dimension_numbers, GatherDimensionNumbers):
         raise TypeError(f"gather: dimension_numbers must be a GatherDimensionNumbers, got {dimension_numbers!r}")
     return gather_p.bind(operand, start_indices, dimension_numbers=_as_tuples(dimension_numbers),
-                         slice_sizes=tuple(int(s) for s in slice_sizes), indices_are_sorted=bool(indices_are_sorted),
+                         slice_sizes=canonical_shape(slice_sizes), indices_are_sorted=bool(indices_are_sorted),
                          unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode),
                          fill_value=_hashable_scalar(fill_value))
 
@@ -355,6 +357,9 @@ scatter_add_p, scatter_add = _define_scatter("scatter_add", "Adds `updates` into
 scatter_mul_p, scatter_mul = _define_scatter("scatter_mul", "Multiplies `operand` by `updates` at the indices.")
 scatter_min_p, scatter_min = _define_scatter("scatter_min", "The minimum of `operand` and `updates` at the indices.")
 scatter_max_p, scatter_max = _define_scatter("scatter_max", "The maximum of `operand` and `updates` at the indices.")
+# Gather takes dynamic_gather for symbolic slice sizes; scatter's windows come from its operands' (dynamic) types.
+dynamic_shapes.polymorphic_primitives.update((gather_p, scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p,
+                                              scatter_max_p))
 
 
 

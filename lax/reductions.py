@@ -6,7 +6,7 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
-from ..lowering.dynamic_shapes import polymorphic_primitives
+from ..lowering import dynamic_shapes
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, i64_array, tensor_type
 from . import typing as T
@@ -84,7 +84,7 @@ def _define_reduction(name, kind, op_name, allowed):
 
     primitive.def_abstract_eval(abstract_eval)
     register_lowering(primitive, lambda ctx, x, axes: lower_monoid_reduce(ctx, x, axes, kind, op_name))
-    polymorphic_primitives.add(primitive)
+    dynamic_shapes.polymorphic_primitives.add(primitive)
 
     def wrapper(operand, axes):
         aval = get_aval_of(operand)
@@ -128,8 +128,7 @@ def _define_arg_reduction(name, direction):
         builder = ctx.builder
         aval = ctx.avals_in[0]
         axis = axes[0]
-        index_type = tensor_type(aval.shape, index_dtype)
-        indices = builder.op1("stablehlo.iota", [], index_type, {"iota_dimension": f"{axis} : i64"})
+        indices = dynamic_shapes.iota(builder, aval.shape, index_dtype, axis)
         value_init = builder.constant(identity_of("max" if direction == "GT" else "min", aval.dtype))
         index_init = builder.constant(np.zeros((), index_dtype))
         value_scalar, index_scalar = tensor_type((), aval.dtype), tensor_type((), index_dtype)
@@ -180,6 +179,7 @@ def _define_arg_reduction(name, direction):
 
 argmax_p, argmax = _define_arg_reduction("argmax", "GT")
 argmin_p, argmin = _define_arg_reduction("argmin", "LT")
+dynamic_shapes.polymorphic_primitives.update((argmax_p, argmin_p))  # their iota takes the dynamic form
 
 
 # --- differentiation rules -------------------------------------------------------------------------------------

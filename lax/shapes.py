@@ -240,7 +240,7 @@ def _pad_abstract_eval(x, padding_value, padding_config):
     for size, (low, high, interior) in zip(x.shape, padding_config):
         if interior < 0:
             raise ValueError(f"pad: interior padding must be non-negative, got {padding_config}")
-        out = low + high + size + max(size - 1, 0) * interior
+        out = low + high + size + (max(size - 1, 0) * interior if interior else 0)  # no max of a symbolic size
         if out < 0:
             raise TypeError(f"pad: padding {padding_config} makes a negative dimension for shape {x.shape}")
         shape.append(out)
@@ -248,11 +248,8 @@ def _pad_abstract_eval(x, padding_value, padding_config):
 
 
 pad_p.def_abstract_eval(_pad_abstract_eval)
-register_lowering(pad_p, lambda ctx, x, value, padding_config: ctx.builder.op1(
-    "stablehlo.pad", [x, value], aval_type(ctx.aval_out), {
-        "edge_padding_low": i64_array([p[0] for p in padding_config]),
-        "edge_padding_high": i64_array([p[1] for p in padding_config]),
-        "interior_padding": i64_array([p[2] for p in padding_config])}))
+register_lowering(pad_p, lambda ctx, x, value, padding_config: dynamic_shapes.pad(
+    ctx.builder, x, value, padding_config, aval_type(ctx.aval_out)))
 
 
 def pad(operand, padding_value, padding_config):
@@ -260,7 +257,7 @@ def pad(operand, padding_value, padding_config):
     from .elementwise import _scalars_like
 
     operand, padding_value = _scalars_like((operand, padding_value))
-    config = tuple((int(lo), int(hi), int(mid)) for lo, hi, mid in padding_config)
+    config = tuple((*canonical_shape((lo, hi)), int(mid)) for lo, hi, mid in padding_config)
     return pad_p.bind(operand, padding_value, padding_config=config)
 
 
@@ -459,6 +456,7 @@ batching_rules[rev_p] = lambda values, dims, dimensions: (
 batching_rules[concatenate_p] = _concatenate_batch
 batching_rules[pad_p] = _pad_batch
 
-# Their rules take the dynamic forms for symbolic shapes (or their ops accept dynamic types as they are).
+# Their rules take the dynamic forms for symbolic shapes (or their ops accept dynamic types as they are: pad's
+# widths are static, so stablehlo.pad needs no dynamic_pad).
 dynamic_shapes.polymorphic_primitives.update(
-    (broadcast_in_dim_p, reshape_p, transpose_p, squeeze_p, rev_p, concatenate_p, iota_p))
+    (broadcast_in_dim_p, reshape_p, transpose_p, squeeze_p, rev_p, concatenate_p, pad_p, iota_p))

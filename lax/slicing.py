@@ -6,11 +6,12 @@ Gather and scatter, the general indexed reads and writes, live in `gather_scatte
 import numpy as np
 
 from ..core import dtypes
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, canonical_shape
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
+from ..lowering import dynamic_shapes
 from ..lowering.lower import register_lowering
-from ..lowering.stablehlo import aval_type, i64_array
+from ..lowering.stablehlo import aval_type
 from . import typing as T
 
 slice_p = Primitive("slice")
@@ -30,17 +31,14 @@ def _slice_abstract_eval(x, start_indices, limit_indices, strides):
 
 
 slice_p.def_abstract_eval(_slice_abstract_eval)
-register_lowering(slice_p, lambda ctx, x, start_indices, limit_indices, strides: ctx.builder.op1(
-    "stablehlo.slice", [x], aval_type(ctx.aval_out), {
-        "start_indices": i64_array(start_indices), "limit_indices": i64_array(limit_indices),
-        "strides": i64_array(strides)}))
+register_lowering(slice_p, lambda ctx, x, start_indices, limit_indices, strides: dynamic_shapes.slice(
+    ctx.builder, x, start_indices, limit_indices, strides, aval_type(ctx.aval_out)))
 
 
 def slice(operand, start_indices, limit_indices, strides=None):
     """The static slice [start, limit) with `strides` along every dimension."""
     aval = get_aval_of(operand)
-    start_indices = tuple(int(i) for i in start_indices)
-    limit_indices = tuple(int(i) for i in limit_indices)
+    start_indices, limit_indices = canonical_shape(start_indices), canonical_shape(limit_indices)
     strides = (1,) * aval.ndim if strides is None else tuple(int(s) for s in strides)
     if start_indices == (0,) * aval.ndim and limit_indices == aval.shape and strides == (1,) * aval.ndim:
         return operand
@@ -98,9 +96,8 @@ def _dynamic_slice_abstract_eval(operand, *start_indices, slice_sizes):
 
 
 dynamic_slice_p.def_abstract_eval(_dynamic_slice_abstract_eval)
-register_lowering(dynamic_slice_p, lambda ctx, operand, *start_indices, slice_sizes: ctx.builder.op1(
-    "stablehlo.dynamic_slice", [operand, *start_indices], aval_type(ctx.aval_out),
-    {"slice_sizes": i64_array(slice_sizes)}))
+register_lowering(dynamic_slice_p, lambda ctx, operand, *start_indices, slice_sizes: dynamic_shapes.dynamic_slice(
+    ctx.builder, operand, start_indices, slice_sizes, ctx.avals_in[0].shape, aval_type(ctx.aval_out)))
 
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
 
@@ -121,8 +118,8 @@ register_lowering(dynamic_update_slice_p, lambda ctx, operand, update, *start_in
 
 def index_dtype_for_shape(shape):
     """The dtype indices into an array of `shape` are converted to (JAX's choice): int32, unless a dimension is
-    too long for it."""
-    wide = any(d > np.iinfo(np.int32).max for d in shape)
+    too long for it (a symbolic dimension is taken to fit)."""
+    wide = any(d > np.iinfo(np.int32).max for d in shape if isinstance(d, int))
     return dtypes.int64 if wide else dtypes.int32
 
 
@@ -131,7 +128,7 @@ def dynamic_start_indices(operand_shape, start_indices):
 
     As in JAX, array indices must share a dtype; Python ints take it (or int32).
     """
-    from .elementwise import add, lt, select
+    from .elementwise import add, convert_element_type, lt, select
 
     start_indices = list(start_indices)
     if len(start_indices) != len(operand_shape):
@@ -147,14 +144,19 @@ def dynamic_start_indices(operand_shape, start_indices):
     dtype = array_dtypes.pop() if array_dtypes else dtypes.int32
     out = []
     for index, aval, size in zip(start_indices, avals, operand_shape):
-        if aval is None:
+        if aval is None and not isinstance(size, int):
+            # Along a symbolic dimension XLA's clamping is left to run time (it cannot be decided here).
+            index = int(index)
+            out.append(np.asarray(index, dtype)[()] if index >= 0 else convert_element_type(index + size, dtype))
+        elif aval is None:
             # Wrapped once, then clamped here as XLA would clamp it (so it fits an unsigned dtype).
             index = int(index)
             out.append(np.asarray(min(max(index + size if index < 0 else index, 0), size), dtype)[()])
         elif dtypes.is_unsigned(dtype):
             out.append(index)
         else:
-            out.append(select(lt(index, dtype.type(0)), add(index, dtype.type(size)), index))
+            size = dtype.type(size) if isinstance(size, int) else convert_element_type(size, dtype)
+            out.append(select(lt(index, dtype.type(0)), add(index, size), index))
     return out
 
 
@@ -165,7 +167,7 @@ def dynamic_slice(operand, start_indices, slice_sizes):
     the end first.
     """
     aval = get_aval_of(operand)
-    slice_sizes = tuple(int(s) for s in slice_sizes)
+    slice_sizes = canonical_shape(slice_sizes)
     return dynamic_slice_p.bind(operand, *dynamic_start_indices(aval.shape, start_indices), slice_sizes=slice_sizes)
 
 
@@ -185,7 +187,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
     aval = get_aval_of(operand)
     axis = T.normalize_axis(axis, aval.ndim)
     sizes = list(aval.shape)
-    sizes[axis] = int(slice_size)
+    sizes[axis] = slice_size
     return dynamic_slice(operand, _axis_starts(aval.ndim, start_index, axis), sizes)
 
 
@@ -327,3 +329,6 @@ def _dynamic_update_slice_batch(values, dims):
 batching_rules[slice_p] = _slice_batch
 batching_rules[dynamic_slice_p] = _dynamic_slice_batch
 batching_rules[dynamic_update_slice_p] = _dynamic_update_slice_batch
+
+# Their rules take the dynamic forms for symbolic shapes (or their ops accept dynamic types as they are).
+dynamic_shapes.polymorphic_primitives.update((slice_p, dynamic_slice_p, dynamic_update_slice_p))

@@ -10,8 +10,9 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
+from ..lowering import dynamic_shapes
 from ..lowering.lower import register_lowering
-from ..lowering.stablehlo import aval_type, i64_array, tensor_type
+from ..lowering.stablehlo import aval_type, tensor_type
 from . import typing as T
 
 __all__ = ["sort", "sort_key_val", "top_k", "sort_p", "top_k_p"]
@@ -176,7 +177,7 @@ def _lower_top_k(ctx, operand, k):
     aval = ctx.avals_in[0]
     axis = aval.ndim - 1
     index_type = tensor_type(aval.shape, dtypes.int32)
-    indices = builder.op1("stablehlo.iota", [], index_type, {"iota_dimension": f"{axis} : i64"})
+    indices = dynamic_shapes.iota(builder, aval.shape, dtypes.int32, axis)
     arg_types = [tensor_type((), aval.dtype)] * 2 + [tensor_type((), dtypes.int32)] * 2
 
     def body(inner, args):
@@ -187,10 +188,9 @@ def _lower_top_k(ctx, operand, k):
     region = builder.region(arg_types, body)
     values, order = builder.op("stablehlo.sort", [operand, indices], [aval_type(aval), index_type], {
         "dimension": f"{axis} : i64", "is_stable": "true"}, [region])
-    slice_attributes = {"start_indices": i64_array([0] * aval.ndim), "limit_indices": i64_array(aval.shape[:-1] + (k,)),
-                        "strides": i64_array([1] * aval.ndim)}
-    return [builder.op1("stablehlo.slice", [values], aval_type(ctx.avals_out[0]), slice_attributes),
-            builder.op1("stablehlo.slice", [order], aval_type(ctx.avals_out[1]), slice_attributes)]
+    starts, limits, strides = (0,) * aval.ndim, aval.shape[:-1] + (k,), (1,) * aval.ndim
+    return [dynamic_shapes.slice(builder, result, starts, limits, strides, aval_type(result_aval))
+            for result, result_aval in zip((values, order), ctx.avals_out)]
 
 
 top_k_p.def_abstract_eval(_top_k_abstract_eval)
@@ -288,3 +288,6 @@ def _top_k_batching(values, dims, k):
 
 batching_rules[sort_p] = _sort_batching
 batching_rules[top_k_p] = _top_k_batching
+
+# stablehlo.sort accepts dynamic types as they are; top_k's iota and slices take the dynamic forms.
+dynamic_shapes.polymorphic_primitives.update((sort_p, top_k_p))

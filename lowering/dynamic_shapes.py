@@ -2,7 +2,8 @@
 
 Such a module's types print `?` for a symbolic dimension. Its `main` reads each dimension variable from an
 argument (`stablehlo.get_dimension_size`), and ops whose result shape is symbolic take their dynamic forms
-(`dynamic_broadcast_in_dim`, `dynamic_iota`, `dynamic_reshape`) with shape operands computed from those values.
+(`dynamic_broadcast_in_dim`, `dynamic_iota`, `dynamic_reshape`, `real_dynamic_slice`, `dynamic_pad`) with shape
+operands computed from those values.
 Before XLA compiles a caller, the runtime refines every shape to a static one (`xla.refined_module`).
 
 Symbolic dimensions are duck-typed here (`variables()`, `evaluate_with(...)`, see numax/export/_shape_poly.py):
@@ -83,11 +84,16 @@ def dimension_value(builder, dim):
 
 def shape_value(builder, shape):
     """A tensor<Nxi64> holding `shape`: the shape operand of StableHLO's dynamic ops."""
+    return _vector_of(builder, [dimension_value(builder, d) for d in shape])
+
+
+def _vector_of(builder, scalars):
+    """A tensor<Nxi64> of N tensor<i64> values."""
     one = tensor_type((1,), np.dtype(np.int64))
-    pieces = [builder.op1("stablehlo.reshape", [dimension_value(builder, d)], one) for d in shape]
+    pieces = [builder.op1("stablehlo.reshape", [scalar], one) for scalar in scalars]
     if len(pieces) == 1:
         return pieces[0]
-    return builder.op1("stablehlo.concatenate", pieces, tensor_type((len(shape),), np.dtype(np.int64)),
+    return builder.op1("stablehlo.concatenate", pieces, tensor_type((len(pieces),), np.dtype(np.int64)),
                        {"dimension": "0 : i64"})
 
 
@@ -113,3 +119,53 @@ def reshape(builder, value, shape, dtype):
     if is_static_shape(shape):
         return builder.op1("stablehlo.reshape", [value], tensor_type(shape, dtype))
     return builder.op1("stablehlo.dynamic_reshape", [value, shape_value(builder, shape)], tensor_type(shape, dtype))
+
+
+def slice(builder, value, start_indices, limit_indices, strides, result_type):
+    """`stablehlo.slice`, or `real_dynamic_slice` when a start or limit is symbolic (a slice up to a symbolic
+    dimension's end)."""
+    if is_static_shape(start_indices) and is_static_shape(limit_indices):
+        return builder.op1("stablehlo.slice", [value], result_type, {
+            "start_indices": i64_array(start_indices), "limit_indices": i64_array(limit_indices),
+            "strides": i64_array(strides)})
+    operands = [value] + [shape_value(builder, indices) for indices in (start_indices, limit_indices, strides)]
+    return builder.op1("stablehlo.real_dynamic_slice", operands, result_type)
+
+
+def dynamic_slice(builder, value, start_indices, slice_sizes, operand_shape, result_type):
+    """`stablehlo.dynamic_slice`, or for symbolic `slice_sizes` a `real_dynamic_slice` from the starts clamped
+    as XLA clamps them (into [0, dimension - size])."""
+    if is_static_shape(slice_sizes):
+        return builder.op1("stablehlo.dynamic_slice", [value, *start_indices], result_type,
+                           {"slice_sizes": i64_array(slice_sizes)})
+    # Vector forms, limit = start + sizes: shape refinement turns this pattern back into a dynamic_slice.
+    vector = tensor_type((len(slice_sizes),), np.dtype(np.int64))
+    starts = _vector_of(builder, [builder.op1("stablehlo.convert", [start], _I64) for start in start_indices])
+    sizes = shape_value(builder, slice_sizes)
+    highest = builder.op1("stablehlo.subtract", [shape_value(builder, operand_shape), sizes], vector)
+    starts = builder.op1("stablehlo.clamp", [shape_value(builder, (0,) * len(slice_sizes)), starts, highest], vector)
+    limits = builder.op1("stablehlo.add", [starts, sizes], vector)
+    return builder.op1("stablehlo.real_dynamic_slice", [value, starts, limits,
+                                                        shape_value(builder, (1,) * len(slice_sizes))], result_type)
+
+
+def pad(builder, value, padding_value, padding_config, result_type):
+    """`stablehlo.pad`, or `dynamic_pad` when an edge padding is symbolic (the transpose of a slice up to a
+    symbolic end)."""
+    lows, highs, interiors = zip(*padding_config) if padding_config else ((), (), ())
+    if is_static_shape(lows) and is_static_shape(highs):
+        return builder.op1("stablehlo.pad", [value, padding_value], result_type, {
+            "edge_padding_low": i64_array(lows), "edge_padding_high": i64_array(highs),
+            "interior_padding": i64_array(interiors)})
+    widths = [shape_value(builder, part) for part in (lows, highs, interiors)]
+    return builder.op1("stablehlo.dynamic_pad", [value, padding_value, *widths], result_type)
+
+
+def gather(builder, operand, indices, slice_sizes, attributes, result_type):
+    """`stablehlo.gather`, or `dynamic_gather` (its slice sizes an operand) when a slice size is symbolic (a
+    whole symbolic dimension taken with every index)."""
+    if is_static_shape(slice_sizes):
+        return builder.op1("stablehlo.gather", [operand, indices], result_type,
+                           {**attributes, "slice_sizes": i64_array(slice_sizes)})
+    return builder.op1("stablehlo.dynamic_gather", [operand, indices, shape_value(builder, slice_sizes)],
+                       result_type, attributes)

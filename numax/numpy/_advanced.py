@@ -12,6 +12,7 @@ count from the end once first, unless `wrap_negative_indices=False`. Index array
 dtype of the indexed shape (int32 unless the shape needs more), so int32, int64 and unsigned index arrays mix.
 """
 
+import math
 import operator
 from typing import NamedTuple
 
@@ -25,7 +26,7 @@ from . import _shape
 from ._array_methods import install_late
 from ._indexing import basic_getitem, empty_axis_error, is_basic_index, static_position, static_slice
 from ._take import index_dtype, integer_indices, normalize_indices, take
-from ._util import is_array, materialize, shape, to_array
+from ._util import broadcast_shapes, is_array, materialize, shape, to_array
 
 __all__ = [
     "NonConcreteBooleanIndexError", "argwhere", "compress", "diag_indices", "diag_indices_from", "extract",
@@ -214,7 +215,7 @@ def _stack_last(components, batch_shape, dtype):
 
 def _block_shape(advanced):
     try:
-        return np.broadcast_shapes(*(np.shape(e[2]) if e[0] == "array" else () for e in advanced))
+        return broadcast_shapes(*(shape(e[2]) if e[0] == "array" else () for e in advanced))
     except ValueError:
         shapes = " ".join(str(tuple(np.shape(e[2]))) for e in advanced if e[0] == "array")
         # (JAX's class: a ValueError, where numpy raises IndexError.)
@@ -289,7 +290,7 @@ def make_plan(entries, a_shape):
 
 
 def _is_empty(shape_):
-    return int(np.prod(shape_, dtype=np.int64)) == 0
+    return math.prod(shape_) == 0  # a symbolic size (shape-polymorphic export) is not 0
 
 
 # --- reading ------------------------------------------------------------------------------------------------------

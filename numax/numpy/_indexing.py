@@ -64,6 +64,25 @@ def static_slice(index):
     return slice(*bounds)
 
 
+def slice_indices(index, size):
+    """`index.indices(size)` (a static slice), also for a symbolic `size`: then bounds are clamped only where the
+    comparisons with `size` are decided for every value of its variables (else InconclusiveDimensionOperation)."""
+    if isinstance(size, int):
+        return index.indices(size)
+    step = 1 if index.step is None else index.step
+    if step < 0:
+        raise NotImplementedError(f"a slice with a negative step ({index}) along a symbolic dimension {size}")
+
+    def clamped(bound, default):
+        if bound is None:
+            return default
+        bound = bound + size if bound < 0 else bound
+        return 0 if bound < 0 else bound if bound <= size else size
+
+    first, last = clamped(index.start, 0), clamped(index.stop, size)
+    return first, (last if last >= first else first), step
+
+
 def empty_axis_error(axis):
     return IndexError(f"index is out of bounds for axis {axis} with size 0")
 
@@ -90,12 +109,15 @@ def basic_getitem(a, indices, *, wrap_negative=True, clip=False):
             continue
         size = a_shape[axis]
         if isinstance(index, slice):
-            first, last, step = static_slice(index).indices(size)
+            first, last, step = slice_indices(static_slice(index), size)
             strided |= abs(step) != 1
             if step > 0:
-                count = max(0, (last - first + step - 1) // step)
+                count = (last - first + step - 1) // step
+                count = max(0, count) if isinstance(size, int) else count  # symbolic: last >= first
                 start.append(first)
-                limit.append(first + (count - 1) * step + 1 if count else first)
+                # A symbolic limit stays `last` (the same count): the tightened one is not comparable with the size.
+                tight = first + (count - 1) * step + 1 if count != 0 else first
+                limit.append(tight if isinstance(size, int) else last)
                 strides.append(step)
             else:
                 count = max(0, (first - last - step - 1) // -step)

@@ -267,7 +267,7 @@ def dsplit(ary, indices_or_sections):
 
 def broadcast_to(array, shape):
     array = to_array(array)
-    target = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    target = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(index_dims(shape))
     a_shape = aval(array).shape
     if a_shape == target:
         return _as_array(array)

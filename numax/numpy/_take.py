@@ -5,6 +5,8 @@ JAX's defaults, followed here: `take` and `take_along_axis` fill out-of-bounds r
 the extreme integer otherwise; see `lax.gather_fill_value`), `put_along_axis` drops out-of-bounds writes.
 """
 
+import math
+
 import numpy as np
 
 from numax import lax
@@ -12,7 +14,7 @@ from numax.core import dtypes
 from numax.lax.slicing import index_dtype_for_shape
 
 from . import _shape
-from ._util import canonicalize_axis, is_array, materialize, shape, to_array
+from ._util import broadcast_shapes, canonicalize_axis, is_array, materialize, shape, to_array
 
 __all__ = ["put_along_axis", "take_along_axis"]
 
@@ -37,7 +39,8 @@ def normalize_indices(indices, size, dtype, wrap_negative=True):
     if wrap_negative and not dtypes.is_unsigned(own):
         wide = own if own.itemsize >= dtype.itemsize else dtype
         indices = lax.convert_element_type(indices, wide)
-        indices = lax.select(lax.lt(indices, wide.type(0)), lax.add(indices, wide.type(size)), indices)
+        size = wide.type(size) if isinstance(size, int) else lax.convert_element_type(size, wide)  # symbolic
+        indices = lax.select(lax.lt(indices, wide.type(0)), lax.add(indices, size), indices)
     return lax.convert_element_type(indices, dtype)
 
 
@@ -53,7 +56,7 @@ def _expand_last(indices):
 
 
 def _size(shape_):
-    return int(np.prod(shape_, dtype=np.int64))
+    return math.prod(shape_)  # a symbolic size (shape-polymorphic export) stays symbolic
 
 
 def _take_mode(mode, indices, a_shape, axis):
@@ -115,7 +118,7 @@ def _along_axis_operands(name, arr, indices, axis):
                          f"{index_shape} and {arr_shape}")
     axis = canonicalize_axis(axis, len(arr_shape))
     others = [d for d in range(len(arr_shape)) if d != axis]
-    batch = np.broadcast_shapes(tuple(arr_shape[d] for d in others), tuple(index_shape[d] for d in others))
+    batch = broadcast_shapes(tuple(arr_shape[d] for d in others), tuple(index_shape[d] for d in others))
     arr_target = list(batch)
     arr_target.insert(axis, arr_shape[axis])
     index_target = list(batch)
