@@ -16,10 +16,9 @@ import time
 
 VARIANTS = {
     "default": {},
-    "tfrt_gpu_client": {"use_tfrt_gpu_client": True},
+    "tfrt_gpu_client": {"use_tfrt_gpu_client": True},  # as numax_gpu_client="tfrt" makes it
     "platform_allocator": {"allocator": "platform"},
     "bfc_allocator": {"allocator": "bfc"},
-    "tfrt+platform": {"use_tfrt_gpu_client": True, "allocator": "platform"},
 }
 
 
@@ -68,8 +67,30 @@ def child(extra):
             times.append((time.perf_counter() - start) / n)
         return statistics.median(times) * 1e6
 
+    def blocking_add():  # waited for by the runtime's blocking wait alone (no polling)
+        out = add(a, a)
+        out._buffer.block_until_ready()
+        return out
+
+    def spinning_add():  # waited for by polling alone
+        out = add(a, a)
+        while not out._buffer.is_ready():
+            pass
+        return out
+
+    def dispatch_only(fn, n=400):
+        times, outs = [], []
+        for _ in range(n):
+            start = time.perf_counter()
+            outs.append(fn())
+            times.append(time.perf_counter() - start)
+            numax.block_until_ready(outs[-1])
+        return statistics.median(times[n // 4:]) * 1e6
+
     result = {"add call+wait us": latency(lambda: add(a, a)), "step call+wait us": latency(lambda: step(*args)),
-              "add back-to-back us": queued(lambda: add(a, a)), "step back-to-back us": queued(lambda: step(*args))}
+              "add back-to-back us": queued(lambda: add(a, a)), "step back-to-back us": queued(lambda: step(*args)),
+              "add dispatch us": dispatch_only(lambda: add(a, a)),
+              "add call+blocking wait us": latency(blocking_add), "add call+spin wait us": latency(spinning_add)}
     print(json.dumps(result))
 
 

@@ -40,6 +40,7 @@ def _one_of(choices, flag):
 # jit(fusion=...), the numax_fusion flag and NUMAX_FUSION
 check_fusion = _one_of(("xla", "triton"), "numax_fusion")
 check_autotune = _one_of(("auto", "always", "never"), "numax_fusion_autotune")
+check_gpu_client = _one_of(("stream_executor", "tfrt"), "numax_gpu_client")
 
 
 def _number_from_env(kind):
@@ -90,6 +91,10 @@ _FLAGS = [
     # How jit compiles elementwise regions: "xla" (XLA fuses them) or "triton" (generated Triton kernels).
     _Flag("fusion", "xla", ["numax_fusion"], check_fusion, check_fusion),
     _Flag("log_fusion", False, ["numax_log_fusion"]),
+    # Which of XLA's CUDA clients runs GPU programs, read when the GPU backend starts: "stream_executor" (jax's;
+    # the lower latency of one call waited for) or "tfrt" (its launches return sooner: more calls per second
+    # when calls are queued; bench/gpu_client_probe.py).
+    _Flag("gpu_client", "stream_executor", ["numax_gpu_client"], check_gpu_client, check_gpu_client),
     # When fusion times each region's kernel against XLA's code: "auto" (on GPUs), "always", "never".
     _Flag("fusion_autotune", "auto", ["numax_fusion_autotune"], check_autotune, check_autotune),
     # The persistent compilation cache (lowering/compile_cache.py): off while the directory is unset.

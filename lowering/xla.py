@@ -177,6 +177,8 @@ def _make_cuda_backend():
         xc.initialize_pjrt_plugin(_CUDA_PLUGIN_NAME)
     options = {"platform_name": "cuda", "allocator": os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default"),
                "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "false").lower() == "true"}
+    if config.gpu_client == "tfrt":
+        options["use_tfrt_gpu_client"] = True  # (a plugin without the option refuses it, naming it)
     runtime = _distributed_runtime
     if runtime is None:
         client = xc.make_c_api_client(_CUDA_PLUGIN_NAME, options)
