@@ -11,7 +11,7 @@ out=${OUT:-/tmp}
 } 2>&1 | tee "$out/setup.log"
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 JAX_PLATFORMS=cuda,cpu python3 -m pytest -q -p no:cacheprovider tests/test_native_dispatch.py tests/test_native_arrays.py tests/test_jit.py \
-  tests/test_eager_fast_paths.py 2>&1 | tail -2 | tee "$out/tests.log"
+  tests/test_eager_fast_paths.py 2>&1 | tail -30 | tee "$out/tests.log"
 python3 bench/dispatch.py --json "$out/dispatch_native.json" 2>&1 | tee "$out/dispatch_native.log"
 NUMAX_NATIVE_DISPATCH=0 python3 bench/dispatch.py --json "$out/dispatch_python.json" 2>&1 | tee "$out/dispatch_python.log"
 python3 bench/gpu_latency.py --json "$out/gpu_latency_native.json" 2>&1 | tee "$out/gpu_latency_native.log"
@@ -21,7 +21,7 @@ NUMAX_NATIVE_DISPATCH=0 python3 bench/gpu_latency.py --quick --json "$out/gpu_la
 # then the latency benchmark, under it.
 NUMAX_GPU_CLIENT=tfrt JAX_PLATFORMS=cuda,cpu python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_native_dispatch.py \
   tests/test_native_arrays.py tests/test_jit.py tests/test_eager_fast_paths.py tests/test_callbacks.py \
-  tests/test_triton_call.py tests/test_linalg.py tests/test_array.py 2>&1 | tail -3 | tee "$out/tests_tfrt.log"
+  tests/test_triton_call.py tests/test_linalg.py tests/test_array.py 2>&1 | tail -60 | tee "$out/tests_tfrt.log"
 NUMAX_GPU_CLIENT=tfrt python3 bench/gpu_latency.py --quick --json "$out/gpu_latency_tfrt.json" 2>&1 \
   | tee "$out/gpu_latency_tfrt.log"
 python3 bench/gpu_client_probe.py --json "$out/gpu_client_probe.json" 2>&1 | tee "$out/gpu_client_probe.log"

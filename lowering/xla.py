@@ -73,9 +73,10 @@ class LoweringError(Exception):
 class Backend:
     """One PJRT client and its devices."""
 
-    def __init__(self, platform, client):
+    def __init__(self, platform, client, client_kind=""):
         self.platform = platform
         self.client = client
+        self.client_kind = client_kind  # which of a platform's clients (numax_gpu_client): its executables differ
         self.devices = client.local_devices()  # this process's (addressable) devices
         self.global_devices = client.devices()  # every process's, in the order of their ids
         self.process_index = client.process_index()
@@ -188,7 +189,7 @@ def _make_cuda_backend():
             options["visible_devices"] = list(runtime.local_device_ids)
         client = xc.make_c_api_client(_CUDA_PLUGIN_NAME, options, runtime.client)
     _register_gpu_kernels(c_api, kernels_package)
-    return Backend("gpu", client)
+    return Backend("gpu", client, config.gpu_client)
 
 
 def _register_gpu_kernels(c_api, kernels_package):
@@ -524,7 +525,7 @@ def _cache_key_fields(text, backend, devices, callback_count, num_replicas, num_
                                    for name, value in (compiler_options or {}).items()),
         "device_ids": [device.id for device in devices],
         "device_kinds": [device.device_kind for device in devices],
-        "platform": [backend.platform, backend.client.platform_version],
+        "platform": [backend.platform, backend.client.platform_version, backend.client_kind],
         "processes": [backend.process_index, len(backend.global_devices)],
         "versions": [jaxlib_version.__version__, sys.modules["numax"].__version__],
         "environment": {name: os.environ.get(name) for name in _CODEGEN_ENVIRONMENT},

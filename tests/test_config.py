@@ -173,3 +173,16 @@ def test_64_bit_requests_warn_as_in_jax_while_x64_is_off(function, call):
     with numax.enable_x64(), warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing is truncated with 64-bit mode on
         call(xnp, numax.random)
+
+
+def test_gpu_client_choice_is_checked_and_part_of_the_compile_cache_key():
+    from numax.lowering import xla
+
+    assert numax.config.read("numax_gpu_client") == "stream_executor"
+    with pytest.raises(ValueError, match="numax_gpu_client"):
+        numax.config.update("numax_gpu_client", "cuda_graphs")
+    backend = xla.get_backend("cpu")
+    fields = xla._cache_key_fields("module {}", backend, backend.devices[:1], 0, 1, 1, {}, False)
+    other_client = xla.Backend("cpu", backend.client, "tfrt")
+    other = xla._cache_key_fields("module {}", other_client, backend.devices[:1], 0, 1, 1, {}, False)
+    assert fields["platform"] != other["platform"]  # executables of one client are never loaded by the other

@@ -146,7 +146,9 @@ def test_eager_unary_hits_match_the_python_path():
     assert len(dispatch._fast_executables) == table_size
     for result in (first, native_result, python_result):
         assert type(result) is numax.Array and result.aval == x.aval and result.device == x.device
-        np.testing.assert_array_equal(np.asarray(result), np.sin(np.asarray(x)))
+        np.testing.assert_array_equal(np.asarray(result), np.asarray(python_result))  # one executable
+        # (numpy's sin may differ from a GPU's in the last bits)
+        np.testing.assert_allclose(np.asarray(result), np.sin(np.asarray(x)), rtol=1e-6, atol=1e-7)
 
 
 def test_eager_unary_of_a_deleted_array_raises_the_general_error():
