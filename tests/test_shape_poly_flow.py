@@ -143,3 +143,60 @@ def _window_sum(y):
 def test_unsupported_primitive_inside_a_body_names_itself(body):
     with pytest.raises(NotImplementedError, match=r"primitive reduce_window_sum is not supported with symbolic"):
         export.export(numax.jit(body))(_BATCH_X)
+
+
+# --- convolution -------------------------------------------------------------------------------------------------
+_IMAGES = ShapeDtypeStruct(symbolic_shape("b, 6, 6, 2"), _F32)
+_TALL_IMAGES = ShapeDtypeStruct(symbolic_shape("b, h, 5, 2"), _F32)
+_KERNEL = ShapeDtypeStruct((3, 3, 2, 4), _F32)
+_NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+def _cnn_loss(kernel, images):
+    features = lax.conv_general_dilated(images, kernel, (1, 1), "SAME", dimension_numbers=_NHWC)
+    return jnp.mean(jnp.maximum(features, 0.0) ** 2)
+
+
+def _convolutions(images, kernel, tall_images):
+    channels_first = lax.conv_general_dilated(images.transpose(0, 3, 1, 2), kernel.transpose(3, 2, 0, 1), (2, 1),
+                                              ((1, 0), (2, 1)), dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    tall = lax.conv_general_dilated(tall_images, kernel, (1, 1), "SAME", dimension_numbers=_NHWC)
+    return _cnn_loss(kernel, images), numax.grad(_cnn_loss)(kernel, images), channels_first, tall
+
+
+def _correlate(images, kernel, strides, padding):
+    """NHWC images with an HWIO kernel, through numpy windows."""
+    padded = np.pad(images, ((0, 0), *padding, (0, 0)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, kernel.shape[:2], axis=(1, 2))
+    windows = windows[:, ::strides[0], ::strides[1]]  # (n, out_h, out_w, channels, kernel_h, kernel_w)
+    return np.einsum("nhwcij,ijco->nhwo", windows, kernel), windows
+
+
+def _convolutions_reference(images, kernel, tall_images):
+    features, windows = _correlate(images, kernel, (1, 1), ((1, 1), (1, 1)))
+    positive = np.maximum(features, 0.0)
+    grad_features = 2 * positive / features.size
+    kernel_grad = np.einsum("nhwcij,nhwo->ijco", windows, grad_features)
+    channels_first = _correlate(images, kernel, (2, 1), ((1, 0), (2, 1)))[0].transpose(0, 3, 1, 2)
+    tall = _correlate(tall_images, kernel, (1, 1), ((1, 1), (1, 1)))[0]
+    return np.mean(positive ** 2), kernel_grad, channels_first, tall
+
+
+def _conv_args(rng, size):
+    return (rng.normal(size=(size, 6, 6, 2)).astype(_F32), rng.normal(size=(3, 3, 2, 4)).astype(_F32),
+            rng.normal(size=(size, size + 3, 5, 2)).astype(_F32))
+
+
+def test_cnn_forward_and_weight_gradient_with_a_symbolic_batch():
+    exported = check_export(_convolutions, _convolutions_reference, (_IMAGES, _KERNEL, _TALL_IMAGES), _conv_args,
+                            rtol=1e-4)
+    assert exported.out_avals[2].shape == symbolic_shape("b, 4, 3, 7")
+    assert exported.out_avals[3].shape == symbolic_shape("b, h, 5, 4")
+
+
+def test_padding_that_depends_on_a_symbolic_spatial_dimension_raises():
+    def strided(images, kernel):
+        return lax.conv_general_dilated(images, kernel, (2, 1), "SAME", dimension_numbers=_NHWC)
+
+    with pytest.raises(NotImplementedError, match="'SAME' padding of the symbolic spatial dimensions"):
+        export.export(numax.jit(strided))(_TALL_IMAGES, _KERNEL)
