@@ -141,3 +141,38 @@ def _indexed_reference(x, labels):
 
 def test_gathers_scatters_and_a_cross_entropy_gradient():
     check_export(_indexed, _indexed_reference, (_BATCH_X, _BATCH_LABELS), _x_and_labels)
+
+
+# --- numpy corners: index-based pad modes, slices beside index arrays, a dimension used as a value --------------
+_BATCH_LABELS_16 = ShapeDtypeStruct(symbolic_shape("b"), np.int16)
+_COLUMNS = np.array([0, 3])
+
+
+def _numpy_corners(x, labels):
+    columns = jnp.asarray(_COLUMNS)
+    return (jnp.pad(x, ((1, 2), (0, 1)), mode="edge"), jnp.pad(x, ((2, 1), (1, 1)), mode="reflect"),
+            jnp.pad(x, ((1, 3), (0, 0)), mode="symmetric"), jnp.pad(x, ((2, 2), (0, 0)), mode="wrap"),
+            x[:, columns], x[1:, columns], x[::2, jnp.array([1, 7])], x.at[:, 2].set(5.0),
+            x.at[1:, columns].add(1.0), x.at[:, 4].get(), labels % x.shape[0], x.shape[0] - labels)
+
+
+def _numpy_corners_reference(x, labels):
+    set_column, added = x.copy(), x.copy()
+    set_column[:, 2] = 5.0
+    added[1:, _COLUMNS] += 1.0
+    return (np.pad(x, ((1, 2), (0, 1)), mode="edge"), np.pad(x, ((2, 1), (1, 1)), mode="reflect"),
+            np.pad(x, ((1, 3), (0, 0)), mode="symmetric"), np.pad(x, ((2, 2), (0, 0)), mode="wrap"),
+            x[:, _COLUMNS], x[1:, _COLUMNS], x[::2, [1, 7]], set_column, added, x[:, 4],
+            labels % x.shape[0], x.shape[0] - labels)
+
+
+def _x_and_int16_labels(rng, size):
+    return rng.normal(size=(size, 8)).astype(_F32), rng.integers(-20, 20, size).astype(np.int16)
+
+
+def test_pad_modes_mixed_indexing_and_a_dimension_as_a_weak_int():
+    exported = check_export(_numpy_corners, _numpy_corners_reference, (_BATCH_X, _BATCH_LABELS_16),
+                            _x_and_int16_labels)
+    assert exported.out_avals[1].shape == symbolic_shape("b + 3, 10")
+    # A dimension promotes as a Python int does: the labels keep their dtype.
+    assert [a.dtype for a in exported.out_avals[-2:]] == [np.int16, np.int16]
