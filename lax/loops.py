@@ -504,7 +504,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         return _scan_in_python(f, init, xs_flat, xs_tree, length, reverse)
     unroll = concrete_or_error(unroll, "The `unroll` argument to `scan` expects a concrete `int` or `bool` value.")
     if isinstance(unroll, (bool, np.bool_)):
-        unroll = max(length, 1) if unroll else 1
+        # (A symbolic length is lowered one step per trip whatever `unroll` says.)
+        unroll = max(length, 1) if unroll and isinstance(length, int) else 1
     unroll = int(unroll)
     if unroll < 0:
         raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")

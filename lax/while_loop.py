@@ -13,7 +13,7 @@ import numpy as np
 from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import Zero, tangent_aval
-from ..core.avals import ShapedArray
+from ..core.avals import InconclusiveDimensionOperation, ShapedArray
 from ..core.config import config
 from ..core.dce import dce_program
 from ..core.errors import ConcretizationTypeError
@@ -202,12 +202,12 @@ def _loop_bound_dtype(lower, upper):
 
 
 def _static_int(value):
-    """`value` as a Python int when it is known now, else None."""
+    """`value` as a Python int when it is known now, else None (a traced value, a symbolic dimension)."""
     if isinstance(value, Tracer) and not is_concrete(value):
         return None
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, InconclusiveDimensionOperation):
         return None
 
 

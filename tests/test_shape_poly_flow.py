@@ -28,7 +28,9 @@ def _control_flow(x, w, index):
             lax.fori_loop(0, 3, lambda i, carry: jnp.tanh(carry @ w), x),
             *lax.scan(running_sum, jnp.zeros(8, _F32), x),
             *lax.scan(running_sum, jnp.zeros(8, _F32), x, reverse=True),
-            *column_scan)
+            *column_scan,
+            lax.fori_loop(1, x.shape[0], lambda i, total: total + x[i], jnp.zeros(8, _F32)),  # a symbolic bound
+            lax.scan(running_sum, jnp.zeros(8, _F32), x, unroll=True)[1])
 
 
 def _control_flow_reference(x, w, index):
@@ -41,7 +43,7 @@ def _control_flow_reference(x, w, index):
     before_backward = np.concatenate([backward[1:], np.zeros((1, 8), _F32)]).sum(axis=1)
     return (x * 2 if x.sum() > 0 else x - 1, [x + 1, x @ w, -x][min(max(index, 0), 2)], x * 8, fori,
             forward[-1], before_forward, backward[0], before_backward,
-            x * 3.0 ** 4, x.sum() * 3.0 ** np.arange(4))
+            x * 3.0 ** 4, x.sum() * 3.0 ** np.arange(4), x[1:].sum(axis=0), before_forward)
 
 
 def _x_w_index(rng, size):
