@@ -241,8 +241,8 @@ def dtype_and_weak_of(value):
     if isinstance(value, (np.dtype, type, str)):
         return canonicalize_dtype(value), False
     dtype = getattr(value, "dtype", None)
-    if dtype is not None:
-        return canonicalize_dtype(dtype), False
+    if dtype is not None:  # (a symbolic dimension used as a value says that it is weakly typed)
+        return canonicalize_dtype(dtype), getattr(value, "weak_type", False) is True
     return canonicalize_dtype(np.asarray(value).dtype), False
 
 

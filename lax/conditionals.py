@@ -21,6 +21,7 @@ from ..core.ir import ClosedProgram, Literal, Program, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import trace_to_closed_program, trace_to_program
 from ..core.trace import get_aval_of, is_concrete
+from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
 
@@ -189,6 +190,7 @@ def _cond_lowering(ctx, index, *operands, branches):
 
 
 register_lowering(cond_p, _cond_lowering)
+polymorphic_primitives.add(cond_p)  # its branches' equations are checked as they are lowered
 
 
 # --- public wrappers ------------------------------------------------------------------------------------------

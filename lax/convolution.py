@@ -10,9 +10,10 @@ spatial dimensions are listed in the order of the kernel's. String specs such as
 import collections
 
 from ..core import dtypes
-from ..core.avals import ShapedArray
+from ..core.avals import InconclusiveDimensionOperation, ShapedArray
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
+from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, i64_array, tensor_type
 from . import typing as T
@@ -264,6 +265,7 @@ def _emit_conv(builder, lhs, rhs, out_type, window_strides, padding, lhs_dilatio
 conv_general_dilated_p.def_abstract_eval(_conv_abstract_eval)
 register_lowering(conv_general_dilated_p, _lower_conv)
 register_lowering(conv_general_dilated_p, _lower_conv_gpu, platform="gpu")
+polymorphic_primitives.add(conv_general_dilated_p)  # stablehlo.convolution takes a symbolic batch as it is
 
 
 # --- wrappers ----------------------------------------------------------------------------------------------------
@@ -288,7 +290,13 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     if isinstance(padding, str):
         lhs_spatial = [lhs_aval.shape[d] for d in numbers.lhs_spec[2:]]
         window = [_dilate(rhs_aval.shape[d], r) for d, r in zip(numbers.rhs_spec[2:], rhs_dilation)]
-        padding = padtype_to_pads(lhs_spatial, window, window_strides, padding)
+        try:
+            padding = padtype_to_pads(lhs_spatial, window, window_strides, padding)
+        except InconclusiveDimensionOperation:
+            raise NotImplementedError(
+                f"conv_general_dilated: {padding!r} padding of the symbolic spatial dimensions "
+                f"{lhs_aval.str_short()} depends on their values (a stride above 1); export with static spatial "
+                "dimensions or give explicit (low, high) padding") from None
     try:
         padding = tuple((int(low), int(high)) for low, high in padding)
     except (TypeError, ValueError):

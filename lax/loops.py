@@ -23,6 +23,7 @@ from ..core.ir import ClosedProgram, Program
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import trace_to_closed_program, trace_to_program
 from ..core.trace import concrete_or_error, get_aval_of
+from ..lowering import dynamic_shapes
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
 from .ad import add_tangents, instantiate, zeros_like_aval
@@ -82,7 +83,7 @@ scan_p.def_abstract_eval(_scan_abstract_eval)
 # --- lowering: one stablehlo.while over trips of `unroll` steps ------------------------------------------
 def _run_steps(body, length, reverse, num_carry, first_step, count, consts, xs, carry, ys):
     """`count` body steps from `first_step` (an int, or a traced trip start), reading xs and writing ys."""
-    from .elementwise import add, sub
+    from .elementwise import add, convert_element_type, sub
     from .shapes import reshape
     from .slicing import dynamic_slice_p, dynamic_update_slice_p
 
@@ -95,7 +96,8 @@ def _run_steps(body, length, reverse, num_carry, first_step, count, consts, xs, 
             index = np.int32(length - 1 - step if reverse else step)
         else:
             step = add(first_step, np.int32(k))
-            index = sub(np.int32(length - 1), step) if reverse else step
+            last = np.int32(length - 1) if isinstance(length, int) else convert_element_type(length - 1, dtypes.int32)
+            index = sub(last, step) if reverse else step
         x = [reshape(dynamic_slice_p.bind(v, *starts(index, v.ndim), slice_sizes=(1,) + v.shape[1:]), v.shape[1:])
              for v in xs]
         outs = eval_closed_program(body, *consts, *carry, *x)
@@ -144,15 +146,19 @@ def _scan_lowering(ctx, *operands, reverse, length, jaxpr, num_consts, num_carry
     y_avals = ctx.avals_out[num_carry:]
     ys = [builder.broadcast_scalar(0, a.shape, a.dtype) for a in y_avals]
     avals = tuple(const_avals + x_avals + carry_avals + list(y_avals))
+    symbolic_length = not isinstance(length, int)
+    if symbolic_length:  # one step per trip, counted up to the length's dimension value
+        unroll = 1
     trips = length // unroll if unroll else 0
     done = 0
-    if trips > 1:
+    if symbolic_length or trips > 1:
         counter_aval = ShapedArray((), dtypes.int32)
         trip = _trip_program(jaxpr, length, reverse, unroll, num_consts, num_carry, (counter_aval,) + avals)
         types = [aval_type(a) for a in (counter_aval,) + avals]
 
         def condition(inner, args):
-            limit = inner.scalar(trips, np.int32)
+            limit = (inner.op1("stablehlo.convert", [dynamic_shapes.dimension_value(inner, trips)], "tensor<i32>")
+                     if symbolic_length else inner.scalar(trips, np.int32))
             return [inner.op1("stablehlo.compare", [args[0], limit], "tensor<i1>", {
                 "comparison_direction": "#stablehlo<comparison_direction LT>",
                 "compare_type": "#stablehlo<comparison_type SIGNED>"})]
@@ -166,7 +172,7 @@ def _scan_lowering(ctx, *operands, reverse, length, jaxpr, num_consts, num_carry
         state = results[1 + num_consts + len(xs):]
         carry, ys = state[:num_carry], state[num_carry:]
         done = trips * unroll
-    if done < length:
+    if not symbolic_length and done < length:
         tail = _tail_program(jaxpr, length, reverse, done, num_consts, num_carry, avals)
         outs = lower_program_body(ctx.module, builder, tail.program, tail.consts, [*consts, *xs, *carry, *ys])
         carry, ys = outs[:num_carry], outs[num_carry:]
@@ -174,6 +180,7 @@ def _scan_lowering(ctx, *operands, reverse, length, jaxpr, num_consts, num_carry
 
 
 register_lowering(scan_p, _scan_lowering)
+dynamic_shapes.polymorphic_primitives.add(scan_p)  # its body's equations are checked as they are lowered
 
 
 # --- forward mode: a primal scan stacking residuals, and a tangent scan reading them --------------------
@@ -497,7 +504,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         return _scan_in_python(f, init, xs_flat, xs_tree, length, reverse)
     unroll = concrete_or_error(unroll, "The `unroll` argument to `scan` expects a concrete `int` or `bool` value.")
     if isinstance(unroll, (bool, np.bool_)):
-        unroll = max(length, 1) if unroll else 1
+        # (A symbolic length is lowered one step per trip whatever `unroll` says.)
+        unroll = max(length, 1) if unroll and isinstance(length, int) else 1
     unroll = int(unroll)
     if unroll < 0:
         raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")

@@ -13,7 +13,7 @@ import numpy as np
 from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import Zero, tangent_aval
-from ..core.avals import ShapedArray
+from ..core.avals import InconclusiveDimensionOperation, ShapedArray
 from ..core.config import config
 from ..core.dce import dce_program
 from ..core.errors import ConcretizationTypeError
@@ -22,6 +22,7 @@ from ..core.ir import ClosedProgram, Equation, Program, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import trace_to_closed_program
 from ..core.trace import Tracer, get_aval_of, is_concrete
+from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
 from ..transforms.partial_eval import partial_eval_program, partial_eval_rules  # core-only imports
@@ -80,6 +81,7 @@ def _while_lowering(ctx, *args, cond_program, body_program, cond_nconsts, body_n
 
 
 register_lowering(while_p, _while_lowering)
+polymorphic_primitives.add(while_p)  # its programs' equations are checked as they are lowered
 
 
 # --- public wrappers ------------------------------------------------------------------------------------------
@@ -200,12 +202,12 @@ def _loop_bound_dtype(lower, upper):
 
 
 def _static_int(value):
-    """`value` as a Python int when it is known now, else None."""
+    """`value` as a Python int when it is known now, else None (a traced value, a symbolic dimension)."""
     if isinstance(value, Tracer) and not is_concrete(value):
         return None
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, InconclusiveDimensionOperation):
         return None
 
 

@@ -11,7 +11,7 @@ import enum
 import numpy as np
 
 from ..core import dtypes
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, symbolic_dim_types
 from ..core.ir import ClosedProgram
 from ..core.primitives import Primitive
 from ..core.staging import trace_to_closed_program
@@ -47,8 +47,9 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
         return [(0, 0)] * len(in_shape)
     pads = []
     for size, window, stride in zip(in_shape, window_shape, window_strides):
-        out = -(-int(size) // int(stride))
-        total = max(0, (out - 1) * int(stride) + int(window) - int(size))
+        size = size if type(size) in symbolic_dim_types else int(size)  # (stride 1: the pads do not depend on it)
+        out = -(-size // int(stride))
+        total = max(0, (out - 1) * int(stride) + int(window) - size)
         small, large = total // 2, total - total // 2
         pads.append((small, large) if padding == PaddingType.SAME else (large, small))
     return pads

@@ -9,25 +9,11 @@ import numax
 import numax.numpy as jnp
 from numax import export, lax
 from numax.export import symbolic_shape
+from tests.shape_poly_util import check_export
 
 _F32 = np.float32
 _BATCH_X = ShapeDtypeStruct(symbolic_shape("b, 8"), _F32)
 _SCALAR_INDEX = ShapeDtypeStruct((), np.int32)
-_SIZES = (1, 2, 5)
-
-
-def _check_export(fun, reference, specs, make_args, sizes=_SIZES, rtol=1e-5):
-    """Exports `fun` once for `specs`, then compares its outputs with `reference` for each batch size."""
-    exported = export.export(numax.jit(fun))(*specs)
-    rng = np.random.default_rng(0)
-    for size in sizes:
-        args = make_args(rng, size)
-        got, want = exported.call(*args), reference(*args)
-        assert len(got) == len(want)
-        for i, (g, w) in enumerate(zip(got, want)):
-            assert np.shape(g) == np.shape(w), (size, i)
-            np.testing.assert_allclose(np.asarray(g), w, rtol=rtol, atol=1e-5, err_msg=f"size {size}, output {i}")
-    return exported
 
 
 def _x_and_start(rng, size):
@@ -58,7 +44,7 @@ def _slicing_reference(x, start):
 
 
 def test_static_and_dynamic_slices_on_a_symbolic_batch():
-    exported = _check_export(_slicing, _slicing_reference, (_BATCH_X, _SCALAR_INDEX), _x_and_start)
+    exported = check_export(_slicing, _slicing_reference, (_BATCH_X, _SCALAR_INDEX), _x_and_start)
     assert "real_dynamic_slice" in exported.mlir_module()
     assert exported.out_avals[0].shape == symbolic_shape("b - 1, 8")
 
@@ -81,7 +67,7 @@ def _slice_loss_grad_reference(x):
 
 
 def test_gradient_through_slices_pads_with_symbolic_widths():
-    exported = _check_export(_slice_loss_grad, _slice_loss_grad_reference, (_BATCH_X,), _x_only)
+    exported = check_export(_slice_loss_grad, _slice_loss_grad_reference, (_BATCH_X,), _x_only)
     assert "dynamic_pad" in exported.mlir_module()
 
 
@@ -113,7 +99,7 @@ def _flat_orderings(x):
 
 
 def test_index_reductions_sorts_cumulative_reductions_and_pad():
-    _check_export(_flat_orderings, _orderings_reference, (_BATCH_X,), _x_only)
+    check_export(_flat_orderings, _orderings_reference, (_BATCH_X,), _x_only)
 
 
 def test_cumulative_reduction_along_the_symbolic_axis_raises():
@@ -154,4 +140,39 @@ def _indexed_reference(x, labels):
 
 
 def test_gathers_scatters_and_a_cross_entropy_gradient():
-    _check_export(_indexed, _indexed_reference, (_BATCH_X, _BATCH_LABELS), _x_and_labels)
+    check_export(_indexed, _indexed_reference, (_BATCH_X, _BATCH_LABELS), _x_and_labels)
+
+
+# --- numpy corners: index-based pad modes, slices beside index arrays, a dimension used as a value --------------
+_BATCH_LABELS_16 = ShapeDtypeStruct(symbolic_shape("b"), np.int16)
+_COLUMNS = np.array([0, 3])
+
+
+def _numpy_corners(x, labels):
+    columns = jnp.asarray(_COLUMNS)
+    return (jnp.pad(x, ((1, 2), (0, 1)), mode="edge"), jnp.pad(x, ((2, 1), (1, 1)), mode="reflect"),
+            jnp.pad(x, ((1, 3), (0, 0)), mode="symmetric"), jnp.pad(x, ((2, 2), (0, 0)), mode="wrap"),
+            x[:, columns], x[1:, columns], x[::2, jnp.array([1, 7])], x.at[:, 2].set(5.0),
+            x.at[1:, columns].add(1.0), x.at[:, 4].get(), labels % x.shape[0], x.shape[0] - labels)
+
+
+def _numpy_corners_reference(x, labels):
+    set_column, added = x.copy(), x.copy()
+    set_column[:, 2] = 5.0
+    added[1:, _COLUMNS] += 1.0
+    return (np.pad(x, ((1, 2), (0, 1)), mode="edge"), np.pad(x, ((2, 1), (1, 1)), mode="reflect"),
+            np.pad(x, ((1, 3), (0, 0)), mode="symmetric"), np.pad(x, ((2, 2), (0, 0)), mode="wrap"),
+            x[:, _COLUMNS], x[1:, _COLUMNS], x[::2, [1, 7]], set_column, added, x[:, 4],
+            labels % x.shape[0], x.shape[0] - labels)
+
+
+def _x_and_int16_labels(rng, size):
+    return rng.normal(size=(size, 8)).astype(_F32), rng.integers(-20, 20, size).astype(np.int16)
+
+
+def test_pad_modes_mixed_indexing_and_a_dimension_as_a_weak_int():
+    exported = check_export(_numpy_corners, _numpy_corners_reference, (_BATCH_X, _BATCH_LABELS_16),
+                            _x_and_int16_labels)
+    assert exported.out_avals[1].shape == symbolic_shape("b + 3, 10")
+    # A dimension promotes as a Python int does: the labels keep their dtype.
+    assert [a.dtype for a in exported.out_avals[-2:]] == [np.int16, np.int16]

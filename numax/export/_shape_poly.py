@@ -154,6 +154,8 @@ class DimExpr:
         """The dtype of the dimension used as a value (read by dtype promotion)."""
         return dtypes.default_int_dtype()
 
+    weak_type = True  # used as a value, a dimension promotes as a Python int does
+
     @staticmethod
     def variable(name: str) -> "DimExpr":
         return _normalized({((name, 1),): 1})
@@ -312,8 +314,9 @@ def _atom_text(atom):
 
 
 symbolic_dim_types.add(DimExpr)
-# A dimension used as a value is a scalar of the default integer type (JAX's dimension_as_value).
-aval_of_type[DimExpr] = lambda dim: ShapedArray((), dtypes.default_int_dtype())
+# A dimension used as a value is a weakly typed scalar of the default integer type, as a Python int is (JAX's
+# dimension_as_value): `labels % x.shape[0]` keeps the labels' dtype.
+aval_of_type[DimExpr] = lambda dim: ShapedArray((), dtypes.default_int_dtype(), weak_type=True)
 
 
 def is_symbolic_dim(value) -> bool:

@@ -24,7 +24,7 @@ from numax.core.trace import Tracer
 
 from . import _shape
 from ._array_methods import install_late
-from ._indexing import basic_getitem, empty_axis_error, is_basic_index, static_position, static_slice
+from ._indexing import basic_getitem, empty_axis_error, is_basic_index, slice_indices, static_position, static_slice
 from ._take import index_dtype, integer_indices, normalize_indices, take
 from ._util import broadcast_shapes, is_array, materialize, shape, to_array
 
@@ -171,8 +171,10 @@ def _slice_entry(item, axis, size):
     item = static_slice(item)
     if item.step == 0:
         raise ValueError("slice step cannot be zero")
-    first, _, step = item.indices(size)
-    return ("slice", axis, first, step, len(range(*item.indices(size))))
+    first, last, step = slice_indices(item, size)
+    # A symbolic size allows only positive steps, and then last >= first.
+    count = len(range(first, last, step)) if isinstance(size, int) else (last - first + step - 1) // step
+    return ("slice", axis, first, step, count)
 
 
 def _has_advanced(entries):
@@ -268,13 +270,16 @@ def make_plan(entries, a_shape):
                 slice_sizes[axis] = 1
             continue
         _, axis, first, step, count = token
-        if step == 1 or count <= 1:
+        static = isinstance(count, int) and isinstance(first, int)
+        if step == 1 or (static and count <= 1):
             offset_dims.append(len(gather_shape))
             slice_sizes[axis] = count
             if count != a_shape[axis]:
-                pending.append((axis, np.asarray(first, dtype), []))
+                start = np.asarray(first, dtype) if static else lax.convert_element_type(first, dtype)
+                pending.append((axis, start, []))
         else:
-            pending.append((axis, (first + step * np.arange(count)).astype(dtype), [len(batch_shape)]))
+            positions = np.arange(count) if static else lax.iota(dtype, count)  # symbolic: a staged iota
+            pending.append((axis, (first + step * positions).astype(dtype), [len(batch_shape)]))
             batch_shape.append(count)
             collapsed.append(axis)
             slice_sizes[axis] = 1

@@ -8,6 +8,7 @@ import numpy as np
 
 from numax import lax
 from numax.core import dtypes
+from numax.core.avals import symbolic_dim_types
 from numax.core.trace import Tracer, concrete_or_error
 from numax.lowering.array import Array, put
 from numax.transforms.jit import jit
@@ -43,6 +44,8 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
         if type(object) is int and dtypes.is_integer(value_dtype):
             dtypes.check_int_fits(object, value_dtype)
         out = put(np.asarray(object, value_dtype), weak_type=weak)
+    elif type(object) in symbolic_dim_types:  # a dimension used as a value: a weak int, as a Python int
+        out = lax.convert_element_type(object, dtype or dtypes.default_int_dtype(), dtype is None)
     elif isinstance(object, (list, tuple)):
         value = asarray_from_sequence(object)
         out = value if is_array(value) else put(_host(value, dtype))

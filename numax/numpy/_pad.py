@@ -40,20 +40,27 @@ def _pad_widths(pad_width, ndim):
     return [(int(b), int(a)) for b, a in widths]
 
 
-def _host_indices(mode, size, before, after):
-    positions = np.arange(-before, size + after)
+def _source_indices(mode, size, before, after):
+    """The index along the axis that each padded position copies: computed on the host for a static `size`,
+    staged (from an iota and the dimension's value) for a symbolic one."""
+    if type(size) is int:
+        xp, positions = np, np.arange(-before, size + after)
+    else:
+        import numax.numpy as xp
+
+        positions = lax.iota(np.int32, size + before + after) - before
     if mode == "edge":
-        return np.clip(positions, 0, size - 1)
+        return xp.clip(positions, 0, size - 1)
     if mode == "wrap":
         return positions % size
     if mode == "symmetric":
         folded = positions % (2 * size)
-        return np.where(folded >= size, 2 * size - 1 - folded, folded)
-    if size == 1:  # reflect
+        return xp.where(folded >= size, 2 * size - 1 - folded, folded)
+    if xp is np and size == 1:  # reflect
         return np.zeros_like(positions)
-    period = 2 * size - 2
+    period = 2 * size - 2 if xp is np else xp.maximum(2 * size - 2, 1)  # (a period of 1 when size is 1)
     folded = positions % period
-    return np.where(folded >= size, period - folded, folded)
+    return xp.where(folded >= size, period - folded, folded)
 
 
 def _slice_axis(x, axis, start, stop):
@@ -103,7 +110,7 @@ def _pad_axis(x, axis, before, after, mode, options):
     if mode in ("edge", "wrap", "reflect", "symmetric"):
         from ._take import take
 
-        return take(x, np.asarray(_host_indices(mode, size, before, after), np.int32), axis=axis)
+        return take(x, _source_indices(mode, size, before, after).astype(np.int32), axis=axis)
     pieces = []
     if mode in _STAT_MODES:
         low_length, high_length = options["stat_length"][axis]

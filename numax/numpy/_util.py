@@ -29,7 +29,8 @@ def aval(value):
 
 
 def _as_host(value):
-    if isinstance(value, (np.ndarray, np.generic)) or type(value) in dtypes.python_scalar_types:
+    if (isinstance(value, (np.ndarray, np.generic)) or type(value) in dtypes.python_scalar_types
+            or type(value) in symbolic_dim_types):
         return value
     return np.asarray(value)
 
