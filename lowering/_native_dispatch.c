@@ -6,7 +6,8 @@
  * the key up in the function's cache, runs the executable through jaxlib's `execute_sharded` and wraps
  * the outputs into numax Arrays. Everything else -- keyword arguments, static arguments, tracers, other
  * leaf types, cache misses, donation, NaN checks, several devices, a trace in progress -- goes to the
- * Python path, `self._call(*args, **kwargs)`, which stays the reference: the native path only ever
+ * Python path, `self._call(*args, **kwargs)` (so do programs with host callbacks, whose runtime tokens the
+ * Python path keeps for effects_barrier), which stays the reference: the native path only ever
  * answers a call the Python path would answer the same way, and takes no decision of its own.
  *
  * `ArrayBase`, the base type of numax.Array, answers `block_until_ready` and `__array__` of a plain Array in
@@ -35,7 +36,7 @@ static PyObject *config_dict;         /* config.__dict__, where the global flag 
 
 /* Offsets of __slots__ members, read from their member descriptors at `configure`. */
 static Py_ssize_t array_aval, array_buffer, array_backend, array_device, array_host_value, array_ready;
-static Py_ssize_t ex_compiled, ex_backend, ex_device, ex_const_buffers, ex_handlers, ex_out_avals;
+static Py_ssize_t ex_compiled, ex_backend, ex_device, ex_const_buffers, ex_handlers, ex_out_avals, ex_host_callbacks;
 static Py_ssize_t entry_executable, entry_out_tree, entry_donated, entry_out_kind;
 static Py_ssize_t statistics_cache_hits;
 
@@ -350,6 +351,9 @@ static PyObject *call_cached(CachedCall *self, PyObject *args) {
     executable = Py_XNewRef(SLOT(entry, entry_executable));
     if (executable == NULL || !Py_IS_TYPE(executable, executable_type))
         goto done;
+    PyObject *callbacks = SLOT(executable, ex_host_callbacks);
+    if (callbacks == NULL || PyObject_IsTrue(callbacks) != 0) /* its runtime token is kept: Executable.execute */
+        goto done;
     if (count_hit(self->statistics) < 0 || count_hit(global_statistics) < 0)
         goto done;
     outputs = run(executable, leaves);
@@ -598,6 +602,7 @@ static PyObject *configure(PyObject *module, PyObject *args) {
         {&ex_compiled, executable_type, "compiled"}, {&ex_backend, executable_type, "backend"},
         {&ex_device, executable_type, "device"}, {&ex_const_buffers, executable_type, "const_buffers"},
         {&ex_handlers, executable_type, "handlers"}, {&ex_out_avals, executable_type, "out_avals"},
+        {&ex_host_callbacks, executable_type, "host_callbacks"},
         {&entry_executable, entry_type, "executable"}, {&entry_out_tree, entry_type, "out_tree"},
         {&entry_donated, entry_type, "donated"}, {&entry_out_kind, entry_type, "out_kind"},
         {&statistics_cache_hits, statistics_type, "cache_hits"},

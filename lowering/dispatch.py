@@ -23,7 +23,7 @@ class Executable:
     """A compiled program bound to one device, with what it needs to run on numax Arrays."""
 
     __slots__ = ("name", "compiled", "backend", "device", "in_avals", "out_avals", "handlers",
-                 "const_buffers", "text", "host_callbacks")
+                 "const_buffers", "text", "host_callbacks", "execute")
 
     def __init__(self, name, compiled, backend, device, in_avals, out_avals, const_buffers, text,
                  host_callbacks):
@@ -36,6 +36,8 @@ class Executable:
         self.const_buffers = const_buffers
         self.text = text
         self.host_callbacks = host_callbacks  # kept alive as long as the executable
+        # (a program calling host callbacks leaves its runtime token for effects_barrier)
+        self.execute = xla.execute_with_effects if host_callbacks else xla.execute
         self.handlers = [xla.result_handler(a.shape, a.dtype, backend, device) for a in out_avals]
 
     def buffers_of(self, values):
@@ -56,7 +58,7 @@ class Executable:
         if self.const_buffers:
             buffers = self.const_buffers + buffers
         try:  # `run_buffers`, inlined: one Python frame less on every call
-            return xla.execute(self.compiled, buffers, self.handlers)
+            return self.execute(self.compiled, buffers, self.handlers)
         except Exception:
             if any(type(value) is Array and value.is_deleted() for value in values):
                 raise RuntimeError("an argument array was deleted (donated to an earlier call?)") from None
@@ -65,7 +67,7 @@ class Executable:
     def run_buffers(self, buffers):
         if self.const_buffers:
             buffers = self.const_buffers + buffers
-        return xla.execute(self.compiled, buffers, self.handlers)
+        return self.execute(self.compiled, buffers, self.handlers)
 
     def wrap_outputs(self, raw_outputs):
         backend, device = self.backend, self.device

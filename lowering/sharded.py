@@ -161,8 +161,9 @@ class MultiDeviceCall:
 
     def run(self, arguments, values):
         """Runs on the raw `arguments` (made from `values`); returns the raw outputs."""
+        execute = xla.execute_with_effects if self.host_callbacks else xla.execute
         try:
-            return xla.execute(self.compiled, arguments, self.handlers)
+            return execute(self.compiled, arguments, self.handlers)
         except Exception:
             if any(isinstance(v, Array) and v.is_deleted() for v in values):
                 raise RuntimeError("an argument array was deleted (donated to an earlier call?)") from None

@@ -620,6 +620,32 @@ def execute(executable, buffers, handlers):
     return executable.execute_sharded(buffers).consume_with_handlers(handlers)
 
 
+# The runtime token of the latest program with host callbacks launched on each device: programs on one device
+# run in launch order, so once that one is done, every callback launched before it has run. A program without
+# outputs leaves nothing else to wait for.
+_latest_effect_tokens = {}
+_effect_tokens_lock = threading.Lock()
+
+
+def execute_with_effects(executable, buffers, handlers):
+    """`execute` for a program that calls host callbacks: its token is kept for `wait_for_effects`."""
+    results = executable.execute_sharded(buffers, with_tokens=True)
+    token = results.consume_token()
+    with _effect_tokens_lock:
+        for device in executable.local_devices():
+            _latest_effect_tokens[device] = token
+    return results.consume_with_handlers(handlers)
+
+
+def wait_for_effects():
+    """Waits until every program with host callbacks launched so far has finished."""
+    with _effect_tokens_lock:
+        tokens = list(_latest_effect_tokens.values())
+        _latest_effect_tokens.clear()
+    for token in tokens:
+        token.block_until_ready()
+
+
 # --- programs over several devices -----------------------------------------------------------------
 def tiled_hlo_sharding(blocks, tile_devices, copies):
     """The HLO sharding of an array split into `blocks` (per dimension), each block on `copies` devices;

@@ -20,6 +20,7 @@ from numax.core.sharding import AxisType, NamedSharding, P
 from numax.core.staging import trace_to_program
 from numax.core.trace import Tracer, ensure_compile_time_eval, get_aval_of  # noqa: F401  (re-exported)
 from numax.lax.ad import instantiate
+from numax.lowering import xla
 from numax.lowering.array import Array
 from numax.transforms.autodiff import jacrev
 from numax.transforms.custom_derivatives import custom_vjp
@@ -82,6 +83,7 @@ def copy_to_host_async(x):
 
 def effects_barrier():
     """Waits until every computation launched so far, and so the host callbacks they make, has finished."""
+    xla.wait_for_effects()  # (programs with host callbacks, outputs or not)
     for array in live_arrays():
         array.block_until_ready()
 

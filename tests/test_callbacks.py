@@ -1,11 +1,14 @@
 """Host callbacks: numax.pure_callback, numax.debug.callback and numax.debug.print, eager and under jit."""
 
+import time
+
 import numpy as np
 import pytest
 from harness import assert_close, jax, jnp, rand
 from jaxlib.xla_client import XlaRuntimeError  # numax loads jaxlib on first use, so ask jaxlib itself
 from numax.core import dce
 from numax.core import dtypes as numax_dtypes
+from numax.lowering import xla
 from numax.lowering.lower import lower_to_module
 
 import numax
@@ -257,6 +260,7 @@ def test_debug_callback_values_pytrees_and_static_leaves(mode):
     f = mode(f)
     f(np.arange(3, dtype=np.float32), np.int32(5))
     f(np.ones(3, np.float32), np.int32(6))
+    numax.effects_barrier()  # callbacks run asynchronously (a GPU client may return before they run)
     assert len(seen) == 2
     np.testing.assert_array_equal(seen[0][0], np.arange(3, dtype=np.float32) * 2)
     assert seen[0][1:] == (5, "tag", 3) and seen[1][1:] == (6, "tag", 3)
@@ -304,6 +308,7 @@ def test_debug_print_with_unused_result_and_no_outputs_still_prints(capsys):
     assert only_prints(np.float32(2)) is None
     unused(np.float32(2)).block_until_ready()
     numax.jit(lambda: numax.debug.print("no arguments"))()
+    numax.effects_barrier()  # the last program has no outputs to wait for
     assert capsys.readouterr().out == "only 6.0\nunused 10.0\nno arguments\n"
     text = unused.lower(np.float32(2)).as_text()
     assert "has_side_effect = true" in text and f"xla_ffi_python_{numax.default_backend()}_callback" in text
@@ -354,6 +359,7 @@ def test_debug_print_respects_numpy_print_options_at_trace_time(capsys):
     with np.printoptions(precision=2):
         f = numax.jit(lambda x: numax.debug.print("{}", x))
         f(np.array([1 / 3], np.float32))
+    numax.effects_barrier()
     assert capsys.readouterr().out == "[0.33]\n"
 
 
@@ -382,3 +388,23 @@ def test_compiling_a_callback_module_without_its_callbacks_is_refused_not_a_cras
     backend = xla.get_backend("cpu")
     with pytest.raises(xla.LoweringError, match="calls host callback 0, but only 0 were given"):
         xla.compile_module(text, backend, [backend.default_device], [])
+
+
+def test_effects_barrier_waits_for_callbacks_of_programs_without_outputs():
+    seen = []
+
+    def slow(x):
+        time.sleep(0.3)
+        seen.append(float(x))
+
+    launch = numax.jit(lambda x: numax.debug.callback(slow, x))
+    started = time.perf_counter()
+    assert launch(np.float32(1.5)) is None
+    # (CPU clients may run the callback before the call returns; GPU clients, the TFRT one above all, do not)
+    assert xla._latest_effect_tokens  # the program's runtime token, kept for the barrier
+    numax.effects_barrier()
+    assert not xla._latest_effect_tokens
+    assert seen == [1.5] and time.perf_counter() - started >= 0.3
+    launch(np.float32(2.5))  # a cache hit: the Python path keeps the token (the native path leaves it there)
+    numax.effects_barrier()
+    assert seen == [1.5, 2.5]
