@@ -136,8 +136,10 @@ class MultiDeviceCall:
     takes it (an array already laid out so goes in as it is) and wraps each output, kept whole on the
     devices, as a ShardedArray."""
 
-    def __init__(self, compiled, devices, in_avals, in_shardings, out_avals, out_shardings):
+    def __init__(self, compiled, devices, in_avals, in_shardings, out_avals, out_shardings, host_callbacks=()):
         self.compiled = compiled
+        # (a program calling host callbacks leaves its runtime token for effects_barrier)
+        self.execute = xla.execute_with_effects if host_callbacks else xla.execute
         self.devices = devices = tuple(devices)
         self.backend = xla.backend_of_device(devices[0])
         self.in_avals, self.in_shardings = list(in_avals), list(in_shardings)
@@ -161,9 +163,8 @@ class MultiDeviceCall:
 
     def run(self, arguments, values):
         """Runs on the raw `arguments` (made from `values`); returns the raw outputs."""
-        execute = xla.execute_with_effects if self.host_callbacks else xla.execute
         try:
-            return execute(self.compiled, arguments, self.handlers)
+            return self.execute(self.compiled, arguments, self.handlers)
         except Exception:
             if any(isinstance(v, Array) and v.is_deleted() for v in values):
                 raise RuntimeError("an argument array was deleted (donated to an earlier call?)") from None
@@ -194,7 +195,7 @@ class ShardedExecutable:
                                          lowered.program.in_avals)
         self.out_shardings = self._chosen(out_shardings, xla.output_shardings(self.compiled), self.out_avals)
         self.call = MultiDeviceCall(self.compiled, devices, lowered.program.in_avals, self.in_shardings,
-                                    self.out_avals, self.out_shardings)
+                                    self.out_avals, self.out_shardings, module.host_callbacks)
         self.const_arguments = [self.call.argument(value, k) for k, value in enumerate(hoisted)]
 
     def _chosen(self, asked, chosen, avals):

@@ -408,3 +408,13 @@ def test_effects_barrier_waits_for_callbacks_of_programs_without_outputs():
     launch(np.float32(2.5))  # a cache hit: the Python path keeps the token (the native path leaves it there)
     numax.effects_barrier()
     assert seen == [1.5, 2.5]
+
+
+def test_effects_barrier_waits_for_pmapped_callbacks():
+    seen = []
+    devices = numax.local_device_count()
+    launch = numax.pmap(lambda x: numax.debug.callback(lambda v: seen.append(float(v)), x))
+    assert launch(np.arange(devices, dtype=np.float32)) is None
+    assert xla._latest_effect_tokens  # the multi-device program's token, kept for the barrier
+    numax.effects_barrier()
+    assert not xla._latest_effect_tokens and sorted(seen) == list(range(devices))

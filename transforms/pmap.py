@@ -153,7 +153,7 @@ class _PmapExecutable:
         self.compiled = xla.compile_module(self.text, self.backend, self.devices, module.host_callbacks,
                                            num_partitions=len(self.devices), spmd=spmd)
         self.call = sharded.MultiDeviceCall(self.compiled, self.devices, in_avals, self.in_shardings, self.out_avals,
-                                            self.out_shardings)
+                                            self.out_shardings, module.host_callbacks)
 
     def __call__(self, *args):
         call = self.call
