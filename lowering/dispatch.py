@@ -36,8 +36,7 @@ class Executable:
         self.const_buffers = const_buffers
         self.text = text
         self.host_callbacks = host_callbacks  # kept alive as long as the executable
-        # (a program calling host callbacks leaves its runtime token for effects_barrier)
-        self.execute = xla.execute_with_effects if host_callbacks else xla.execute
+        self.execute = xla.executor(host_callbacks)  # (one with callbacks keeps its token for effects_barrier)
         self.handlers = [xla.result_handler(a.shape, a.dtype, backend, device) for a in out_avals]
 
     def buffers_of(self, values):

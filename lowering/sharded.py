@@ -138,8 +138,7 @@ class MultiDeviceCall:
 
     def __init__(self, compiled, devices, in_avals, in_shardings, out_avals, out_shardings, host_callbacks=()):
         self.compiled = compiled
-        # (a program calling host callbacks leaves its runtime token for effects_barrier)
-        self.execute = xla.execute_with_effects if host_callbacks else xla.execute
+        self.execute = xla.executor(host_callbacks)  # (one with callbacks keeps its token for effects_barrier)
         self.devices = devices = tuple(devices)
         self.backend = xla.backend_of_device(devices[0])
         self.in_avals, self.in_shardings = list(in_avals), list(in_shardings)

@@ -637,6 +637,11 @@ def execute_with_effects(executable, buffers, handlers):
     return results.consume_with_handlers(handlers)
 
 
+def executor(host_callbacks):
+    """How to run a program: `execute_with_effects` when it calls host callbacks, else `execute`."""
+    return execute_with_effects if host_callbacks else execute
+
+
 def wait_for_effects():
     """Waits until every program with host callbacks launched so far has finished."""
     with _effect_tokens_lock:
