@@ -44,6 +44,16 @@ def variants(source):
             ("store .cs", source.replace(STORE, STORE_STREAMING)), ("both", load_first.replace(STORE, STORE_STREAMING))]
 
 
+def persistent(source):
+    """The kernel's source rewritten so that each program loops over row blocks (`tl.range` over the blocks from
+    its id, stepping by the number of programs, `STAGES` deep): the body moves into the loop."""
+    head, body = source.split("    row = tl.program_id(0) * ROWS", 1)
+    head = head.replace("ROWS: tl.constexpr)", "ROWS: tl.constexpr, STAGES: tl.constexpr)")
+    lines = ("        row = block_index * ROWS" + body).splitlines()
+    loop = "    for block_index in tl.range(tl.program_id(0), tl.cdiv(m, ROWS), tl.num_programs(0), num_stages=STAGES):"
+    return head + "\n".join([loop, lines[0]] + ["    " + line if line.strip() else line for line in lines[1:]]) + "\n"
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="a quarter of the rows")
@@ -84,6 +94,26 @@ def main():
             difference = float(np.max(np.abs(out.float().cpu().numpy() - expected)))
             us = triton.testing.do_bench(launch) * 1e3
             print(f"| {label} | {per_program} | {warps} | {us:.1f} us | {floor / us:.0%} | {difference:.3g} |")
+    processors = torch.cuda.get_device_properties(0).multi_processor_count
+    jit_fn = fusion_codegen.load_kernel(kernel.name, persistent(kernel.source))
+    print(f"\n| persistent: programs per SM ({processors} SMs) | stages | warps | kernel | fraction of the floor |"
+          " largest difference from XLA |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for per_sm in (1, 2, 4, 8):
+        for stages in (1, 2, 3):
+            for warps in (4, 8):
+                def launch():
+                    jit_fn[(min(rows, per_sm * processors),)](tx, tscale, tshift, length, rows, out, BLOCK=length,
+                                                              ROWS=1, STAGES=stages, num_warps=warps)
+
+                try:
+                    launch()
+                except Exception as error:  # noqa: BLE001 (a form Triton refuses is reported, not fatal)
+                    print(f"| {per_sm} | {stages} | {warps} | {type(error).__name__} | | |")
+                    continue
+                difference = float(np.max(np.abs(out.float().cpu().numpy() - expected)))
+                us = triton.testing.do_bench(launch) * 1e3
+                print(f"| {per_sm} | {stages} | {warps} | {us:.1f} us | {floor / us:.0%} | {difference:.3g} |")
 
 
 if __name__ == "__main__":
