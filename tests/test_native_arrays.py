@@ -2,6 +2,8 @@
 (lowering/_native_dispatch.c: `ArrayBase`, `eager_unary`) exactly as the Python methods and the general
 eager path answer them: values, dtypes, read-only caching, errors of deleted arrays, subclasses, threads."""
 
+import subprocess
+import sys
 import threading
 
 import hypothesis.strategies as st
@@ -193,3 +195,39 @@ def test_eager_unary_in_threads():
     assert not errors and len(outputs) == 200
     for output in outputs:
         np.testing.assert_allclose(output, expected_value, rtol=1e-6)
+
+
+_WITHOUT_EXTENSION = """
+import sys
+sys.modules["numax.lowering._native_dispatch"] = None  # as if built without a C compiler
+import numpy as np
+import numax, numax.numpy as xnp
+from numax.lowering import array, native_dispatch
+assert not native_dispatch.available and array.Array.__mro__[1].__module__ == "numax.lowering.array"
+f = numax.jit(lambda a, b: (a * b, {"s": a.sum()}))
+x = xnp.arange(4.0)
+product, tree = f(x, 2.0)
+product, tree = f(x, 2.0)  # a cache hit, by the Python path
+assert product.block_until_ready() is product and product._ready
+value = np.asarray(product)
+assert not value.flags.writeable and np.asarray(product) is value
+np.testing.assert_array_equal(value, np.arange(4.0) * 2)
+assert float(tree["s"]) == 6.0
+np.testing.assert_allclose(np.asarray(xnp.sin(x)), np.sin(np.arange(4.0)), rtol=1e-6)
+np.testing.assert_allclose(np.asarray(xnp.sin(x)), np.sin(np.arange(4.0)), rtol=1e-6)  # eager fast path hit
+x.delete()
+for operation in (lambda: x.block_until_ready(), lambda: np.asarray(x), lambda: xnp.sin(x)):
+    try:
+        operation()
+    except RuntimeError as error:
+        assert "deleted" in str(error), error
+    else:
+        raise AssertionError("a deleted array was used")
+print("ok")
+"""
+
+
+def test_everything_works_without_the_extension():
+    # A fresh process where the extension cannot be imported: the pure-Python CachedCall, Array base and eager path.
+    result = subprocess.run([sys.executable, "-c", _WITHOUT_EXTENSION], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
