@@ -4,7 +4,6 @@ eager path answer them: values, dtypes, read-only caching, errors of deleted arr
 
 import subprocess
 import sys
-import threading
 
 import hypothesis.strategies as st
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 from hypothesis import given
 from numax.lowering import array as array_module
 from numax.lowering import dispatch
+from thread_util import run_in_threads
 
 import numax
 import numax.numpy as xnp
@@ -117,23 +117,14 @@ def test_subclasses_go_to_their_python_methods():
 
 def test_threads_reading_one_fresh_result_agree():
     results = [fresh(np.arange(1000, dtype=np.float32)) for _ in range(20)]
-    seen, errors = [], []
-    barrier = threading.Barrier(6)
+    seen = []
 
-    def reader():
-        try:
-            barrier.wait()
-            for result in results:
-                seen.append(np.asarray(result.block_until_ready()).sum())
-        except Exception as error:  # noqa: BLE001 (reported below)
-            errors.append(error)
+    def reader(index, barrier):
+        barrier.wait()
+        for result in results:
+            seen.append(np.asarray(result.block_until_ready()).sum())
 
-    threads = [threading.Thread(target=reader) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    run_in_threads(reader, 6)
     assert len(seen) == 6 * 20 and set(seen) == {float(np.arange(1000).sum() + 1000)}
 
 
@@ -178,21 +169,14 @@ def test_eager_unary_honours_nan_checks_and_traces():
 def test_eager_unary_in_threads():
     x = xnp.linspace(0.0, 1.0, 16)
     expected_value = np.tanh(np.asarray(x))
-    outputs, errors = [], []
+    outputs = []
 
-    def worker():
-        try:
-            for _ in range(50):
-                outputs.append(np.asarray(xnp.tanh(x)))
-        except Exception as error:  # noqa: BLE001 (reported below)
-            errors.append(error)
+    def worker(index, barrier):
+        for _ in range(50):
+            outputs.append(np.asarray(xnp.tanh(x)))
 
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors and len(outputs) == 200
+    run_in_threads(worker, 4)
+    assert len(outputs) == 200
     for output in outputs:
         np.testing.assert_allclose(output, expected_value, rtol=1e-6)
 

@@ -5,7 +5,6 @@ disable_jit, custom pytree nodes) to the Python path."""
 
 import collections
 import contextlib
-import threading
 
 import hypothesis.strategies as st
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from numax.lowering import native_dispatch
 from numax.transforms import jit as jit_module
+from thread_util import run_in_threads
 
 import numax
 import numax.numpy as xnp
@@ -243,21 +243,14 @@ def test_threads_share_the_cache_and_agree():
     f = numax.jit(lambda a, b: (a * b, a + b))
     args = [(xnp.full(3, float(i)), xnp.ones(3)) for i in range(16)]
     f(*args[0])
-    results, errors = {}, []
+    results = {}
 
-    def worker(i):
-        try:
-            for _ in range(50):
-                results[i] = f(*args[i])
-        except Exception as error:  # reported below
-            errors.append(error)
+    def worker(i, barrier):
+        for _ in range(50):
+            results[i] = f(*args[i])
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_in_threads(worker, 16)
+    assert len(results) == 16
     for i, (product, total) in results.items():
         np.testing.assert_array_equal(np.asarray(product), np.full(3, float(i)))
         np.testing.assert_array_equal(np.asarray(total), np.full(3, float(i) + 1))
