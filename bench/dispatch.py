@@ -4,7 +4,7 @@ Measures (medians of interleaved rounds of many calls): the per-call cost of a t
 and of one taking a pytree of 17 arrays; the single-call latency (call + `block_until_ready`) of a
 jitted MLP training step (value_and_grad + SGD update: 6 inputs, 5 outputs); eager `x + y`,
 `sin(x)` and a small `x @ y`; `block_until_ready` on an array that is ready; readback
-(`np.asarray`) of a fresh small result; and the first call (trace + compile) and steady state of a
+(`np.asarray`) of a fresh small and a fresh 16 MB result; and the first call (trace + compile) and steady state of a
 jitted MLP forward pass. Prints ratios numax / jax (below 1 means numax is faster).
 
     python bench/dispatch.py [--quick] [--json PATH]
@@ -138,11 +138,11 @@ def first_wait_of_ready(repeats, inner):
                                 repeats, inner)
 
 
-def readback(repeats, inner):
-    """`np.asarray` of a fresh (computed, ready, never read) 3-element result."""
+def readback(repeats, inner, size=3):
+    """`np.asarray` of a fresh (computed, ready, never read) float32 result of `size` elements."""
     add_numax = numax.jit(lambda a, b: a + b)
     add_jax = jax.jit(lambda a, b: a + b)
-    xa, ja = xnp.ones(3), jnp.ones(3)
+    xa, ja = xnp.ones(size), jnp.ones(size)
     np.testing.assert_array_equal(np.asarray(add_numax(xa, xa)), np.asarray(add_jax(ja, ja)))
     return interleaved_on_fresh([("numax", lambda: add_numax(xa, xa).block_until_ready(), np.asarray),
                                  ("jax", lambda: add_jax(ja, ja).block_until_ready(), np.asarray)],
@@ -279,6 +279,9 @@ def main():
            rows)
     read = readback(repeats, max(inner // 5, 20))
     report("np.asarray of a fresh 3-element result", read["numax"], read["jax"], "us", "<= 1x", rows)
+    read = readback(repeats, 5, size=1 << 22)
+    report("np.asarray of a fresh 4M-element float32 result (16 MB)", read["numax"], read["jax"], "us", "<= 1x",
+           rows)
     first, steady = mlp(repeats, first_repeats)
     report("MLP forward, first call (trace + compile)", first["numax"], first["jax"], "ms", "<= 1.5x", rows)
     report("MLP forward, steady state (128x256 -> 3x512 -> 10)", steady["numax"], steady["jax"], "us", "<= 1.1x",

@@ -10,7 +10,7 @@ out=${OUT:-/tmp}
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 } 2>&1 | tee "$out/setup.log"
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
-JAX_PLATFORMS=cuda,cpu python3 -m pytest -q -p no:cacheprovider tests/test_native_dispatch.py tests/test_native_arrays.py tests/test_jit.py \
+JAX_PLATFORMS=cuda,cpu python3 -m pytest -q -p no:cacheprovider tests/test_native_dispatch.py tests/test_native_arrays.py tests/test_jit.py tests/test_array.py \
   tests/test_eager_fast_paths.py 2>&1 | tail -30 | tee "$out/tests.log"
 python3 bench/dispatch.py --json "$out/dispatch_native.json" 2>&1 | tee "$out/dispatch_native.log"
 NUMAX_NATIVE_DISPATCH=0 python3 bench/dispatch.py --json "$out/dispatch_python.json" 2>&1 | tee "$out/dispatch_python.log"

@@ -44,7 +44,7 @@ static PyObject *s_disable_jit, *s_native_dispatch, *s_check_numerics, *s_enable
 static PyObject *empty_tuple, *one; /* the cache key's "no static arguments", and a hit's increment */
 static PyObject *s_stack, *s_cache_hits, *s_call, *s_execute_sharded, *s_consume_with_handlers, *s_run_on,
     *s_unflatten, *s_is_deleted, *s_is_ready, *s_block_until_ready, *s_python_block_until_ready, *s_python_array,
-    *s_platform, *s_cpu, *s_dtype;
+    *s_platform, *s_cpu, *s_dtype, *s_polls_waits;
 
 /* What `configure_arrays` hands over: numpy.asarray and the dtypes a CPU buffer is read back as through the buffer
  * protocol; and `configure_eager`: the eager executables' table and the Python function that fills it. */
@@ -479,12 +479,83 @@ static PyObject *eager_unary(PyObject *module, PyObject *const *args, Py_ssize_t
 }
 
 /* --- ArrayBase: numax.Array's waits and readback ------------------------------------------------ */
-/* Array.block_until_ready(): a plain Array whose live buffer was waited for, or is ready now, is answered here
- * (the runtime's wait raises the program's error, if it failed); a deleted or unfinished buffer, or a subclass,
- * goes to the Python method, which says which or polls. (The deletion check comes first: jaxlib's is_ready()
- * crashes the process on a deleted buffer.) */
+/* Whether a wait on the Array's backend polls readiness first (a GPU's; xla.Backend.polls_waits). The last backend
+ * found not to poll is kept, so that a CPU wait asks no attribute. */
+static PyObject *blocking_backend;
+
+static int waits_poll(PyObject *self) {
+    PyObject *backend = SLOT(self, array_backend);
+    if (backend == NULL || backend == blocking_backend)
+        return backend == NULL;
+    PyObject *polls = PyObject_GetAttr(backend, s_polls_waits);
+    int answer = polls != Py_False;
+    Py_XDECREF(polls);
+    PyErr_Clear();
+    if (!answer)
+        Py_XSETREF(blocking_backend, Py_NewRef(backend));
+    return answer;
+}
+
+/* The error being raised, taken out (NULL if none), and put back. */
+static PyObject *take_error(void) {
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (value != NULL && traceback != NULL)
+        PyException_SetTraceback(value, traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    return value;
+#endif
+}
+
+static void put_error(PyObject *error) {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(error);
+#else
+    PyErr_Restore(Py_NewRef(Py_TYPE(error)), error, PyException_GetTraceback(error));
+#endif
+}
+
+/* A live or deleted buffer on a backend whose waits block (a CPU's): the runtime's blocking wait alone, one call,
+ * which raises for a failed program and for a deleted buffer. Returns self; NULL with the program's error; or NULL
+ * without an error for a deleted buffer, which the Python method reports in numax's words. */
+static PyObject *wait_blocking(PyObject *self, PyObject *buffer) {
+    PyObject *waited = PyObject_CallMethodNoArgs(buffer, s_block_until_ready);
+    if (waited != NULL) {
+        Py_DECREF(waited);
+        Py_XSETREF(SLOT(self, array_ready), Py_NewRef(Py_True));
+        return Py_NewRef(self);
+    }
+    PyObject *error = take_error();
+    PyObject *deleted = PyObject_CallMethodNoArgs(buffer, s_is_deleted);
+    int was_deleted = deleted == Py_True;
+    Py_XDECREF(deleted);
+    PyErr_Clear();
+    if (was_deleted || error == NULL)
+        Py_XDECREF(error);
+    else
+        put_error(error);
+    return NULL;
+}
+
+/* Array.block_until_ready(): a plain Array whose live buffer was waited for is answered after a deletion check.
+ * Another plain Array on a backend whose waits block is waited for here (wait_blocking). On a backend whose waits
+ * poll, one that is ready now is answered here (the runtime's wait raises the program's error, if it failed); one
+ * still running goes to the Python method, which polls. A deleted buffer, and a subclass, go to the Python method
+ * too. (The deletion check comes before is_ready(): jaxlib's is_ready() crashes the process on a deleted
+ * buffer.) */
 static PyObject *ArrayBase_block_until_ready(PyObject *self, PyObject *unused) {
     PyObject *buffer = Py_IS_TYPE(self, array_type) ? SLOT(self, array_buffer) : NULL;
+    if (buffer != NULL && SLOT(self, array_ready) != Py_True && !waits_poll(self)) {
+        PyObject *result = wait_blocking(self, buffer);
+        if (result != NULL || PyErr_Occurred())
+            return result;
+        buffer = NULL;
+    }
     if (buffer != NULL) {
         PyObject *deleted = PyObject_CallMethodNoArgs(buffer, s_is_deleted);
         int answered = 0;
@@ -657,7 +728,7 @@ static int exec_module(PyObject *module) {
         {&s_consume_with_handlers, "consume_with_handlers"}, {&s_run_on, "run_on"}, {&s_unflatten, "unflatten"},
         {&s_is_deleted, "is_deleted"}, {&s_is_ready, "is_ready"}, {&s_block_until_ready, "block_until_ready"},
         {&s_python_block_until_ready, "_python_block_until_ready"}, {&s_python_array, "_python_array"},
-        {&s_platform, "platform"}, {&s_cpu, "cpu"}, {&s_dtype, "dtype"},
+        {&s_platform, "platform"}, {&s_cpu, "cpu"}, {&s_dtype, "dtype"}, {&s_polls_waits, "polls_waits"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)

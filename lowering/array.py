@@ -100,7 +100,8 @@ class Array(_ArrayBase):
         if buffer.is_deleted():  # (asked here: the call is on every step's path)
             self._check_alive()
         if not self._ready:
-            xla.wait(buffer)  # raises the program's error, if it failed: then not marked ready
+            # raises the program's error, if it failed: then not marked ready
+            xla.wait(buffer, self._backend.polls_waits)
             self._ready = True
         return self
 

@@ -124,7 +124,7 @@ class ShardedArray(Array):
         return ([self._whole] if self._whole is not None else []) + (self._parts or [])
 
     def block_until_ready(self):
-        xla.block_until_ready(self._buffers())
+        xla.block_until_ready(self._buffers(), self._backend.polls_waits)
         return self
 
     def is_ready(self):

@@ -301,6 +301,25 @@ def test_delete_after_readback_drops_the_cached_value():
         x.tolist()
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])
+def test_host_copy_readback_owns_its_memory(dtype):
+    """jaxlib's host copy (the readback of a non-CPU buffer): where jaxlib copied, its array is used as it is; where
+    it returned a view of the runtime's memory (a CPU buffer), the value is copied. Either way the host value is
+    right, survives deleting the device array, and writing to it leaves the device value alone."""
+    from numax.lowering import xla
+
+    expected = (2 * np.arange(12) - 12).astype(dtype).reshape(3, 4)
+    x = numax.jit(lambda v: v * 2)(xnp.asarray(expected // 2))
+    host = xla.to_numpy_via_host_copy(x._buffer)
+    assert host.dtype == np.dtype(dtype) and host.shape == (3, 4)
+    np.testing.assert_array_equal(host, expected)
+    if host.flags.writeable:
+        host[0, 0] = 99
+        np.testing.assert_array_equal(np.asarray(x), expected)
+    x.delete()
+    np.testing.assert_array_equal(host.ravel()[1:], expected.ravel()[1:])
+
+
 def test_hash_raises():
     with pytest.raises(TypeError, match="unhashable"):
         hash(xnp.ones(2))

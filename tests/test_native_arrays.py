@@ -9,6 +9,7 @@ import hypothesis.strategies as st
 import numpy as np
 import pytest
 from hypothesis import given
+from numax.core.avals import ShapedArray
 from numax.lowering import array as array_module
 from numax.lowering import dispatch
 from thread_util import run_in_threads
@@ -82,6 +83,42 @@ def test_deleted_arrays_raise_the_python_methods_error(operation):
                 np.asarray(result) if method == "native" else result._python_array()
         errors.append(str(error.value))
     assert errors[0] == errors[1]
+
+
+class _FailedBuffer:
+    """A runtime buffer whose program failed (or that was deleted): its wait raises. (A CPU program's own failure,
+    a host callback's exception, is raised by the call itself, before any wait.)"""
+
+    def __init__(self, deleted):
+        self.deleted = deleted
+
+    def block_until_ready(self):
+        raise RuntimeError("INTERNAL: the program failed" if not self.deleted else "called on a deleted buffer")
+
+    def is_deleted(self):
+        return self.deleted
+
+    def is_ready(self):  # (asked on a GPU, where waits poll; never of a deleted buffer, where jaxlib's crashes)
+        assert not self.deleted, "is_ready() of a deleted buffer"
+        return True
+
+
+@pytest.mark.parametrize("deleted", [False, True])
+def test_a_wait_that_the_runtime_refuses_raises_as_the_python_method_does(deleted):
+    """A first wait that the runtime refuses: a failed program's error, or, for a deleted buffer, numax's own
+    message; the same from the native method (which waits with one runtime call on a CPU) as from the Python method;
+    and the Array stays unready, so that the next wait raises again."""
+    live = xnp.ones(1)
+    messages = []
+    for method in ("native", "python", "native"):
+        result = array_module.Array(ShapedArray((3,), np.dtype(np.float32)), _FailedBuffer(deleted), live._backend,
+                                    live._device)
+        wait = result._python_block_until_ready if method == "python" else result.block_until_ready
+        with pytest.raises(RuntimeError, match="deleted" if deleted else "the program failed") as error:
+            wait()
+        assert not result._ready
+        messages.append(str(error.value))
+    assert messages[0] == messages[1] == messages[2]
 
 
 def test_a_deleted_array_that_was_waited_for_still_raises():
