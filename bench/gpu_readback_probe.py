@@ -1,11 +1,14 @@
 """GPU readback of a fresh result (issue 16): what jaxlib's host copy returns (did_copy, ownership) and how long
 np.asarray takes for numax and jax, side by side, and with the copy to the host started first.
 
-    python3 bench/gpu_readback_probe.py
+    python3 bench/gpu_readback_probe.py [--alone numax|jax]
+
+With --alone, one library alone in the process (the other's client never made): np.asarray of a 16 MB result.
 """
 
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -93,6 +96,20 @@ def rewrapped():
     except Exception as error:  # (a private function of jax's; its name may change)
         print("jax's client options unknown:", error)
 
+def alone(library):
+    if library == "numax":
+        add, x = numax.jit(lambda a, b: a + b), xnp.ones(1 << 22)
+    else:
+        add, x = jax.jit(lambda a, b: a + b), jnp.ones(1 << 22)
+    fresh = lambda: add(x, x).block_until_ready()  # noqa: E731
+    print(f"{library} alone (XLA_PYTHON_CLIENT_PREALLOCATE={os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE')}, "
+          f"ALLOCATOR={os.environ.get('XLA_PYTHON_CLIENT_ALLOCATOR')}): 16 MB np.asarray "
+          + ", ".join(f"{median_us(fresh, np.asarray):.0f}" for _ in range(3)) + " us")
+
+
 if __name__ == "__main__":
-    main()
-    rewrapped()
+    if "--alone" in sys.argv:
+        alone(sys.argv[sys.argv.index("--alone") + 1])
+    else:
+        main()
+        rewrapped()
