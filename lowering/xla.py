@@ -763,8 +763,8 @@ def to_numpy(buffer) -> np.ndarray:
 
 def to_numpy_via_host_copy(buffer) -> np.ndarray:
     """Readback for non-CPU buffers: jaxlib's own host copy. Where jaxlib copied (a GPU buffer's value, brought
-    into a host literal that the array keeps alive), its array is the caller's; copying it again took numax's
-    readback of a 16 MB result from 3.4 to 12 ms on an H100 (bench/gpu_wait_probe.py). A view of memory the runtime
+    into a host literal that the array keeps alive), its read-only array is the caller's and is not copied again
+    (bench/gpu_readback_probe.py: np.asarray then costs what jaxlib's copy costs). A view of memory the runtime
     still owns is copied."""
     array, did_copy = buffer._single_device_array_to_np_array_did_copy()
     return array if did_copy else np.array(array, copy=True)
