@@ -283,6 +283,18 @@ def sides(case, inputs):
     return found
 
 
+def probe_sides(keys, quick):
+    """For the probes: (case, sides) of each case whose key is in `keys`, its title printed first; the sides are
+    those of `sides` but torch eager."""
+    rng = np.random.default_rng(0)
+    for case in cases(quick):
+        if case.key in keys:
+            print(f"\n## ({case.key}) {case.title}")
+            found = sides(case, case.make_inputs(rng))
+            found.pop("torch eager", None)
+            yield case, found
+
+
 def run_case(case, quick, rng):
     inputs = case.make_inputs(rng)
     reference_inputs = [[np.asarray(v, np.float64) for v in leaf] if isinstance(leaf, list)

@@ -15,14 +15,13 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from fusion import cases, sides  # noqa: E402
+from dispatch import median_time  # noqa: E402
+from fusion import probe_sides  # noqa: E402
 from torch.autograd import DeviceType  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, record_function  # noqa: E402
 
@@ -87,13 +86,7 @@ def breakdown(name, events, show_host_events):
 def unprofiled(call, wait, repeats=5):
     for _ in range(3):
         wait(call())
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(CALLS):
-            wait(call())
-        samples.append((time.perf_counter() - start) / CALLS * 1e6)
-    return statistics.median(samples)
+    return median_time(lambda: wait(call()), repeats, CALLS)
 
 
 def main():
@@ -101,13 +94,7 @@ def main():
     parser.add_argument("--cases", default="ace")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    for case in cases(args.quick):
-        if case.key not in args.cases:
-            continue
-        print(f"\n## ({case.key}) {case.title}")
-        found = sides(case, case.make_inputs(rng))
-        found.pop("torch eager", None)
+    for _, found in probe_sides(args.cases, args.quick):
         call_xla = found["numax (XLA)"][0]
         found.update({f"numax (XLA), {k}": v for k, v in numax_wait_variants(call_xla).items()})
         for name, (call, wait) in found.items():

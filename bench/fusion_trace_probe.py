@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from fusion import back_to_back, cases, sides  # noqa: E402
+from fusion import back_to_back, probe_sides  # noqa: E402
 from torch.autograd import DeviceType  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
@@ -59,13 +59,7 @@ def main():
     parser.add_argument("--cases", default="ce")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    for case in cases(args.quick):
-        if case.key not in args.cases:
-            continue
-        print(f"\n## ({case.key}) {case.title}")
-        found = sides(case, case.make_inputs(rng))
-        found.pop("torch eager", None)
+    for _, found in probe_sides(args.cases, args.quick):
         for name, (call, wait) in found.items():
             summary(name, *kernel_events(call, wait))
         torch.cuda.synchronize()

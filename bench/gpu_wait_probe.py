@@ -18,6 +18,7 @@ import time
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np  # noqa: E402
+from dispatch import median_time  # noqa: E402
 
 import numax  # noqa: E402
 import numax.numpy as xnp  # noqa: E402
@@ -46,15 +47,6 @@ def primary_context():
 
 def synchronize():
     check(cuda.cuCtxSynchronize(), "cuCtxSynchronize")
-
-
-def median_us(fn, repeats=200):
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(samples)
 
 
 def covers_xla_stream():
@@ -152,8 +144,8 @@ def main():
         print(f"\n## {name}")
         for row, fn in rows.items():
             repeats = 200 if "16384" not in name or "asarray" not in row else 5
-            median_us(fn, min(repeats, 20))
-            print(f"  {row:66s} {median_us(fn, repeats):9.1f} us")
+            median_time(fn, min(repeats, 20))
+            print(f"  {row:66s} {median_time(fn, repeats):9.1f} us")
         print(f"  PJRT's readiness after cuCtxSynchronize returned: {lag_of_pjrt(call):.1f} us later")
 
 

@@ -5,15 +5,14 @@ own add (numax and jax), each jitted, per call with a wait for the device (media
 """
 
 import os
-import statistics
 import sys
-import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+from dispatch import median_time  # noqa: E402
 from triton_kernels import add_kernel  # noqa: E402
 
 import numax  # noqa: E402
@@ -21,13 +20,8 @@ import numax.triton as nt  # noqa: E402
 
 
 def median_us(fn, count=50):
-    fn()
-    samples = []
-    for _ in range(count):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(samples)
+    fn()  # warm
+    return median_time(fn, count)
 
 
 n = 64 << 20
