@@ -100,11 +100,12 @@ def xla_triton_side(f, x_host, scale_host, shift_host, x, expected):
     handler = [xla.result_handler((rows, length), np.dtype(np.float16), backend, device)]
     buffers = [x._buffer, *(xla.device_put(v.reshape(1, length), backend, device) for v in (scale_host, shift_host))]
     call = lambda: xla.execute(compiled, buffers, handler)  # noqa: E731
+    wait = lambda out: xla.block_until_ready(out, backend.polls_waits)  # noqa: E731
     out = call()
-    xla.block_until_ready(out)
+    wait(out)
     value = xla.to_numpy_via_host_copy(out[0]).astype(np.float32)
     print(f"xla.gpu.triton route: largest difference from XLA's result {np.max(np.abs(value - expected)):.3g}")
-    return call, xla.block_until_ready
+    return call, wait
 
 
 def legacy_form(text):
@@ -126,7 +127,8 @@ def raw_side(text, buffers, out_shape, out_dtype):
     device = backend.default_device
     compiled = xla.compile_module(text, backend, [device])
     handler = [xla.result_handler(out_shape, np.dtype(out_dtype), backend, device)]
-    return (lambda: xla.execute(compiled, buffers, handler)), xla.block_until_ready
+    return (lambda: xla.execute(compiled, buffers, handler)), (lambda out: xla.block_until_ready(
+        out, backend.polls_waits))
 
 
 def back_to_back_us(call, wait):

@@ -793,7 +793,7 @@ def wait(buffer, poll):
     buffer.block_until_ready()
 
 
-def block_until_ready(buffers, poll=True):
+def block_until_ready(buffers, poll):
     for buffer in buffers:
         if buffer.is_deleted():
             buffer.block_until_ready()  # the runtime's error for a deleted buffer

@@ -131,17 +131,17 @@ class RegionTuner:
 
 def seconds_per_call(executable, buffers):
     """The best, over ROUNDS rounds, of the mean time of back-to-back calls (each round about ROUND_SECONDS)."""
-    run = executable.run_buffers
-    xla.block_until_ready(run(buffers))  # warm: the first call loads kernels
+    run, poll = executable.run_buffers, executable.backend.polls_waits
+    xla.block_until_ready(run(buffers), poll)  # warm: the first call loads kernels
     start = time.perf_counter()
-    xla.block_until_ready(run(buffers))
+    xla.block_until_ready(run(buffers), poll)
     calls = max(1, min(100, int(ROUND_SECONDS / max(time.perf_counter() - start, 1e-6))))
     best = math.inf
     for _ in range(ROUNDS):
         start = time.perf_counter()
         for _ in range(calls):
             outputs = run(buffers)
-        xla.block_until_ready(outputs)
+        xla.block_until_ready(outputs, poll)
         best = min(best, (time.perf_counter() - start) / calls)
     return best
 
