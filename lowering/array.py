@@ -126,7 +126,7 @@ class Array(_ArrayBase):
         """Starts the copy to the host, so that a later read does not wait for it."""
         self._check_alive()
         if self._host_value is None:
-            xla.copy_to_host_async(self._buffer)
+            xla.copy_to_host_async(self._buffer, self._backend)
 
     # --- host values ---
     def _value(self) -> np.ndarray:

@@ -146,7 +146,7 @@ class ShardedArray(Array):
         self._check_alive()
         if self._host_value is None:
             for shard in self._shards:
-                xla.copy_to_host_async(shard)
+                xla.copy_to_host_async(shard, self._backend)
 
     def _value(self) -> np.ndarray:
         if self._host_value is None:

@@ -11,6 +11,7 @@ import _imp
 import contextlib
 import ctypes
 import functools
+import gc
 import glob
 import importlib.util
 import os
@@ -39,6 +40,8 @@ def load_jaxlib():
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # read when jaxlib loads
         from jaxlib import _jax
         from jaxlib import xla_client as xc
+
+        gc.callbacks.append(collect_runtime_garbage)
 
 
 def _installed_jaxlib_release():
@@ -763,15 +766,32 @@ def to_numpy(buffer) -> np.ndarray:
 
 def to_numpy_via_host_copy(buffer) -> np.ndarray:
     """Readback for non-CPU buffers: jaxlib's own host copy. Where jaxlib copied (a GPU buffer's value, brought
-    into a host literal that the array keeps alive), its read-only array is the caller's and is not copied again
+    into a host array of its own), that read-only array is the caller's and is not copied again
     (bench/gpu_readback_probe.py: np.asarray then costs what jaxlib's copy costs). A view of memory the runtime
-    still owns is copied."""
+    still owns is copied.
+
+    jaxlib keeps a reference to a copy's destination until the copy is done, and drops it only when its deferred
+    garbage is next collected; it is collected here, so that a dropped readback frees its memory at once."""
     array, did_copy = buffer._single_device_array_to_np_array_did_copy()
-    return array if did_copy else np.array(array, copy=True)
+    if did_copy:
+        collect_runtime_garbage()
+        return array
+    return np.array(array, copy=True)
 
 
-def copy_to_host_async(buffer):
-    buffer.copy_to_host_async()
+def copy_to_host_async(buffer, backend):
+    """Starts jaxlib's host copy of a buffer that a later `to_numpy_via_host_copy` returns. On a CPU, where a
+    readback is a view of the buffer's memory, there is nothing to start (and jaxlib's call would import jax)."""
+    if backend.platform != "cpu":
+        buffer._copy_single_device_array_to_host_async()
+
+
+def collect_runtime_garbage(*_gc_callback_arguments):
+    """Drops the Python references that jaxlib's own threads let go of: it defers them (the destination of a
+    finished host copy, a source array kept alive until its transfer is done, a host callback's arguments) until
+    this is called. jax calls it on every jitted call and at each garbage collection; numax after a readback and,
+    as jax does, whenever Python collects garbage (registered when jaxlib loads)."""
+    _jax.collect_garbage()
 
 
 # A wait on a GPU polls readiness for up to this long before it blocks in the runtime: there the runtime's blocking

@@ -171,3 +171,59 @@ REFERENCES = {
 @pytest.mark.parametrize("name", REFERENCES)
 def test_first_use_loads_the_module_and_works(first_uses, name):
     np.testing.assert_allclose(first_uses[name], np.asarray(REFERENCES[name]()), rtol=1e-5, atol=1e-6)
+
+
+def test_runtime_surface_works_without_jax():
+    """numax needs jaxlib, never jax: with jax unimportable (as if not installed), arrays, jit, grad, readback
+    (also after copy_to_host_async, which once called a method that only jax adds to jaxlib's array class),
+    bfloat16, DLPack, pickling, sharded arrays, pmap, host callbacks and deletion all work, and jax stays unloaded."""
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    found = run_fresh("""
+        import importlib.abc, json, os, pickle, sys
+
+        class NoJax(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "jax" or name.startswith("jax."):
+                    raise ModuleNotFoundError(f"No module named {name!r}")
+
+        sys.meta_path.insert(0, NoJax())
+        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+        import numpy as np
+        import numax, numax.numpy as xnp
+        from numax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+        x = xnp.arange(12.0).reshape(3, 4)
+        f = numax.jit(lambda a, b: (a @ b.T).sum(axis=0))
+        y = f(x, x)
+        y.copy_to_host_async()
+        numax.copy_to_host_async({"y": y})
+        mesh = Mesh(np.array(numax.devices("cpu")[:4]).reshape(2, 2), ("a", "b"))
+        sharded = numax.device_put(x[:2], NamedSharding(mesh, P("a", "b")))
+        sharded.copy_to_host_async()
+        seen = []
+        numax.jit(lambda v: numax.debug.callback(lambda w: seen.append(float(w)), v.sum()))(x)
+        numax.effects_barrier()
+        deleted = xnp.ones(3)
+        deleted.delete()
+        results = {
+            "eager": xnp.sin(x) * 2, "jit": f(x, x), "after copy_to_host_async": y,
+            "grad": numax.grad(lambda a: (a ** 2).sum())(x), "bfloat16": x.astype(xnp.bfloat16),
+            "dlpack": np.from_dlpack(numax.device_put(x, numax.devices("cpu")[0])),  # (numpy takes host memory)
+            "pickle": pickle.loads(pickle.dumps(x)),
+            "sharded": numax.jit(lambda v: v * 3)(sharded),
+            "pmap": numax.pmap(lambda v: numax.lax.psum(v, "i"), axis_name="i", devices=mesh.devices.ravel().tolist())(
+                xnp.ones((4, 2))),
+        }
+        results = {name: np.asarray(value, np.float32).tolist() for name, value in results.items()}
+        print(json.dumps({"results": results, "deleted": deleted.is_deleted(), "callback saw": seen,
+                          "jax_loaded": sorted(m for m in sys.modules if m.split(".")[0] == "jax")}))
+    """)
+    product_sums = (x @ x.T).sum(axis=0)
+    expected = {"eager": np.sin(x) * 2, "jit": product_sums, "after copy_to_host_async": product_sums,
+                "grad": 2 * x, "bfloat16": x, "dlpack": x, "pickle": x, "sharded": 3 * x[:2],
+                "pmap": np.full((4, 2), 4.0)}
+    assert sorted(found["results"]) == sorted(expected)
+    for name, value in expected.items():
+        np.testing.assert_allclose(found["results"][name], value, rtol=1e-6, err_msg=name)
+    assert found["deleted"] is True and found["callback saw"] == [float(x.sum())]
+    assert found["jax_loaded"] == []
