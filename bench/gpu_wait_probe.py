@@ -7,12 +7,14 @@ This probe drives libcuda through ctypes. It prints the primary context's flags,
 synchronize alone, and with the driver's synchronize followed by PJRT's wait, and how long PJRT's readiness
 lags behind the synchronize. Readback (np.asarray) is timed after each kind of wait.
 
-    python3 bench/gpu_wait_probe.py
+    python3 bench/gpu_wait_probe.py [--cases PREFIX,...]   (e.g. --cases "(a),1024")
 """
 
+import collections
 import ctypes
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -94,7 +96,13 @@ def cases():
     a, ja = xnp.ones(1024), jnp.ones(1024)
     small = [rng.normal(size=(32, 512, 512)).astype(np.float16), np.ones(512, np.float16), np.zeros(512, np.float16)]
     sargs, jsargs = [xnp.asarray(v) for v in small], [jnp.asarray(v) for v in small]
+    from fusion import chain
+
+    big = [rng.normal(size=64 << 20).astype(np.float32) for _ in range(2)]
+    chain_numax, chain_jax = numax.jit(chain(xnp)), jax.jit(chain(jnp))
+    bargs, jbargs = [xnp.asarray(v) for v in big], [jnp.asarray(v) for v in big]
     return {"1024-element add": (lambda: add(a, a), lambda: jadd(ja, ja)),
+            "(a) 64M float32 chain of 8 ops": (lambda: chain_numax(*bargs), lambda: chain_jax(*jbargs)),
             "layernorm + GELU + residual 32x512x512 f16": (lambda: ln(*sargs), lambda: jln(*jsargs)),
             "(c) layernorm + GELU + residual 16384x4096 f16": (lambda: ln(*args), lambda: jln(*jargs))}
 
@@ -117,7 +125,10 @@ def main():
     numax.numpy.zeros(1).block_until_ready()  # the runtime makes its context first
     primary_context()
     covers_xla_stream()
+    only = sys.argv[sys.argv.index("--cases") + 1].split(",") if "--cases" in sys.argv else None
     for name, (call, jax_call) in cases().items():
+        if only is not None and not any(name.startswith(prefix) for prefix in only):
+            continue
         call().block_until_ready()
 
         def driver_wait():
@@ -127,12 +138,18 @@ def main():
 
         def driver_readback():
             y = call()
-            y._buffer.copy_to_host_async()
+            y.copy_to_host_async()
             synchronize()
             return np.asarray(y)
 
+        kept = collections.deque(maxlen=8)
+
+        def driver_wait_keeping_outputs():
+            kept.append(driver_wait())
+
         rows = {
             "numax: call alone (returns)": lambda: call(),
+            "numax: call + cuCtxSynchronize, the last 8 outputs kept alive": driver_wait_keeping_outputs,
             "numax: call + block_until_ready": lambda: call().block_until_ready(),
             "numax: call + cuCtxSynchronize": driver_wait,
             "numax: call + cuCtxSynchronize + block_until_ready": lambda: driver_wait().block_until_ready(),
@@ -143,7 +160,7 @@ def main():
         }
         print(f"\n## {name}")
         for row, fn in rows.items():
-            repeats = 200 if "16384" not in name or "asarray" not in row else 5
+            repeats = 5 if ("16384" in name or "64M" in name) and "asarray" in row else 200
             median_time(fn, min(repeats, 20))
             print(f"  {row:66s} {median_time(fn, repeats):9.1f} us")
         print(f"  PJRT's readiness after cuCtxSynchronize returned: {lag_of_pjrt(call):.1f} us later")

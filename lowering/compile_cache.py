@@ -75,10 +75,11 @@ def _entry_path(root, key):
     return os.path.join(root, key + _SUFFIX)
 
 
-def lookup(root, key, deserialize):
+def lookup(root, key, deserialize, loadable=True):
     """The executable stored under `key` (`deserialize(payload)` loads it), or None: a miss, or an entry that
-    could not be used (reported once and deleted). Never raises for a bad entry: the caller compiles."""
-    payload = _load(root, key)
+    could not be used (reported once and deleted). Never raises for a bad entry: the caller compiles. Where
+    the runtime cannot load executables at all (not `loadable`), nothing is read, and it counts as a miss."""
+    payload = _load(root, key) if loadable else None
     if payload is not None:
         try:
             executable = deserialize(payload)

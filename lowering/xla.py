@@ -88,6 +88,15 @@ class Backend:
         self.device_lists = {}
         self.shardings = {}
 
+    def loads_serialized_executables(self):
+        """Whether the client can load a serialized executable (the persistent cache's entries). jaxlib loads a
+        GPU executable only while a GPU plugin is initialized under its platform's own name ("cuda", "rocm"),
+        and fails with "Supported GPU plugins not found" otherwise (bench/gpu_cache_probe.py). numax registers
+        its plugin under another name, so that jax in the same process can still register its own: a GPU entry
+        loads in a process where jax has made its GPU client, and is compiled afresh elsewhere."""
+        return self.platform == "cpu" or any(xc.pjrt_plugin_loaded(name) and xc.pjrt_plugin_initialized(name)
+                                             for name in ("cuda", "rocm"))
+
     def device_list(self, devices):
         key = tuple(devices)
         found = self.device_lists.get(key)
@@ -449,7 +458,8 @@ def compile_module(text: str, backend: Backend, devices, host_callbacks=(), num_
         compile_cache = _compile_cache()
         key = compile_cache.cache_key(_cache_key_fields(text, backend, devices, len(host_callbacks), *settings))
         executable = compile_cache.lookup(cache_root, key,
-                                          lambda blob: deserialize(blob, backend, devices, host_callbacks))
+                                          lambda blob: deserialize(blob, backend, devices, host_callbacks),
+                                          backend.loads_serialized_executables())
         if executable is not None:
             if config.log_compiles:
                 compile_cache.log_hit(text, key, time.perf_counter() - start, log_as)

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import warnings
 
 import jax
 import numpy as np
@@ -89,6 +90,26 @@ _TEXT = """module @keyed {
 def _compile(text=_TEXT, device_index=0, **options):
     backend = xla.get_backend("cpu")
     return xla.compile_module(text, backend, [backend.devices[device_index]], **options)
+
+
+def test_a_runtime_that_cannot_load_executables_compiles_and_keeps_the_entry(cache_dir, monkeypatch):
+    """A GPU client loads a stored executable only while a GPU plugin is registered under its platform's own
+    name ("Supported GPU plugins not found" otherwise, bench/gpu_cache_probe.py), which numax leaves to jax. Then
+    nothing is read: a miss, no warning, and the entry stays for processes that can load it."""
+    assert xla.get_backend("cpu").loads_serialized_executables()
+    gpu_without_plugin = type("GpuBackend", (), {"platform": "gpu"})()
+    assert xla.Backend.loads_serialized_executables(gpu_without_plugin) is any(
+        xla.xc.pjrt_plugin_loaded(name) and xla.xc.pjrt_plugin_initialized(name) for name in ("cuda", "rocm"))
+    np.testing.assert_allclose(_run_jitted(), _EXPECTED, rtol=1e-6)
+    stored = _entries(cache_dir)
+    monkeypatch.setattr(xla.Backend, "loads_serialized_executables", lambda self: False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(_run_jitted(), _EXPECTED, rtol=1e-6)
+    assert _counts() == (0, 2, 2) and _entries(cache_dir) == stored
+    monkeypatch.undo()
+    np.testing.assert_allclose(_run_jitted(), _EXPECTED, rtol=1e-6)
+    assert _counts() == (1, 2, 2)
 
 
 def test_the_key_covers_text_options_devices_flags_and_callback_count(cache_dir, monkeypatch):
