@@ -283,12 +283,16 @@ def sides(case, inputs):
     return found
 
 
-def probe_sides(keys, quick):
-    """For the probes: (case, sides) of each case whose key is in `keys`, its title printed first; the sides are
-    those of `sides` but torch eager."""
+def probe_sides(default_keys):
+    """For the probes: (case, sides) of each case named on the command line (`--cases`, else `default_keys`;
+    `--quick` for the small sizes), its title printed first; the sides are those of `sides` but torch eager."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", default=default_keys)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
     rng = np.random.default_rng(0)
-    for case in cases(quick):
-        if case.key in keys:
+    for case in cases(args.quick):
+        if case.key in args.cases:
             print(f"\n## ({case.key}) {case.title}")
             found = sides(case, case.make_inputs(rng))
             found.pop("torch eager", None)

@@ -11,7 +11,6 @@ wait alone, and polling alone. Finally the same variants are timed without the p
     python3 bench/fusion_call_timeline_probe.py [--cases ace] [--quick]
 """
 
-import argparse
 import os
 import statistics
 import sys
@@ -90,11 +89,7 @@ def unprofiled(call, wait, repeats=5):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cases", default="ace")
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    for _, found in probe_sides(args.cases, args.quick):
+    for _, found in probe_sides("ace"):
         call_xla = found["numax (XLA)"][0]
         found.update({f"numax (XLA), {k}": v for k, v in numax_wait_variants(call_xla).items()})
         for name, (call, wait) in found.items():
