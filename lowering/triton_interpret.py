@@ -7,8 +7,9 @@ timing, the checks of the call against the kernel's signature, and the one lock 
 
 Triton is imported inside functions only: numax imports without it. Nothing here knows about numax's IR or XLA.
 Works with triton 3.6 and 3.9; the interpreter API used is `InterpretedFunction(fn)`, its `run(*args, grid=,
-warmup=False, **constexprs)` and `__call__` (for @triton.jit helpers a kernel calls), `InterpreterError`, and the
-module-global `interpreter_builder` (its `options` and `grid_idx`).
+warmup=False, **constexprs)` and `__call__` (for @triton.jit helpers a kernel calls), `InterpreterError`, the
+module-global `interpreter_builder` (its `options` and `grid_idx`), and `_LangPatchScope.set_attr(obj, name, value)`,
+through which the interpreter makes every change it makes to triton.language.
 """
 
 import contextlib
@@ -22,6 +23,8 @@ from .triton_signature import TRITON_LANGUAGE_LOCK, check_signature, unwrap_kern
 # The interpreted form of each @triton.jit function seen (kernels and the helpers they call), keyed by its Python
 # function; Triton itself caches the rewritten source per Python function for the life of the process.
 _INTERPRETED_FUNCTIONS = {}
+
+_ABSENT = object()  # an attribute an object did not hold itself before a run
 
 
 class InterpretedKernelError(RuntimeError):
@@ -137,7 +140,7 @@ def run_interpreted(kernel, call_args, out_avals, *, grid, metaparams, input_out
     check_signature(jit_function, len(call_args), len(outputs), constexprs, kernel_name)
     from triton.runtime.errors import InterpreterError
 
-    with TRITON_LANGUAGE_LOCK, _interpreter_debug(debug), _jit_helpers_interpreted():
+    with TRITON_LANGUAGE_LOCK, _language_patches_undone(), _interpreter_debug(debug), _jit_helpers_interpreted():
         try:
             _interpreted(jit_function).run(*positional, grid=grid, warmup=False, **constexprs)
         except Exception as error:
@@ -267,6 +270,39 @@ def _jit_helpers_interpreted():
         yield
     finally:
         JITFunction.__call__ = original_call
+
+
+@contextlib.contextmanager
+def _language_patches_undone():
+    """Puts back, when the run ends (returning or raising), everything Triton's interpreter patched during it.
+
+    The interpreter swaps builtins of triton.language, triton.language.core and triton.language.math, and methods of
+    its tensor, dtype and condition classes, for numpy stand-ins, recording each change in a `_LangPatchScope`. It
+    undoes a kernel's scope when the kernel returns, but drops the scope of each @triton.jit helper call: a helper
+    whose module sees triton.language.core (Triton's own tl.sum, tl.max, ...) leaves tl.core patched, and the next
+    compile for a GPU in the process would build its kernel from the stand-ins. So every change is recorded here
+    too, and each patched attribute gets back what the object itself held before the run (or none, if it held
+    none: it may have been inherited).
+    """
+    from triton.runtime.interpreter import _LangPatchScope
+
+    originals = {}  # (id(obj), name) -> (obj, name, what vars(obj) held before the run's first change)
+    set_attr = _LangPatchScope.set_attr
+
+    def recording_set_attr(scope, obj, name, value):
+        originals.setdefault((id(obj), name), (obj, name, vars(obj).get(name, _ABSENT)))
+        set_attr(scope, obj, name, value)
+
+    _LangPatchScope.set_attr = recording_set_attr
+    try:
+        yield
+    finally:
+        _LangPatchScope.set_attr = set_attr
+        for obj, name, original in originals.values():
+            if original is not _ABSENT:
+                setattr(obj, name, original)
+            elif name in vars(obj):
+                delattr(obj, name)
 
 
 @contextlib.contextmanager

@@ -1,7 +1,8 @@
-"""The GPU Triton engine without a GPU: compiling kernels for sm_90 (Triton ships ptxas), the kernel cache
-(memory, disk, corrupt and torn entries), the launch parameters of plain, zeroed, heuristic and autotuned
-calls, and the custom call's text. What needs the CUDA plugin (the backend_config proto, running kernels)
-is checked on a GPU by bench/gpu_triton_check.py."""
+"""The GPU Triton engine without a GPU: compiling kernels for sm_90 (Triton ships ptxas; each test that compiles
+has an empty Triton cache, and one compiles after interpreted runs), the kernel cache (memory, disk, corrupt and
+torn entries), the launch parameters of plain, zeroed, heuristic and autotuned calls, and the custom call's text.
+What needs the CUDA plugin (the backend_config proto, running kernels) is checked on a GPU by
+bench/gpu_triton_check.py."""
 
 import importlib.util
 import json
@@ -16,7 +17,8 @@ from numax.core.avals import ShapedArray
 from numax.lowering import triton_cache, triton_gpu, xla
 from numax.lowering.lower import ModuleContext, RuleContext
 from numax.lowering.stablehlo import FunctionBuilder, aval_type
-from sample_triton_kernels import add_kernel, heuristic_softmax_kernel, softmax_kernel
+from numax.lowering.triton_interpret import run_interpreted
+from sample_triton_kernels import add_kernel, atomic_sum_kernel, heuristic_softmax_kernel, softmax_kernel
 
 SM90 = 90
 
@@ -33,7 +35,9 @@ ADD_TYPES = [("pointer", F32), ("pointer", F32), ("scalar", int, 1000), ("pointe
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    """A fresh kernel cache in a temporary directory."""
+    """A fresh kernel cache in a temporary directory, and a fresh Triton cache (Triton reads TRITON_CACHE_DIR on
+    each compile), so that Triton compiles each kernel itself instead of finding an earlier run's result."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
     fresh = triton_cache.KernelCache(str(tmp_path / "kernels"))
     monkeypatch.setattr(triton_gpu, "kernel_cache", fresh)
     return fresh
@@ -61,6 +65,16 @@ def test_vector_add_compiles_for_sm90(cache):
     assert "tt.divisibility = 16" in compiled.ttir
     assert (compiled.num_warps, compiled.num_ctas, compiled.compute_capability) == (4, 1, SM90)
     assert compiled.global_scratch_size == 0
+
+
+def test_compiles_after_interpreted_runs(cache):
+    """The interpreter patches triton.language while it runs (tl.sum, a @triton.jit helper of Triton's, patches
+    triton.language.core); a compile after them, with nothing in Triton's cache, must see none of it."""
+    (total,) = run_interpreted(atomic_sum_kernel, [np.ones(40, np.float32), 40], [((1,), np.float32)], grid=(3,),
+                               metaparams={"BLOCK": 16})
+    assert total[0] == 40
+    compiled = compile_add()
+    assert compiled.name == "add_kernel" and ".target sm_90" in compiled.ptx
 
 
 def test_softmax_compiles_with_shared_memory(cache):
@@ -198,12 +212,20 @@ def test_corrupt_disk_entry_is_recompiled(cache):
 
 
 def test_cache_write_is_atomic(cache, monkeypatch):
+    replace = os.replace
+    failed = []
+
     def failing_replace(source, target):
+        # Only numax's cache fails: Triton writes its own cache through os.replace while it compiles.
+        if os.path.dirname(target) != cache.directory:
+            return replace(source, target)
+        failed.append(target)
         raise OSError("disk full")
 
-    monkeypatch.setattr(triton_cache.os, "replace", failing_replace)
+    monkeypatch.setattr(os, "replace", failing_replace)
     compiled = compile_add()
     assert compiled.name == "add_kernel"  # a cache that cannot be written costs only recompiles
+    assert len(failed) == 1  # the write was tried, and failed when renaming into place
     assert os.listdir(cache.directory) == []  # neither a partial entry nor the temporary file
 
 

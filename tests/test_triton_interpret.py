@@ -1,5 +1,6 @@
 """run_interpreted: Triton kernels through Triton's interpreter on numpy arrays, checked against numpy."""
 
+import inspect
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import triton
+import triton.language as tl
 import triton_kernels as kernels
 from hypothesis import given
 from hypothesis import strategies as st
@@ -218,6 +220,53 @@ def test_kernel_error_names_the_kernel_and_keeps_the_cause():
     with pytest.raises(InterpretedKernelError, match=r"'positive_kernel'.*program id \(0, 0, 0\).*positive") as info:
         run_interpreted(**call, debug=True)
     assert isinstance(info.value.__cause__, AssertionError)
+
+
+@triton.jit
+def sum_then_assert_negative_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    """out = sum(x), asserting (under debug) after the sum that it is negative."""
+    total = tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0)
+    tl.device_assert(total < 0, "the sum must be negative")
+    tl.store(out_ptr, total)
+
+
+def language_namespaces():
+    """What Triton's interpreter patches while it runs (`_patch_lang` in triton/runtime/interpreter.py): the
+    builtins of triton.language, triton.language.core and triton.language.math, and methods of the tensor, dtype,
+    condition and tensor_descriptor_base classes."""
+    core = tl.core
+    return [tl, core, tl.math, core.tensor, core.dtype, core.condition, core.tensor_descriptor_base]
+
+
+def changed_names(before):
+    """The names of `language_namespaces()` bound to other objects than in `before` (a snapshot of their vars), or
+    added since: except submodules (imported meanwhile) and `__annotations__` (which Python makes on first read)."""
+    missing = object()
+    changed = []
+    for namespace, held in zip(language_namespaces(), before):
+        now = dict(vars(namespace))
+        changed += [f"{namespace.__name__}.{name}" for name in sorted(held.keys() | now.keys())
+                    if held.get(name, missing) is not now.get(name, missing)
+                    and (name in held or not (inspect.ismodule(now[name]) or name == "__annotations__"))]
+    return changed
+
+
+def test_interpreted_runs_leave_triton_language_as_they_found_it():
+    """tl.sum is a @triton.jit helper of Triton's own, whose module sees triton.language.core: calling it patches
+    tl.core, and a GPU compile later in the process must still find the real builtins, after a kernel that
+    returns and after one that raises."""
+    before = [dict(vars(namespace)) for namespace in language_namespaces()]
+    assert tl.core.is_builtin(tl.core.mul) and tl.core.is_builtin(tl.core.reduce)
+    x = np.ones(32, np.float32)
+    call = dict(kernel=sum_then_assert_negative_kernel, call_args=[x], out_avals=[((1,), np.float32)], grid=(1,),
+                metaparams={"BLOCK": 32})
+    with pytest.raises(InterpretedKernelError, match="negative"):
+        run_interpreted(**call, debug=True)
+    assert changed_names(before) == []
+    np.testing.assert_array_equal(run_interpreted(**call)[0], [32])  # device asserts are off without debug
+    assert changed_names(before) == []
+    assert tl.core.is_builtin(tl.core.mul) and tl.core.is_builtin(tl.core.reduce)
+    assert "__bool__" not in vars(tl.core.condition)  # added by the interpreter, not only replaced
 
 
 def test_argument_conversion_error_names_the_kernel():
