@@ -169,7 +169,8 @@ class Mesh:
         self._axis_names = axis_names
         self._axis_types = _canonical_axis_types(axis_names, axis_types)
         self._size = 0 if not axis_names and devices.flat[0] is None else devices.size
-        self._key = (devices.shape, tuple(devices.flat), axis_names, self._axis_types)  # equality and hashing
+        self._flat_devices = tuple(devices.flat)  # (read by every eager op on arrays over the mesh: made once)
+        self._key = (devices.shape, self._flat_devices, axis_names, self._axis_types)  # equality and hashing
         self._hash = hash(self._key)  # shardings are hashed on every call of a sharded jit: once is enough
 
     devices = property(lambda self: self._devices, doc="The device array (read-only numpy object array).")
@@ -386,7 +387,7 @@ class NamedSharding(Sharding):
 
     @property
     def _device_assignment(self):
-        return tuple(self.mesh.devices.flat)
+        return self.mesh._flat_devices
 
     @property
     def num_devices(self):

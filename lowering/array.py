@@ -31,23 +31,45 @@ except ImportError:  # built without a C compiler
             return self._python_array(dtype, copy)
 
 
+class Shard:
+    """One device's block of an array, as jax's `Shard`: `device`, `index` (slices into the global array),
+    `replica_id` (which copy of that block: 0 for the first device holding it) and `data` (the block as a
+    single-device array; None on a device of another process)."""
+
+    __slots__ = ("device", "index", "replica_id", "data")
+
+    def __init__(self, device, index, replica_id, data):
+        self.device = device
+        self.index = index
+        self.replica_id = replica_id
+        self.data = data
+
+    def __repr__(self):
+        return f"Shard(device={self.device!r}, index={self.index}, replica_id={self.replica_id}, data={self.data})"
+
+
 class Array(_ArrayBase):
     """An array on a device. Operations on it run at once (eagerly) or are traced under transforms.
 
     `block_until_ready()` and `__array__()` come from the base: in C, a plain Array's live, ready buffer and its
     first CPU readback are answered there, and every other case by `_python_block_until_ready` and
-    `_python_array` below, which say what the C methods do."""
+    `_python_array` below, which say what the C methods do.
 
-    __slots__ = ("_buffer", "aval", "_backend", "_device", "_host_value", "_ready", "__weakref__")
+    `committed` is jax's: an array placed on its device by the user (`device_put(x, device)`), or computed from
+    one, is committed to it; operations on committed arrays run where they lie, and arrays committed to
+    different devices cannot meet. Others (`_committed` False, or unset: made by the native path) may move."""
+
+    __slots__ = ("_buffer", "aval", "_backend", "_device", "_host_value", "_ready", "_committed", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, aval: ShapedArray, buffer, backend, device=None):
+    def __init__(self, aval: ShapedArray, buffer, backend, device=None, committed=False):
         self.aval = aval
         self._buffer = buffer
         self._backend = backend
         self._device = xla.buffer_device(buffer) if device is None else device  # what dispatch checks per call
         self._host_value = None
         self._ready = False  # a wait has returned: the value is computed (buffers never become unready again)
+        self._committed = committed
 
     # --- attributes ---
     @property
@@ -93,6 +115,37 @@ class Array(_ArrayBase):
     @property
     def platform(self):
         return self._backend.platform
+
+    @property
+    def committed(self):
+        return is_committed(self)
+
+    def _device_assignment(self):
+        """The devices holding the array, in its sharding's order."""
+        return (self._device,)
+
+    @property
+    def is_fully_replicated(self):
+        return True
+
+    @property
+    def is_fully_addressable(self):
+        return xla.is_addressable(self._device)
+
+    @property
+    def addressable_shards(self):
+        """The one shard of a single-device array: the whole array on its device."""
+        self._check_alive()
+        return [Shard(self._device, (slice(None),) * self.ndim, 0, self)]
+
+    @property
+    def global_shards(self):
+        return self.addressable_shards
+
+    def addressable_data(self, index):
+        """The block on the `index`-th addressable device: the array itself (it has one device)."""
+        self._check_alive()
+        return self
 
     # --- life cycle ---
     def _python_block_until_ready(self):
@@ -269,16 +322,28 @@ def _device_with_hardware_id(backend, local_hardware_id):
     raise BufferError(f"no {backend.platform} device has the local hardware id {local_hardware_id}")
 
 
+def is_committed(array) -> bool:
+    """Whether an array is committed to its device(s) (see Array). An array laid out over devices always is;
+    one made by the native path has no `_committed` set, and counts as not committed."""
+    try:
+        return array._committed
+    except AttributeError:
+        return False
+
+
 def transfer(array: Array, device) -> Array:
-    """`array` on `device`: itself when it lives there already (or `device` is None), else a copy."""
+    """`array` on `device`: itself when it lives there already (or `device` is None), else a copy committed
+    to `device` (as jax's `to_device`)."""
     if device is None or device == array._device:
         return array
     array._check_alive()
     backend = xla.backend_of_device(device)
     if backend is not array._backend:
-        return put(array._value(), device, backend, array.aval.weak_type)
+        moved = put(array._value(), device, backend, array.aval.weak_type)
+        moved._committed = True
+        return moved
     buffer = xla.copy_to_device(array._buffer, array.shape, array.dtype, backend, device)
-    return Array(array.aval, buffer, backend, device)
+    return Array(array.aval, buffer, backend, device, committed=True)
 
 
 def _rebuild(value, weak_type=False):

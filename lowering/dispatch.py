@@ -14,7 +14,7 @@ from ..core.ir import ClosedProgram, Equation, Program, Var, open_program, progr
 from ..core.sharding import PMAP_AXIS_NAME, Mesh
 from . import array as array_module
 from . import native_dispatch, sharded, xla
-from .array import Array
+from .array import Array, is_committed
 from .lower import hoist_large_consts, lower_to_module
 from .sharded_array import ShardedArray
 
@@ -149,10 +149,12 @@ def _scalar_buffer(value, dtype, backend, device):
 
 
 def compile_program(closed: ClosedProgram, name="main", backend=None, device=None, arg_attributes=None,
-                    reason=None, compiler_options=None, in_shardings=(), out_shardings=()) -> Executable:
+                    reason=None, compiler_options=None, in_shardings=(), out_shardings=(),
+                    asked_in_shardings=()) -> Executable:
     """Lowers and compiles a closed program. Large constants become leading device arguments. A program whose
     arguments, results (`in_shardings`, `out_shardings`: a Sharding or None per value) or equations carry
-    shardings over several devices compiles for all of them, partitioned by XLA."""
+    shardings over several devices compiles for all of them, partitioned by XLA. `asked_in_shardings` (a
+    Sharding or None per argument): those jit's in_shardings named, which committed arguments must have."""
     mesh = sharded.program_mesh(closed.program, in_shardings, out_shardings)
     pmap_devices = _devices_of_pmaps(closed.program)
     if pmap_devices:
@@ -162,7 +164,8 @@ def compile_program(closed: ClosedProgram, name="main", backend=None, device=Non
     if mesh is not None:
         program = closed.program
         return sharded.ShardedExecutable(closed, name, mesh, in_shardings or [None] * len(program.invars),
-                                         out_shardings or [None] * len(program.outvars), reason, compiler_options)
+                                         out_shardings or [None] * len(program.outvars), reason, compiler_options,
+                                         asked_in_shardings)
     if backend is None:
         backend, device = xla.default_placement()
     device = device or backend.default_device
@@ -256,15 +259,32 @@ def _single_equation_program(primitive, params, in_avals):
 
 
 def _placement_of_args(args):
-    """(backend, device) of the first argument on a device; (None, None) when that is an array laid out over
-    several devices (the computation then runs over them: see `in_shardings_of`)."""
+    """(backend, device) where a computation on `args` runs: the device of the committed arguments, else of the
+    first Array (uncommitted arrays may move); (None, None) when an argument is laid out over several devices
+    (the computation then runs over them: see `in_shardings_of`). Committed arguments on different devices are
+    jax's ValueError."""
+    return _placement_and_commitment(args)[:2]
+
+
+def _placement_and_commitment(args):
+    """`_placement_of_args`, and whether the outputs are committed (some argument was)."""
+    first = committed = None
     for arg in args:
         kind = type(arg)
         if kind is Array:
-            return arg._backend, arg._device
-        if kind is ShardedArray:
-            return None, None
-    return xla.default_placement()
+            if first is None:
+                first = arg
+            if committed is None and is_committed(arg):
+                committed = arg
+        elif kind is ShardedArray:
+            sharded.check_committed_devices(args)
+            return None, None, True
+    if committed is not None:
+        sharded.check_committed_devices(args)
+        return committed._backend, committed._device, True
+    if first is not None:
+        return first._backend, first._device, False
+    return (*xla.default_placement(), False)
 
 
 def in_shardings_of(args):
@@ -276,16 +296,25 @@ def apply_primitive(primitive, args, params):
     """Eager execution: runs one primitive on concrete values through its cached executable (on arrays laid
     out over several devices, partitioned over them as the arrays are)."""
     in_avals = [arg.aval if type(arg) is Array else get_aval(arg) for arg in args]
-    backend, device = _placement_of_args(args)
+    backend, device, committed = _placement_and_commitment(args)
     if device is None:
         executable = primitive_cache.get(primitive, params, in_avals, None, None, in_shardings_of(args))
     else:
         executable = primitive_cache.get(primitive, params, in_avals, backend, device)
     # The avals were read off the arguments themselves, so their buffers can be passed as they are.
     outs = executable.wrap_outputs(executable.run_on(args))
+    if committed and device is not None:
+        _commit(outs)
     if config.check_numerics:
         check_numerics(outs, primitive.name)
     return outs if primitive.multiple_results else outs[0]
+
+
+def _commit(arrays):
+    """Marks one-device outputs computed from committed arguments committed, as jax's are."""
+    for array in arrays:
+        if type(array) is Array:
+            array._committed = True
 
 
 def check_numerics(outputs, name):
@@ -330,11 +359,14 @@ def _fast_executable(key, primitive, params, in_avals, backend, device):
     return executable
 
 
-def _run_fast(executable, buffers):
+def _run_fast(executable, buffers, committed):
     try:
-        return native_dispatch.run_single(executable, buffers)  # (one device, no constant buffers)
+        output = native_dispatch.run_single(executable, buffers)  # (one device, no constant buffers)
     except Exception:  # a deleted argument (donated?): the general path says which
         return None
+    if committed:
+        output._committed = True
+    return output
 
 
 def _python_eager_unary(primitive, x):
@@ -345,7 +377,7 @@ def _python_eager_unary(primitive, x):
     aval, device = x.aval, x._device
     key = (primitive, aval, device)
     executable = _fast_executables.get(key) or _fast_executable(key, primitive, {}, [aval], x._backend, device)
-    return _run_fast(executable, [x._buffer])
+    return _run_fast(executable, [x._buffer], is_committed(x))
 
 
 # Its hits run in C when the extension is built (the table is _fast_executables; misses compile above).
@@ -362,7 +394,7 @@ def eager_same_aval(primitive, x, y):
         return None
     key = (primitive, aval, device)
     executable = _fast_executables.get(key) or _fast_executable(key, primitive, {}, [aval, aval], x._backend, device)
-    return _run_fast(executable, [x._buffer, y._buffer])
+    return _run_fast(executable, [x._buffer, y._buffer], is_committed(x) or is_committed(y))
 
 
 def eager_binary(primitive, params_key, params, x, y):
@@ -378,7 +410,7 @@ def eager_binary(primitive, params_key, params, x, y):
     key = (primitive, params_key, x_aval, y_aval, device)
     executable = _fast_executables.get(key) or _fast_executable(key, primitive, params, [x_aval, y_aval],
                                                                 x._backend, device)
-    return _run_fast(executable, [x._buffer, y._buffer])
+    return _run_fast(executable, [x._buffer, y._buffer], is_committed(x) or is_committed(y))
 
 
 trace.set_eager_executor(apply_primitive)

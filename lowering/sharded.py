@@ -15,7 +15,7 @@ from ..core import caches
 from ..core.ir import open_program, programs_in
 from ..core.sharding import Mesh, NamedSharding, P, sharding_with_layout
 from . import xla
-from .array import Array
+from .array import Array, is_committed
 from .lower import hoist_large_consts, lower_to_module
 from .sharded_array import ShardedArray
 
@@ -107,14 +107,58 @@ def program_mesh(program, in_shardings, out_shardings):
         mesh = Mesh(np.array(shardings[0]._device_assignment, dtype=object), ("devices",))
     else:
         return None
-    devices = set(mesh.devices.flat)
+    devices = tuple(mesh.devices.flat)
     for sharding in shardings + [NamedSharding(m, P()) for m in meshes]:
-        if sharding.device_set != devices:
-            raise ValueError(
-                f"Received incompatible devices for jitted computation: a sharding over devices "
-                f"{sorted(d.id for d in sharding.device_set)} meets one over {sorted(d.id for d in devices)}; "
-                f"every argument, result and constraint of one computation must use the same devices")
+        if sharding._device_assignment != devices:  # (the same devices in another order are refused too, as in jax)
+            raise ValueError(incompatible_devices_message(("a sharding", sharding._device_assignment),
+                                                          ("one", devices)))
     return mesh
+
+
+def incompatible_devices_message(first, second):
+    """jax's error for values of one computation on different devices: `first` and `second` are (what, devices)."""
+    def described(what, devices):
+        return f"{what} with device ids {[d.id for d in devices]} on platform {devices[0].platform.upper()}"
+
+    return (f"Received incompatible devices for jitted computation. Got {described(*first)} and "
+            f"{described(*second)}; every argument, result and constraint of one computation must use the same "
+            "devices in the same order (move arrays with numax.device_put)")
+
+
+def check_committed_devices(args):
+    """A ValueError, as jax's, when committed arguments of one computation (arrays laid out over devices, and
+    single-device arrays committed to theirs) lie on different devices (or the same ones in another order)."""
+    first = None
+    for arg in args:
+        if isinstance(arg, Array) and is_committed(arg):
+            devices = arg._device_assignment()
+            if first is None:
+                first = (arg, devices)
+            elif devices != first[1]:
+                raise ValueError(incompatible_devices_message(
+                    (f"an argument of shape {first[0].aval.str_short()}", first[1]),
+                    (f"an argument of shape {arg.aval.str_short()}", devices)))
+
+
+def check_asked_sharding(value, asked, aval):
+    """jax's check of a committed argument against the sharding jit's `in_shardings` asks for: the same blocks
+    (wherever they lie: an array committed to other devices is moved), else a ValueError. Uncommitted arguments
+    are laid out as asked."""
+    if not is_committed(value):
+        return
+    own = value.sharding
+    if own is asked or own == asked or _same_blocks(own, asked, aval.ndim):
+        return
+    raise ValueError(f"Sharding passed to jit does not match the sharding on the respective arg. Got jit sharding: "
+                     f"{asked},\narg sharding: {own} for arg type: {aval.str_short()}")
+
+
+@caches.lru(1024)
+def _same_blocks(sharding, other, ndim):
+    """Whether two shardings split an array into the same blocks, each held by the devices at the same
+    positions of their own device orders (jax compares their HLO shardings so)."""
+    return hlo_sharding(sharding, ndim, sharding._device_assignment) == hlo_sharding(other, ndim,
+                                                                                     other._device_assignment)
 
 
 def lower_partitioned(closed, name, mesh, in_shardings, out_shardings, platform):
@@ -150,9 +194,15 @@ class MultiDeviceCall:
                          for a, hlo in zip(out_avals, hlo_out)]
 
     def argument(self, value, k):
-        """The raw multi-device array for argument `k`."""
+        """The raw multi-device array for argument `k`. Every way a program over several devices can be handed
+        a wrong argument is ruled out here, before it runs: jaxlib, having reported such an error, crashes
+        the process (a deleted block, a block of another shape)."""
         aval, sharding = self.in_avals[k], self.in_shardings[k]
         if type(value) is ShardedArray and value.aval.dtype == aval.dtype and value.has_layout(sharding):
+            if value.aval.shape != aval.shape:
+                raise TypeError(f"argument of type {value.aval.str_short()} passed where {aval.str_short()} is "
+                                "expected")
+            value._check_alive()
             return value.whole(self.hlo_in[k], self.devices)
         host = np.asarray(value, dtype=aval.dtype)
         if host.shape != aval.shape:
@@ -161,13 +211,9 @@ class MultiDeviceCall:
                             block_buffers(host, sharding, self.backend))
 
     def run(self, arguments, values):
-        """Runs on the raw `arguments` (made from `values`); returns the raw outputs."""
-        try:
-            return self.execute(self.compiled, arguments, self.handlers)
-        except Exception:
-            if any(isinstance(v, Array) and v.is_deleted() for v in values):
-                raise RuntimeError("an argument array was deleted (donated to an earlier call?)") from None
-            raise
+        """Runs on the raw `arguments` (made from `values` by `argument`, which checked them); returns the raw
+        outputs."""
+        return self.execute(self.compiled, arguments, self.handlers)
 
     def wrap(self, outputs):
         backend = self.backend
@@ -178,10 +224,14 @@ class MultiDeviceCall:
 class ShardedExecutable:
     """A program compiled for the devices of a mesh; runs on arguments' blocks, returns ShardedArrays."""
 
-    def __init__(self, closed, name, mesh, in_shardings, out_shardings, reason=None, compiler_options=None):
+    def __init__(self, closed, name, mesh, in_shardings, out_shardings, reason=None, compiler_options=None,
+                 asked_in_shardings=()):
         self.name = name
         self.mesh = mesh
         self.devices = devices = tuple(mesh.devices.flat)
+        # (position, sharding) of the arguments jit's in_shardings name: a committed argument must have it
+        self.asked = [(k, s) for k, s in enumerate(asked_in_shardings) if s is not None]
+        self.asked_positions = frozenset(k for k, _ in self.asked)
         self.backend = xla.backend_of_device(devices[0])
         self.in_avals, self.out_avals = closed.program.in_avals, closed.program.out_avals
         self.text, module, lowered, hoisted, self.in_shardings = lower_partitioned(
@@ -190,6 +240,8 @@ class ShardedExecutable:
         self.compiled = xla.compile_module(self.text, self.backend, devices, module.host_callbacks,
                                            num_partitions=len(devices), spmd=True, compiler_options=compiler_options,
                                            log_as=(f"{name} for {len(devices)} devices", reason))
+        # The layouts the compiled program takes and gives are XLA's: an argument whose sharding was not
+        # annotated (not a NamedSharding) comes in as XLA chose, and is laid out so before each call.
         self.in_shardings = self._chosen(self.in_shardings, xla.parameter_shardings(self.compiled),
                                          lowered.program.in_avals)
         self.out_shardings = self._chosen(out_shardings, xla.output_shardings(self.compiled), self.out_avals)
@@ -198,19 +250,33 @@ class ShardedExecutable:
         self.const_arguments = [self.call.argument(value, k) for k, value in enumerate(hoisted)]
 
     def _chosen(self, asked, chosen, avals):
-        """Each value's sharding: the one asked for, else the one XLA chose, described over the program's mesh."""
+        """Each value's sharding as the compiled program has it: the one asked for where XLA kept it, else the
+        one XLA chose, described over the program's mesh."""
         shardings = []
         for k, (sharding, aval) in enumerate(zip(asked, avals)):
-            if sharding is None:
-                if chosen is None:  # one device
-                    sharding = NamedSharding(self.mesh, P())
-                else:
-                    layout = xla.hlo_sharding_layout(chosen[k], aval.ndim)
-                    sharding = sharding_with_layout(self.mesh, aval.ndim, *layout)
+            if chosen is None:  # one device
+                sharding = NamedSharding(self.mesh, P()) if sharding is None else sharding
+            elif sharding is None or not xla.same_hlo_sharding(hlo_sharding(sharding, aval.ndim, self.devices),
+                                                               chosen[k]):
+                layout = xla.hlo_sharding_layout(chosen[k], aval.ndim)
+                sharding = sharding_with_layout(self.mesh, aval.ndim, *layout)
             shardings.append(sharding)
         return shardings
 
+    def check_committed(self, values):
+        """jax's errors for committed arguments that the program cannot take as they are (see `argument` for
+        what each call checks besides)."""
+        for k, asked in self.asked:
+            check_asked_sharding(values[k], asked, self.in_avals[k])
+        devices, asked = self.devices, self.asked_positions
+        for k, value in enumerate(values):
+            if type(value) is Array and (value._device,) != devices and is_committed(value) and k not in asked:
+                raise ValueError(incompatible_devices_message(
+                    (f"an argument of shape {value.aval.str_short()}", (value._device,)),
+                    (f"the computation over {len(devices)} devices", devices)))
+
     def run_on(self, values):
+        self.check_committed(values)
         offset, call = len(self.const_arguments), self.call
         arguments = self.const_arguments + [call.argument(v, k) for k, v in enumerate(values, offset)]
         return call.run(arguments, values)

@@ -12,22 +12,7 @@ from ..core import avals as avals_module
 from ..core import caches
 from ..core.avals import ShapedArray
 from . import xla
-from .array import Array
-
-
-class Shard:
-    """One device's block of a ShardedArray: `device`, `index` (slices into the global array), `data`."""
-
-    __slots__ = ("device", "index", "replica_id", "data")
-
-    def __init__(self, device, index, replica_id, data):
-        self.device = device
-        self.index = index
-        self.replica_id = replica_id
-        self.data = data
-
-    def __repr__(self):
-        return f"Shard(device={self.device!r}, index={self.index}, replica_id={self.replica_id}, data={self.data})"
+from .array import Array, Shard
 
 
 class ShardedArray(Array):
@@ -36,7 +21,7 @@ class ShardedArray(Array):
     It holds its blocks as one raw multi-device array (`_whole`, as a program returns it and the next one
     takes it), as single-device buffers (`_parts`), or both: each is made from the other when first needed."""
 
-    __slots__ = ("_parts", "_whole", "_whole_layout", "_sharding", "_indices")
+    __slots__ = ("_parts", "_whole", "_whole_layout", "_sharding", "_indices")  # (and Array's `_committed`)
 
     def __init__(self, aval: ShapedArray, shards, backend, sharding, whole=None, whole_layout=None):
         self.aval = aval
@@ -49,6 +34,7 @@ class ShardedArray(Array):
         self._whole_layout = whole_layout  # (HLO sharding, devices) of `_whole`
         self._sharding = sharding
         self._indices = None
+        self._committed = True  # laid out by a sharding someone asked for, or by a program over its devices
 
     @property
     def _shards(self):
@@ -57,10 +43,20 @@ class ShardedArray(Array):
         return self._parts
 
     def whole(self, hlo_sharding, devices):
-        """The blocks as one raw array over `devices` laid out by `hlo_sharding` (as a program takes them)."""
+        """The blocks as one raw array over `devices` laid out by `hlo_sharding` (as a program takes them; the
+        caller made sure that this array's sharding places the same blocks on the same devices)."""
         layout = self._whole_layout
         if layout is None or layout[1] != devices or (layout[0] is not hlo_sharding and layout[0] != hlo_sharding):
-            self._whole = xla.assemble(self.aval.shape, self.aval.dtype, devices, hlo_sharding, self._shards)
+            self._check_alive()
+            by_device = dict(zip((device for device, _ in self._addressable_indices()), self._shards))
+            # jaxlib takes the blocks unchecked, and a program run on a mislaid one crashes the process: each block
+            # goes in at its device's place in `devices`, and must lie on that device.
+            placed = [device for device in devices if device in by_device]
+            if len(placed) != len(by_device) or any(xla.buffer_device(by_device[d]) is not d for d in placed):
+                raise ValueError(f"the blocks of an array laid out by {self._sharding} do not fit the layout "
+                                 f"{hlo_sharding} over devices {[d.id for d in devices]} (a numax bug)")
+            shards = [by_device[device] for device in placed]
+            self._whole = xla.assemble(self.aval.shape, self.aval.dtype, devices, hlo_sharding, shards)
             self._whole_layout = (hlo_sharding, devices)
         return self._whole
 
@@ -92,6 +88,9 @@ class ShardedArray(Array):
     def devices(self):
         return set(self._sharding.device_set)
 
+    def _device_assignment(self):
+        return self._sharding._device_assignment
+
     @property
     def is_fully_replicated(self):
         return self._sharding.is_fully_replicated
@@ -102,21 +101,31 @@ class ShardedArray(Array):
 
     def _shard_array(self, position):
         return Array(ShapedArray(self.shard_shape, self.aval.dtype, self.aval.weak_type), self._shards[position],
-                     self._backend, self._addressable_indices()[position][0])
+                     self._backend, self._addressable_indices()[position][0], committed=True)
 
     @property
     def addressable_shards(self):
-        seen = {}
-        shards = []
-        for k, (device, index) in enumerate(self._addressable_indices()):
-            key = tuple((s.start, s.stop) for s in index)
-            shards.append(Shard(device, index, seen.get(key, 0), self._shard_array(k)))
-            seen[key] = seen.get(key, 0) + 1
-        return shards
+        self._check_alive()
+        replica_ids = _replica_ids(self._sharding, self.aval.shape)
+        return [Shard(device, index, replica_ids[device], self._shard_array(k))
+                for k, (device, index) in enumerate(self._addressable_indices())]
+
+    @property
+    def global_shards(self):
+        """Every device's shard, this process's or not (`data` None on another process's device)."""
+        self._check_alive()
+        if self.is_fully_addressable:
+            return self.addressable_shards
+        replica_ids = _replica_ids(self._sharding, self.aval.shape)
+        mine = {device: k for k, (device, _) in enumerate(self._addressable_indices())}
+        return [Shard(device, index, replica_ids[device], self._shard_array(mine[device]) if device in mine else None)
+                for device, index in self._sharding.devices_indices_map(self.aval.shape).items()]
 
     def addressable_data(self, index):
-        """The block on the `index`-th addressable device, as a single-device array."""
-        return self._shard_array(index)
+        """The block on the `index`-th addressable device, as a single-device array (of a fully replicated array,
+        the first device's whatever `index`, as in jax)."""
+        self._check_alive()
+        return self._shard_array(0 if self._sharding.is_fully_replicated else index)
 
     # --- life cycle ---
     def _buffers(self):
@@ -128,6 +137,7 @@ class ShardedArray(Array):
         return self
 
     def is_ready(self):
+        self._check_alive()  # (jaxlib's is_ready() crashes the process on a deleted buffer)
         return all(buffer.is_ready() for buffer in self._buffers())
 
     def is_deleted(self):
@@ -170,12 +180,24 @@ class ShardedArray(Array):
             raise NotImplementedError("stream argument of array.to_device()")
         from .array import put
 
-        return put(self._value(), device, weak_type=self.aval.weak_type)
+        moved = put(self._value(), device, weak_type=self.aval.weak_type)
+        moved._committed = True  # (as jax's to_device)
+        return moved
 
     def __reduce__(self):
         from .array import _rebuild
 
         return (_rebuild, (self._value(), self.aval.weak_type))
+
+
+def _replica_ids(sharding, shape):
+    """Device -> which copy of its block it holds (the devices holding one block numbered in the sharding's order)."""
+    seen, ids = {}, {}
+    for device, index in sharding.devices_indices_map(shape).items():
+        key = tuple((piece.start, piece.stop) for piece in index)
+        ids[device] = seen.get(key, 0)
+        seen[key] = ids[device] + 1
+    return ids
 
 
 @caches.lru(1024)

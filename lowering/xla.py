@@ -693,6 +693,12 @@ def hlo_sharding_layout(sharding, ndim):
     return tuple(dims[:ndim]), [tuple(int(c) for c in coordinates[k]) for k in range(len(coordinates))]
 
 
+def same_hlo_sharding(hlo, reported):
+    """Whether an HLO sharding equals one a compiled program reports (an OpSharding proto or an HloSharding)."""
+    other = reported if isinstance(reported, xc.HloSharding) else xc.HloSharding.from_proto(reported)
+    return hlo == other
+
+
 def output_shardings(executable):
     """The HLO shardings XLA chose for a partitioned program's outputs (None for a one-device program)."""
     return executable.get_output_shardings()
@@ -847,7 +853,10 @@ def on_device_size(buffer):
 
 
 def copy_to_device(buffer, shape, dtype, backend, device):
-    """Moves a buffer to another device of the same backend."""
+    """Moves a buffer to another device of the same backend (a RuntimeError for a deleted one, whose copy would
+    crash the process)."""
+    if buffer.is_deleted():
+        raise RuntimeError("this array was deleted (donated to a jitted function, or deleted explicitly)")
     sharding = backend.sharding(device)
     copy_semantics = _jax.ArrayCopySemantics.ALWAYS_COPY
     return _jax.batched_copy_array_to_devices_with_sharding(

@@ -8,10 +8,11 @@ import numpy as np
 
 from numax.core import pytree
 from numax.core.avals import get_aval
-from numax.core.sharding import Sharding, SingleDeviceSharding
+from numax.core.sharding import PartitionSpec, Sharding, SingleDeviceSharding, as_sharding
 from numax.core.trace import Tracer
 from numax.lowering import sharded, xla
-from numax.lowering.array import Array, put
+from numax.lowering.array import Array, is_committed, put
+from numax.lowering.sharded_array import ShardedArray
 
 
 def devices(backend=None):
@@ -54,7 +55,8 @@ def default_backend():
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """Puts every leaf of `x` on `device` (a Device, a Sharding: laid out over its devices, or None: arrays
     stay where they are, host values go to the default device) as numax Arrays. `device`, `donate` and
-    `may_alias` may each be one value or a tree prefix of `x`, as in JAX. `may_alias=False` always copies;
+    `may_alias` may each be one value or a tree prefix of `x`, as in JAX; a PartitionSpec places over the mesh
+    that `numax.set_mesh` set. `may_alias=False` always copies;
     `donate=True` deletes an input array once it is copied (both True is an error). `src` is accepted for
     JAX's signature: numax arrays know their device."""
     leaves, treedef = pytree.tree_flatten(x)
@@ -65,7 +67,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
 
 def _is_placement(value):
-    return value is None or xla.is_device(value) or isinstance(value, Sharding)
+    return value is None or xla.is_device(value) or isinstance(value, Sharding | PartitionSpec)
 
 
 def _per_leaf(value, x, treedef, what, is_single):
@@ -85,6 +87,8 @@ def _put_leaf(leaf, device, donate, may_alias):
         may_alias = not donate
     if isinstance(leaf, Tracer):
         return leaf
+    if isinstance(device, PartitionSpec):
+        device = as_sharding(device, "device_put")
     if isinstance(device, SingleDeviceSharding):
         device = next(iter(device.device_set))
     elif isinstance(device, Sharding):
@@ -95,23 +99,34 @@ def _put_leaf(leaf, device, donate, may_alias):
         return placed
     if not isinstance(leaf, Array):
         aval = get_aval(leaf)
-        return put(np.asarray(leaf, aval.dtype), device=device, weak_type=aval.weak_type)
-    target = leaf.device if device is None else device
-    if target is leaf.device and may_alias:
-        return leaf
-    moved = _copy(leaf, target)
+        placed = put(np.asarray(leaf, aval.dtype), device=device, weak_type=aval.weak_type)
+        placed._committed = device is not None  # jax: placed where asked, or on the default device
+        return placed
+    if isinstance(leaf, ShardedArray):
+        if device is None:
+            return leaf if may_alias else sharded.put_sharded(np.asarray(leaf), leaf.sharding, leaf.aval)
+        moved = _copy(leaf, device)
+    elif device is None or device is leaf.device:
+        if may_alias:  # the same buffer, committed to its device when one was named (as jax does)
+            return leaf if device is None or is_committed(leaf) else Array(
+                leaf.aval, leaf._buffer, leaf._backend, device, committed=True)
+        moved = _copy(leaf, leaf.device)
+        moved._committed = device is not None or is_committed(leaf)
+    else:
+        moved = _copy(leaf, device)
     if donate:
         leaf.delete()
     return moved
 
 
 def _copy(array, device):
+    """A copy of `array` on `device`, committed to it."""
     backend = xla.backend_of_device(device)
-    if backend is array._backend:
+    if backend is array._backend and type(array) is Array:
         buffer = xla.copy_to_device(array._buffer, array.shape, array.dtype, backend, device)
-    else:  # another platform's client: through the host
+    else:  # another platform's client, or blocks on several devices: through the host
         buffer = xla.device_put(array._value(), backend, device)
-    return Array(array.aval, buffer, backend, device)
+    return Array(array.aval, buffer, backend, device, committed=True)
 
 
 def device_get(x):

@@ -38,6 +38,30 @@ def _persistent_cache():
 
 _persistent_cache()
 
+
+def _fresh_kernel_caches():
+    """Triton's kernel cache and numax's (NUMAX_CACHE_DIR) in a new folder for each run of the suite, unless set:
+    a warm ~/.triton/cache once hid a failure that only a first compile in a process shows. The xdist workers
+    inherit the controller's folder through the environment."""
+    import tempfile
+
+    if "TRITON_CACHE_DIR" in os.environ and "NUMAX_CACHE_DIR" in os.environ:
+        return None
+    scratch = tempfile.mkdtemp(prefix="numax-test-caches-")
+    os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(scratch, "triton"))
+    os.environ.setdefault("NUMAX_CACHE_DIR", os.path.join(scratch, "numax"))
+    return scratch
+
+
+_kernel_cache_scratch = _fresh_kernel_caches()
+
+
+def pytest_unconfigure(config):
+    if _kernel_cache_scratch is not None:  # made by this process (the controller, or a run without xdist)
+        import shutil
+
+        shutil.rmtree(_kernel_cache_scratch, ignore_errors=True)
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402

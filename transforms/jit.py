@@ -209,6 +209,35 @@ def _hashable_static(value, position):
     return value
 
 
+class _SharedCaches:
+    """What every `numax.jit` of one function with the same options shares, as in JAX: `jit(f)(x)` written
+    inline, a new jit object per call, traces and compiles once per signature, not once per call."""
+
+    def __init__(self):
+        self.cache = caches.ComputeOnceCache()
+        self.traced_cache = caches.ComputeOnceCache()
+        self.stats = JitStatistics()
+        self.descriptions = []
+
+
+_shared_caches = weakref.WeakKeyDictionary()  # function -> {jit options: _SharedCaches}, while the function lives
+
+
+def _caches_for(fun, options):
+    """The caches of `fun` jitted with `options`; fresh ones where either cannot be a key (an unhashable
+    option, or a function that cannot be weakly referenced)."""
+    try:
+        hash(options)
+        with _jit_functions_lock:
+            return _shared_caches.setdefault(fun, {}).setdefault(options, _SharedCaches())
+    except TypeError:
+        return _SharedCaches()
+
+
+def _frozen(compiler_options):
+    return tuple(sorted(compiler_options.items())) if compiler_options else None
+
+
 class JitFunction(native_dispatch.CachedCall):
     """The callable `numax.jit(f)` returns. A call that hits the cache may be answered by the native call
     path (lowering/native_dispatch.py) without entering `_call`, the Python path it mirrors."""
@@ -236,11 +265,14 @@ class JitFunction(native_dispatch.CachedCall):
         self.compiler_options = dict(compiler_options) if compiler_options else None
         self.in_shardings, self.out_shardings = in_shardings, out_shardings  # tree prefixes (None: unspecified)
         self.fusion = None if fusion is None else check_fusion(fusion, "jit fusion")  # None: numax_fusion's
-        self.cache = caches.ComputeOnceCache()  # signature -> _CacheEntry (compiled)
-        self.traced_cache = caches.ComputeOnceCache()  # signature -> (ClosedProgram, out_tree), under transforms
+        shared = _caches_for(fun, (self.static_argnums, self.static_argnames, self.donate_argnums,
+                                   self.donate_argnames, self.placement, self.inline, _frozen(compiler_options),
+                                   in_shardings, out_shardings, self.fusion, self.name))
+        self.cache = shared.cache  # signature -> _CacheEntry (compiled)
+        self.traced_cache = shared.traced_cache  # signature -> (ClosedProgram, out_tree), under transforms
         self.last_key = None
-        self.stats = JitStatistics()  # compiles, cache hits and compile seconds of this function
-        self._descriptions = []  # a CallDescription per compiled call, to explain the next cache miss
+        self.stats = shared.stats  # compiles, cache hits and compile seconds of this function
+        self._descriptions = shared.descriptions  # a CallDescription per compiled call, to explain the next miss
         self._native_entries, self._native_statistics = self.cache.entries, self.stats  # what the native path reads
         self._native_positional = not self.static_argnums
         with _jit_functions_lock:
@@ -376,9 +408,10 @@ class JitFunction(native_dispatch.CachedCall):
         backend, device = self.placement or dispatch._placement_of_args(leaves)
         in_shardings, out_shardings = self._shardings(args, kwargs, leaves, out_tree)
         if in_shardings or out_shardings:  # over several devices: partitioned by XLA (no donation yet)
+            asked = self._leaf_in_shardings(self._split(args, kwargs)[0], len(leaves))  # committed args must match
             executable = dispatch.compile_program(closed, self.name, reason=reason,
                                                   compiler_options=self.compiler_options, in_shardings=in_shardings,
-                                                  out_shardings=out_shardings)
+                                                  out_shardings=out_shardings, asked_in_shardings=asked)
             self.last_key = key
             return _CacheEntry(executable, out_tree, closed, None)
         attributes = _donation_attributes(program, donated)
@@ -472,7 +505,7 @@ class JitFunction(native_dispatch.CachedCall):
     def clear_cache(self):
         self.cache.clear()
         self.traced_cache.clear()
-        self._descriptions = []
+        self._descriptions.clear()
 
     def _cache_size(self):
         return len(self.cache)

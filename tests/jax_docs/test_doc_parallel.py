@@ -1,0 +1,7 @@
+"""JAX's docs/parallel.md, cell by cell: numax against jax (doc_test.py)."""
+
+from doc_test import check_page
+
+
+def test_parallel_runs_as_under_jax():
+    check_page("parallel")
