@@ -32,7 +32,7 @@ from ..lowering.array import Array
 from ..lowering.lower import lower_program_body, lower_to_module, register_lowering
 from ..lowering.process_local import pmap_global_argument, pmap_local_result
 from ..lowering.stablehlo import aval_type, tensor_type
-from .jit import TracerArgument, leaf_signature
+from .jit import TracerArgument, jit, leaf_signature
 from .jvp import jvp_program
 from .partial_eval import partial_eval_program, partial_eval_rules
 from .transpose import transpose_program
@@ -338,6 +338,28 @@ def _global_arguments(leaves, axes, devices, axis_name):
     return [pmap_global_argument(leaf, devices, axis, axis_name) for leaf, axis in zip(leaves, axes)]
 
 
+def _checked_devices(devices):
+    """`pmap(devices=...)` as a tuple, refused (as jax does) when empty, and when a device is not one of numax's:
+    another runtime's device (jax's, say) looks the same but belongs to another client, and a program run on it
+    with numax's buffers would crash the process."""
+    devices = tuple(devices)
+    if not devices:
+        raise ValueError("'devices' argument to pmap must be non-empty, or None.")
+    for device in devices:
+        platform = getattr(device, "platform", None)
+        if platform is None or device not in _numax_devices(platform):
+            raise ValueError(f"pmap devices: {device!r} is not a numax device; pass devices from numax.devices() "
+                             "(a device of another runtime, such as jax's, cannot run numax's programs)")
+    return devices
+
+
+def _numax_devices(platform):
+    try:
+        return frozenset(xla.get_backend(platform).global_devices)
+    except RuntimeError:  # no such backend in this process
+        return frozenset()
+
+
 class PmapFunction:
     """The callable `numax.pmap(f)` returns."""
 
@@ -353,7 +375,7 @@ class PmapFunction:
         self.out_axes = out_axes
         self.static_argnums = tuple(sorted(static_broadcasted_argnums)) if isinstance(
             static_broadcasted_argnums, (tuple, list)) else (static_broadcasted_argnums,)
-        self.devices = None if devices is None else tuple(devices)
+        self.devices = None if devices is None else _checked_devices(devices)
         self.backend = backend
         self.axis_size = axis_size
         self.donate_argnums = tuple(donate_argnums) if isinstance(donate_argnums, (tuple, list)) else (donate_argnums,)
@@ -396,9 +418,11 @@ class PmapFunction:
         if isinstance(in_axes, tuple):
             in_axes = tuple(a for i, a in enumerate(in_axes) if i not in self.static_argnums)
             if len(in_axes) != len(dynamic):
+                keywords = (" Arguments passed by keyword are not matched with in_axes: each argument passed by "
+                            "keyword is mapped over its leading axis.") if kwargs else ""
                 raise ValueError(f"pmap in_axes must be an int, None, or a tuple of entries corresponding to the "
                                  f"positional arguments passed to the function, but got len(in_axes)="
-                                 f"{len(self.in_axes)}, len(args)={len(args)}")
+                                 f"{len(self.in_axes)}, len(args)={len(args)}.{keywords}")
         leaves, in_tree = tree.tree_flatten((dynamic, kwargs))
         axes = _axes_of_leaves((in_axes, 0), (dynamic, kwargs), "in_axes", "pmap")
         size = _mapped_size(leaves, axes, lambda: _argument_names(self.fun, dynamic, kwargs), "pmap")
@@ -481,6 +505,15 @@ class PmapFunction:
                 for leaf in tree.tree_leaves(arg):
                     if isinstance(leaf, Array) and not isinstance(leaf, Tracer) and not leaf.is_deleted():
                         leaf.delete()
+
+    def lower(self, *args, **kwargs):
+        """Ahead-of-time lowering, as `jax.pmap(f).lower(...)`: the pmap as one program over its devices (what
+        `jit` of it lowers); as with jit, the compiled pmap is called without the static arguments."""
+        return jit(self, static_argnums=self.static_argnums or None,
+                   donate_argnums=self.donate_argnums or None).lower(*args, **kwargs)
+
+    def __get__(self, instance, owner):  # a pmapped method binds its instance, as a function does
+        return self if instance is None else functools.partial(self, instance)
 
     def __repr__(self):
         return f"<numax.pmap of {self.name}>"
