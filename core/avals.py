@@ -31,16 +31,50 @@ def is_static_shape(shape) -> bool:
     return not symbolic_dim_types or not any(type(d) in symbolic_dim_types for d in shape)
 
 
+class ManualAxisType:
+    """How a value inside a shard_map relates to the mesh axes it is manual over (JAX's `ManualAxisType`):
+    `varying` names the axes along which its blocks may differ from device to device (JAX's "vma"); numax
+    has no unreduced / reduced values, so those are always empty."""
+
+    __slots__ = ("varying",)
+    unreduced = frozenset()
+    reduced = frozenset()
+
+    def __init__(self, varying=frozenset()):
+        self.varying = frozenset(varying)
+
+    def __eq__(self, other):
+        return type(other) is ManualAxisType and self.varying == other.varying
+
+    def __hash__(self):
+        return hash(self.varying)
+
+    def __repr__(self):
+        return f"ManualAxisType(varying={self.varying}, unreduced=frozenset(), reduced=frozenset())"
+
+
+_INVARIANT = frozenset()
+
+
+def _vma_text(vma):
+    names = sorted(vma, key=str)
+    return "{V:" + (str(names[0]) if len(names) == 1 else "(" + ",".join(map(str, names)) + ")") + "}"
+
+
 class ShapedArray:
-    """The abstract value of an array: its shape, dtype and whether its type is weak."""
+    """The abstract value of an array: its shape, dtype, whether its type is weak, and (inside a shard_map with
+    check_vma=True) `vma`, the manual mesh axes along which it may vary (empty everywhere else)."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "vma", "_hash")
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, weak_type=False, vma=_INVARIANT):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
-        self._hash = hash((self.shape, self.dtype, self.weak_type))
+        self.vma = vma
+        # Two avals that differ only in vma are different types (JAX's are interned, vma included).
+        self._hash = hash((self.shape, self.dtype, self.weak_type, vma) if vma else
+                          (self.shape, self.dtype, self.weak_type))
 
     @property
     def ndim(self):
@@ -50,18 +84,35 @@ class ShapedArray:
     def size(self):
         return math.prod(self.shape)
 
-    def update(self, shape=None, dtype=None, weak_type=None):
+    @property
+    def manual_axis_type(self):
+        return ManualAxisType(self.vma)
+
+    mat = manual_axis_type
+
+    @property
+    def sharding(self):
+        """How the type splits the array over the mesh in context (JAX's `aval.sharding`). numax's types carry
+        no splits (XLA's partitioner places values inside traced code), so this splits nothing; `typeof` of a
+        concrete array split over Explicit mesh axes shows its split."""
+        from .sharding import unsplit_type_sharding  # (read when asked for: the layout machinery is not a type's)
+
+        return unsplit_type_sharding(self.ndim)
+
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None):
         return ShapedArray(
             self.shape if shape is None else shape,
             self.dtype if dtype is None else dtype,
             self.weak_type if weak_type is None else weak_type,
+            self.vma if vma is None else frozenset(vma),
         )
 
     def strip_weak_type(self):
-        return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False)
+        return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False, self.vma)
 
     def str_short(self):
-        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        text = f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        return text + _vma_text(self.vma) if self.vma else text
 
     def __eq__(self, other):
         return (
@@ -69,6 +120,7 @@ class ShapedArray:
             and self.shape == other.shape
             and self.dtype == other.dtype
             and self.weak_type == other.weak_type
+            and self.vma == other.vma
         )
 
     def __hash__(self):

@@ -9,6 +9,7 @@ import builtins
 import ml_dtypes
 import numpy as np
 
+from . import caches
 from .config import config
 
 bool_ = np.dtype(np.bool_)
@@ -83,6 +84,29 @@ def default_float_dtype():
 
 def default_complex_dtype():
     return complex128 if config.enable_x64 else complex64
+
+
+# The inexact type of an integer or boolean operand, as JAX's `to_inexact_dtype`: by width, not by the 64-bit
+# flag, so that sin(int32) stays float32 with x64 on (only 64-bit integers become float64).
+_inexact_of_exact = {bool_: float32, int8: float32, uint8: float32, int16: float32, uint16: float32,
+                     int32: float32, uint32: float32, int64: float64, uint64: float64}
+
+
+def to_inexact_dtype(dtype) -> np.dtype:
+    """The dtype an integer or boolean becomes where an operation needs an inexact one (inexact ones stay)."""
+    dtype = np.dtype(dtype)
+    return _inexact_of_exact.get(dtype, dtype)
+
+
+def to_numeric_dtype(dtype) -> np.dtype:
+    """The dtype a boolean becomes where an operation needs a number: int32 whatever the 64-bit flag (as JAX)."""
+    dtype = np.dtype(dtype)
+    return int32 if dtype == bool_ else dtype
+
+
+def to_complex_dtype(dtype) -> np.dtype:
+    """The complex dtype of the same precision as `to_inexact_dtype(dtype)`."""
+    return complex128 if to_inexact_dtype(dtype) in (float64, complex128) else complex64
 
 
 python_scalar_types = (bool, int, float, complex)
@@ -174,20 +198,52 @@ def _lattice_node(dtype, weak_type):
     return dtype
 
 
+# jax_numpy_dtype_promotion='strict': a Python scalar's weak type still adapts to an array's dtype of its kind
+# (or a wider kind), but two different dtypes never meet.
+_strict_edges = {weak_int: [weak_float, *integers], weak_float: [weak_complex, *floats],
+                 weak_complex: list(complexes), **{d: [] for d in all_dtypes}}
+_upper_bounds_strict = _compute_upper_bounds(_strict_edges)
+_weak_node_names = {weak_int: "int", weak_float: "float", weak_complex: "complex"}
+
+
+class TypePromotionError(ValueError):
+    """Dtypes that have no implicit promotion (mixing dtypes under jax_numpy_dtype_promotion='strict'), as
+    jax.dtypes.TypePromotionError."""
+
+
 def _least_upper_bound(nodes):
-    key = (frozenset(nodes), config.enable_x64)
+    strict = config.numpy_dtype_promotion == "strict"
+    key = (frozenset(nodes), config.enable_x64, strict)
     top = _least_upper_bound_cache.get(key)
     if top is None:
-        upper_bounds = _upper_bounds_x64 if config.enable_x64 else _upper_bounds_x32
+        upper_bounds = _upper_bounds_strict if strict else _upper_bounds_x64 if config.enable_x64 else (
+            _upper_bounds_x32)
         unknown = [str(n) for n in nodes if n not in upper_bounds]
         if unknown:
             raise TypeError(f"dtype {unknown[0]} does not take part in type promotion")
         common = frozenset.intersection(*(upper_bounds[n] for n in nodes))
-        top = _least_upper_bound_cache[key] = next(c for c in common if common <= upper_bounds[c])
+        top = next((c for c in common if common <= upper_bounds[c]), None)
+        if top is None:  # only the strict lattice has no common bound for some dtypes
+            names = tuple(sorted(_weak_node_names.get(n, str(n)) for n in nodes))
+            raise TypePromotionError(
+                f"Input dtypes {names} have no implicit promotion path with jax_numpy_dtype_promotion='strict'. "
+                "Cast the inputs to the dtype wanted (x.astype(...)), or use numax.numpy_dtype_promotion('standard').")
+        _least_upper_bound_cache[key] = top
     return top
 
 
-_least_upper_bound_cache = {}  # (nodes, x64) -> their least upper bound; the lattice is small
+_least_upper_bound_cache = {}  # (nodes, x64, strict) -> their least upper bound; the lattice is small
+
+
+def _retrace_after_promotion_change(attribute, value):
+    # jit's caches key on the 64-bit flag but not on the promotion options: a new global value drops them, so that
+    # functions trace again under it (as jax's, whose cache keys hold the options). A thread's context manager
+    # does not reach functions already traced.
+    if attribute in ("numpy_dtype_promotion", "numpy_rank_promotion"):
+        caches.clear_all()
+
+
+config.on_change(_retrace_after_promotion_change)
 
 
 def _promotion_node(value):
@@ -220,7 +276,9 @@ def result_type_and_weak(*dtype_weak_pairs):
     if all(d == first_dtype for d, _ in dtype_weak_pairs[1:]):
         dtype, weak = first_dtype, all_weak
     else:
-        nodes = {d if all_weak else _lattice_node(d, w) for d, w in dtype_weak_pairs}
+        # All weak: the bound of their strong dtypes, made weak (strict promotion takes the weak kinds instead).
+        strong = all_weak and config.numpy_dtype_promotion != "strict"
+        nodes = {d if strong else _lattice_node(d, w) for d, w in dtype_weak_pairs}
         top = _least_upper_bound(nodes)
         dtype = _node_default[top]() if isinstance(top, str) else top
         weak = all_weak or isinstance(top, str)

@@ -1,7 +1,8 @@
 """Pytrees: nested containers of leaves, flattened to a list of leaves plus a hashable treedef.
 
 Owns the node registry (None, tuple, list, dict, namedtuple, OrderedDict, defaultdict, user types and
-dataclasses), flattening with key paths, and the tree utilities built on them.
+dataclasses), flattening with key paths, the tree utilities built on them, and `Partial` (a function with
+arguments bound as leaves, what `vjp` returns).
 """
 
 import collections
@@ -81,7 +82,6 @@ def register_pytree_node(node_type, flatten_func, unflatten_func, flatten_with_k
         raise ValueError(f"duplicate pytree registration for {node_type}")
     _leaf_types.discard(node_type)
     _registry[node_type] = NodeKind(node_type, flatten_func, unflatten_func, flatten_with_keys_func)
-    return node_type
 
 
 def register_pytree_with_keys(node_type, flatten_with_keys, unflatten_func, flatten_func=None):
@@ -89,7 +89,7 @@ def register_pytree_with_keys(node_type, flatten_with_keys, unflatten_func, flat
         keyed, aux = flatten_with_keys(node)
         return [child for _, child in keyed], aux
 
-    return register_pytree_node(node_type, flatten_func or plain_flatten, unflatten_func, flatten_with_keys)
+    register_pytree_node(node_type, flatten_func or plain_flatten, unflatten_func, flatten_with_keys)
 
 
 def register_pytree_with_keys_class(cls):
@@ -150,13 +150,21 @@ def _sequence_keys(node):
     return tuple((SequenceKey(i), child) for i, child in enumerate(node))
 
 
+def sorted_keys(node):
+    """A dict's keys in pytree order (sorted), or jax's ValueError when they cannot be compared."""
+    try:
+        return sorted(node)
+    except TypeError as error:
+        raise ValueError(f"Comparator raised exception while sorting pytree dictionary keys: {error}") from error
+
+
 def _dict_flatten(node):
-    keys = sorted(node)
+    keys = sorted_keys(node)
     return [node[k] for k in keys], tuple(keys)
 
 
 def _dict_flatten_with_keys(node):
-    keys = sorted(node)
+    keys = sorted_keys(node)
     return tuple((DictKey(k), node[k]) for k in keys), tuple(keys)
 
 
@@ -175,9 +183,9 @@ register_pytree_node(
 )
 register_pytree_node(
     collections.defaultdict,
-    lambda d: ([d[k] for k in sorted(d)], (d.default_factory, tuple(sorted(d)))),
+    lambda d: ([d[k] for k in sorted_keys(d)], (d.default_factory, tuple(sorted_keys(d)))),
     lambda aux, children: collections.defaultdict(aux[0], zip(aux[1], children)),
-    lambda d: (tuple((DictKey(k), d[k]) for k in sorted(d)), (d.default_factory, tuple(sorted(d)))),
+    lambda d: (tuple((DictKey(k), d[k]) for k in sorted_keys(d)), (d.default_factory, tuple(sorted_keys(d)))),
 )
 
 
@@ -367,7 +375,7 @@ def _flatten_plain(tree, leaves):
         child_defs = tuple([_flatten_plain(child, leaves) for child in tree])
         return _node(_TUPLE if node_type is tuple else _LIST, None, child_defs)
     if node_type is dict:
-        keys = sorted(tree)
+        keys = sorted_keys(tree)
         return _node(_DICT, tuple(keys), tuple([_flatten_plain(tree[k], leaves) for k in keys]))
     kind = _kind_of(node_type, tree)
     if kind is None:
@@ -393,7 +401,7 @@ def flatten_with_signature(tree, leaves, leaf_signature):
                 key.append(flatten_with_signature(child, leaves, leaf_signature))
         return tuple(key)
     if node_type is dict:
-        keys = sorted(tree)
+        keys = sorted_keys(tree)
         return (dict, tuple(keys), *[flatten_with_signature(tree[k], leaves, leaf_signature) for k in keys])
     kind = _kind_of(node_type, tree)
     if kind is None:
@@ -561,3 +569,40 @@ def treedef_children(treedef):
 
 def all_leaves(iterable, is_leaf=None):
     return all(tree_structure(x, is_leaf).kind is None for x in iterable)
+
+
+# --- Partial ---------------------------------------------------------------------------------------------
+class _OpaqueCallable:
+    """A callable standing for a functools.partial inside a Partial, so that functools does not merge the two:
+    the inner partial's arguments stay static (part of the treedef) and only the Partial's own are leaves.
+    Compares and hashes as the callable it wraps."""
+
+    def __init__(self, fun):
+        self.fun = fun
+
+    def __call__(self, *args, **kwargs):
+        return self.fun(*args, **kwargs)
+
+    def __eq__(self, other):
+        return self.fun == (other.fun if isinstance(other, _OpaqueCallable) else other)
+
+    def __hash__(self):
+        return hash(self.fun)
+
+
+class Partial(functools.partial):
+    """`jax.tree_util.Partial`: a functools.partial that is a pytree. Its bound arguments are the leaves and
+    the function is static, so a Partial can be passed to and returned from jit-compiled functions (vjp's
+    pullback is one)."""
+
+    def __new__(cls, func, *args, **kwargs):
+        if isinstance(func, functools.partial):
+            func = _OpaqueCallable(func)
+        return super().__new__(cls, func, *args, **kwargs)
+
+
+register_pytree_node(
+    Partial,
+    lambda partial: ((partial.args, partial.keywords), partial.func),
+    lambda func, children: Partial(func, *children[0], **children[1]),
+)

@@ -10,6 +10,7 @@ runtime (sharded execution, pmap outputs) builds on these objects; the text draw
 
 import collections
 import enum
+import functools
 import math
 import threading
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
-    "AxisType", "PartitionSpec", "P", "Mesh", "Sharding", "SingleDeviceSharding", "NamedSharding",
+    "AxisType", "PartitionSpec", "P", "Mesh", "AbstractMesh", "Sharding", "SingleDeviceSharding", "NamedSharding",
     "pmap_sharding", "DuplicateSpecError", "IndivisibleError",
 ]
 
@@ -28,6 +29,11 @@ class DuplicateSpecError(Exception):
 
 class IndivisibleError(ValueError):
     """An array dimension does not split evenly into the blocks its sharding asks for."""
+
+
+class ShardingTypeError(Exception):
+    """Operands whose types split them over Explicit mesh axes in ways an operation cannot combine (JAX's type:
+    not a TypeError)."""
 
 
 class AxisType(enum.Enum):
@@ -79,11 +85,27 @@ class PartitionSpec:
     tuple (so pytree utilities treat it as a leaf) but indexes, iterates and concatenates like one.
     """
 
-    __slots__ = ("_partitions",)
+    __slots__ = ("_partitions", "unreduced", "reduced")
     UNCONSTRAINED = _UNCONSTRAINED
 
-    def __init__(self, *partitions):
-        object.__setattr__(self, "_partitions", tuple(_canonical_entry(p) for p in partitions))
+    def __init__(self, *partitions, unreduced=frozenset(), reduced=frozenset()):
+        partitions = tuple(_canonical_entry(p) for p in partitions)
+        named = {axis for entry in partitions for axis in _entry_axes(entry)}
+        for keyword, axes in (("unreduced", unreduced), ("reduced", reduced)):
+            if not isinstance(axes, set | frozenset):
+                raise TypeError(f"{keyword} argument of PartitionSpec should of type `frozenset` or `set`. Got type "
+                                f"{axes}")
+            if named & axes:
+                raise ValueError(f"partitions cannot overlap with {keyword} axes passed to PartitionSpec. Got "
+                                 f"partitions: {partitions} and {keyword} axes: {frozenset(axes)}")
+        if set(unreduced) & set(reduced):
+            raise ValueError(f"unreduced and reduced axes of a PartitionSpec cannot overlap: got {set(unreduced)} "
+                             f"and {set(reduced)}")
+        object.__setattr__(self, "_partitions", partitions)
+        # Axes over which the array is a per-device partial sum (`unreduced`), or replicated but known to come
+        # from such a sum (`reduced`): part of the type in JAX, kept here so specs compare and print as JAX's.
+        object.__setattr__(self, "unreduced", frozenset(unreduced))
+        object.__setattr__(self, "reduced", frozenset(reduced))
 
     def __setattr__(self, name, value):
         raise AttributeError("PartitionSpec is immutable")
@@ -93,15 +115,19 @@ class PartitionSpec:
         return self._partitions
 
     def __repr__(self):
-        return f"P({repr(self._partitions)[1:-1]})"
+        parts = [repr(entry) for entry in self._partitions]
+        parts += [f"{keyword}={{{', '.join(repr(axis) for axis in sorted(axes, key=str))}}}"
+                  for keyword, axes in (("unreduced", self.unreduced), ("reduced", self.reduced)) if axes]
+        return f"P({', '.join(parts)}{',' if len(self._partitions) == 1 and len(parts) == 1 else ''})"
 
     def __eq__(self, other):
         if not isinstance(other, PartitionSpec):
             return NotImplemented
-        return self._partitions == other._partitions
+        return (self._partitions == other._partitions and self.unreduced == other.unreduced
+                and self.reduced == other.reduced)
 
     def __hash__(self):
-        return hash(self._partitions)
+        return hash((self._partitions, self.unreduced, self.reduced))
 
     def __getitem__(self, index):
         return self._partitions[index]
@@ -129,7 +155,7 @@ class PartitionSpec:
         return self._partitions.count(_canonical_entry(value))
 
     def __reduce__(self):
-        return (PartitionSpec, self._partitions)
+        return (functools.partial(PartitionSpec, unreduced=self.unreduced, reduced=self.reduced), self._partitions)
 
 
 P = PartitionSpec
@@ -183,6 +209,10 @@ class Mesh:
         return self._devices.shape
 
     @property
+    def abstract_mesh(self):
+        return AbstractMesh(self.axis_sizes, self._axis_names, self._axis_types)
+
+    @property
     def shape(self):
         """Axis name -> size, in axis order."""
         return collections.OrderedDict(zip(self._axis_names, self._devices.shape))
@@ -217,6 +247,55 @@ class Mesh:
         if self.empty:
             return "Mesh(axis_sizes=(), axis_names=())"
         return f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self._axis_names!r}, axis_types={self._axis_types})"
+
+
+class AbstractMesh:
+    """A mesh's shape, axis names and axis types without its devices (JAX's `jax.sharding.AbstractMesh`): what
+    a traced program may know of the mesh it runs on. `Mesh.abstract_mesh` is a mesh's."""
+
+    def __init__(self, axis_sizes, axis_names, axis_types=None):
+        self._axis_sizes = tuple(int(size) for size in axis_sizes)
+        self._axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if len(self._axis_sizes) != len(self._axis_names):
+            raise ValueError(f"an AbstractMesh needs one axis name per axis size: got axis_sizes={self._axis_sizes} "
+                             f"and axis_names={self._axis_names}")
+        self._axis_types = _canonical_axis_types(self._axis_names, axis_types)
+
+    axis_sizes = property(lambda self: self._axis_sizes)
+    axis_names = property(lambda self: self._axis_names)
+    axis_types = property(lambda self: self._axis_types)
+    size = property(lambda self: math.prod(self._axis_sizes))
+    empty = property(lambda self: not self._axis_names)
+
+    @property
+    def shape(self):
+        return collections.OrderedDict(zip(self._axis_names, self._axis_sizes))
+
+    @property
+    def shape_tuple(self):
+        return tuple(zip(self._axis_names, self._axis_sizes))
+
+    def update_axis_types(self, new_types):
+        """This mesh with the axes named in `new_types` (name -> AxisType) of those types."""
+        return AbstractMesh(self._axis_sizes, self._axis_names,
+                            tuple(new_types.get(name, kind) for name, kind in zip(self._axis_names, self._axis_types)))
+
+    def _key(self):
+        return (self._axis_sizes, self._axis_names, self._axis_types)
+
+    def __eq__(self, other):
+        if not isinstance(other, AbstractMesh):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        if self.empty:
+            return "AbstractMesh((), axis_types=())"
+        sizes = ", ".join(f"'{name}': {size}" for name, size in self.shape.items())
+        return f"AbstractMesh({sizes}, axis_types={self._axis_types})"
 
 
 def _is_addressable(device):
@@ -354,6 +433,9 @@ def _check_spec(mesh, spec):
     if not isinstance(spec, PartitionSpec):
         raise TypeError(f"NamedSharding takes a PartitionSpec (e.g. P{tuple(spec)!r}), got {spec!r}")
     uses = collections.Counter(axis for entry in spec for axis in _entry_axes(entry))
+    for axis in spec.unreduced | spec.reduced:
+        if axis not in mesh.axis_names:
+            raise ValueError(f"Resource axis: {axis} of {spec} is not found in mesh: {mesh.axis_names}.")
     for axis in uses:
         if axis not in mesh.axis_names:
             raise ValueError(f"Resource axis: {axis} of {spec} is not found in mesh: {mesh.axis_names}.")
@@ -377,6 +459,9 @@ class NamedSharding(Sharding):
         self.mesh = mesh
         self.spec = spec
         self._hash = None
+        if isinstance(mesh, AbstractMesh):  # (a type's sharding: no devices, so no memory to check)
+            self._memory_kind = memory_kind
+            return
         first_device = mesh.devices.flat[0]
         self._memory_kind = _default_memory_kind(first_device) if memory_kind is None else _check_memory_kind(
             first_device, memory_kind)
@@ -415,6 +500,9 @@ class NamedSharding(Sharding):
         return [tuple(axis for axis in _entry_axes(entry) if self.mesh.shape[axis] != 1) for entry in entries]
 
     def _block_layout(self, ndim):
+        if self.spec.unreduced or self.spec.reduced:
+            raise NotImplementedError(f"numax cannot yet lay out arrays as partial sums over mesh axes: {self.spec} "
+                                      f"has unreduced or reduced axes")
         split_axes = self._split_axes(ndim)
         mesh_shape = self.mesh.shape
         blocks = tuple(math.prod(mesh_shape[axis] for axis in axes) for axes in split_axes)
@@ -437,6 +525,8 @@ class NamedSharding(Sharding):
         return self._hash
 
     def __repr__(self):
+        if isinstance(self.mesh, AbstractMesh):
+            return f"NamedSharding(mesh={self.mesh}, spec={self.spec})"
         return f"NamedSharding(mesh={self.mesh}, spec={self.spec}, memory_kind={self._memory_kind})"
 
 
@@ -553,6 +643,56 @@ def current_mesh():
     return getattr(_context, "mesh", None)
 
 
+def current_abstract_mesh():
+    """The abstract mesh in context: the one `use_abstract_mesh` set, else that of the mesh set by `set_mesh`,
+    else the empty one."""
+    abstract = getattr(_context, "abstract_mesh", None)
+    if abstract is not None:
+        return abstract
+    mesh = current_mesh()
+    return _EMPTY_ABSTRACT_MESH if mesh is None else mesh.abstract_mesh
+
+
+_EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+
+
+def unsplit_type_sharding(ndim):
+    """The sharding of a type that splits no dimension, over the abstract mesh in context (JAX's
+    `ShapedArray.sharding` of an unsharded value)."""
+    return NamedSharding(current_abstract_mesh(), PartitionSpec(*(None,) * ndim))
+
+
+def _mesh_for_abstract(abstract, what):
+    """A concrete mesh of `abstract`'s shape, names and types over the devices of the mesh in context (JAX's
+    abstract mesh stands for the concrete one it runs on, laid out anew)."""
+    mesh = current_mesh()
+    if mesh is None or mesh.size != abstract.size:
+        raise ValueError(f"{what} got the abstract mesh {abstract}, which needs a mesh of {abstract.size} devices "
+                         f"set with `numax.set_mesh`, but the mesh in context is {mesh}")
+    if mesh.abstract_mesh == abstract:
+        return mesh
+    return Mesh(mesh.devices.reshape(abstract.axis_sizes), abstract.axis_names, abstract.axis_types)
+
+
+class use_abstract_mesh:  # noqa: N801  (JAX's name)
+    """`with use_abstract_mesh(abstract_mesh):` PartitionSpecs in the block name axes of `abstract_mesh`, laid
+    over the devices of the mesh in context (which must have as many)."""
+
+    def __init__(self, abstract_mesh):
+        if not isinstance(abstract_mesh, AbstractMesh):
+            raise ValueError(f"use_abstract_mesh takes an AbstractMesh, got {abstract_mesh!r}")
+        self.abstract_mesh = abstract_mesh
+
+    def __enter__(self):
+        self.previous = getattr(_context, "abstract_mesh", None)
+        _context.abstract_mesh = self.abstract_mesh
+        return self.abstract_mesh
+
+    def __exit__(self, *exc):
+        _context.abstract_mesh = self.previous
+        return False
+
+
 class _MeshSetting:
     """`set_mesh(mesh)`: sets this thread's mesh at once; used as a context manager, restores the previous one
     on exit (so it serves as `use_mesh` too)."""
@@ -586,5 +726,56 @@ def as_sharding(value, what):
             raise ValueError(f"{what} got the PartitionSpec {value} but no mesh is set: pass a "
                              f"NamedSharding(mesh, {value}), or set the mesh with `numax.set_mesh(mesh)` / "
                              f"`with numax.sharding.use_mesh(mesh):`")
+        abstract = getattr(_context, "abstract_mesh", None)
+        if abstract is not None:
+            mesh = _mesh_for_abstract(abstract, what)
         return NamedSharding(mesh, value)
     raise TypeError(f"{what} takes a Sharding or a PartitionSpec, got {value!r}")
+
+
+# --- the types of values split over Explicit mesh axes ------------------------------------------------------
+def explicit_entries(sharding, ndim):
+    """Per dimension, the Explicit mesh axes (a name, a tuple of names, or None) that `sharding` splits it over,
+    as the value's type shows them; None for a value not laid out by a NamedSharding."""
+    if not isinstance(sharding, NamedSharding):
+        return None
+    explicit = {name for name, kind in zip(sharding.mesh.axis_names, sharding.mesh.axis_types)
+                if kind is AxisType.Explicit}
+    entries = tuple(sharding.spec) + (None,) * (ndim - len(sharding.spec))
+    return tuple(_canonical_entry(tuple(axis for axis in _entry_axes(entry) if axis in explicit))
+                 for entry in entries)
+
+
+def type_text(aval, entries):
+    """`i32[4@X,4]`: an array type with its Explicit splits, as JAX prints it in errors."""
+    from .dtypes import short_name  # (the dtype names only: core.sharding knows no arrays)
+
+    dims = [str(size) + ("" if entry is None else f"@{entry}" if isinstance(entry, str) else f"@({','.join(entry)})")
+            for size, entry in zip(aval.shape, entries)]
+    return f"{short_name(aval.dtype)}[{','.join(dims)}]"
+
+
+def check_broadcasting_splits(name, avals, shardings, out_aval):
+    """JAX's typing of an elementwise operation on operands split over Explicit mesh axes: each dimension of the
+    result is split as every operand that splits it (size-1 dimensions aside) agrees, and no mesh axis may
+    split two of its dimensions; a ShardingTypeError otherwise."""
+    typed = [(aval, explicit_entries(sharding, aval.ndim)) for aval, sharding in zip(avals, shardings)]
+    if not any(entries and any(entries) for _, entries in typed):
+        return
+    typed = [(aval, entries or (None,) * aval.ndim) for aval, entries in typed]
+    ranked = [(aval, entries) for aval, entries in typed if aval.ndim]
+    if not ranked or len({aval.ndim for aval, _ in ranked}) != 1:
+        return  # (rank errors are the shape rule's)
+    result = []
+    for dim in range(ranked[0][0].ndim):
+        splits = {entries[dim] for aval, entries in ranked if not (aval.shape[dim] == 1 and entries[dim] is None)}
+        splits.discard(None)
+        if len(splits) > 1:
+            specs = ", ".join(str(entries) for _, entries in ranked)
+            raise ShardingTypeError(f"{name} got incompatible shardings for broadcasting: {specs}.")
+        result.append(splits.pop() if splits else None)
+    used = [axis for entry in result for axis in _entry_axes(entry)]
+    if len(used) != len(set(used)):
+        inputs = ", ".join(type_text(aval, entries) for aval, entries in typed)
+        raise ShardingTypeError(f"{name} operation with inputs: {inputs} produces an illegally sharded result: "
+                                f"{type_text(out_aval, result)}")

@@ -83,6 +83,13 @@ def _scalar_literal(value, aval, operand=None):
                    host[()] if operand is None else operand)
 
 
+# Installed by lax.collectives when a shard_map first types its values by the mesh axes they vary over
+# (check_vma=True): `vma_rule(trace, primitive, tracers, params) -> (tracers, out_vma)` may stage `pvary`s
+# that make the operands agree and names the outputs' varying axes (None: the abstract evaluation says).
+# None until then, so that programs traced without shard_map pay one test per equation.
+vma_rule = None
+
+
 class ProgramTrace(Trace):
     """Records primitives into the builder held in `main.global_data`."""
 
@@ -103,9 +110,14 @@ class ProgramTrace(Trace):
 
     def process_primitive(self, primitive, tracers, params):
         builder = self.builder
+        out_vma = None
+        if vma_rule is not None:
+            tracers, out_vma = vma_rule(self, primitive, tracers, params)
         in_avals = [t.aval for t in tracers]
         out = primitive.abstract_eval(*in_avals, **params)
         out_avals = out if primitive.multiple_results else [out]
+        if out_vma:
+            out_avals = [aval.update(vma=out_vma) for aval in out_avals]
         out_tracers = [builder.new_arg(self, aval) for aval in out_avals]
         builder.equations.append(
             Equation(primitive, [builder.atom(t) for t in tracers], [builder.atom(t) for t in out_tracers], params)

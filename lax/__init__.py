@@ -150,7 +150,8 @@ from .while_loop import fori_loop, while_loop  # noqa: E402, F401
 # gathers every family's primitives under JAX's `*_p` names, so reading one of those loads them all.
 _defer_imports(globals(), {
     "callbacks": ("pure_callback", "debug_callback"),
-    "collectives": ("all_gather", "axis_index", "axis_size", "pmax", "pmean", "pmin", "psum", "psum_scatter"),
+    "collectives": ("all_gather", "axis_index", "axis_size", "pcast", "pmax", "pmean", "pmin", "psum", "psum_scatter",
+                    "pvary"),
     "collectives_permute": ("all_to_all", "ppermute", "pshuffle"),
     "convolution": ("ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_permutations",
         "conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose", "conv_general_dilated_p"),

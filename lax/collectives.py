@@ -8,23 +8,31 @@ axis size; a closed-over value is the same for every example), so these primitiv
 
 Params name the axes as a tuple (`axes`) so that a pmap lowering can later turn the same primitives
 into `stablehlo.all_reduce` / `all_gather` / `reduce_scatter` over replica groups.
+
+Inside a shard_map with check_vma=True, values are typed by the mesh axes they may vary over (the `vma` of
+their ShapedArray, JAX's "varying manual axes"): `pvary` (`pcast(x, axes, to='varying')`) makes an invariant
+value varying at no cost, and its transpose is a psum; the reductions make their result invariant over their
+axes (psum's transpose is then a pvary); every other collective takes and gives varying values. An ordinary
+primitive whose operands vary over different axes gets `pvary`s staged before it (as JAX's do), so that a
+gradient with respect to an invariant value is summed over the devices it was used on.
 """
 
 import contextlib
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import dtypes, staging
 from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
+from ..core.ir import programs_in
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.trace import find_top_trace, full_lower, get_aval_of, trace_state
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, i64_attr, tensor_type
 from .batching import batch_at_front, move_axis
 
-__all__ = ["all_gather", "axis_index", "axis_size", "pmax", "pmean", "pmin", "psum", "psum_scatter"]
+__all__ = ["all_gather", "axis_index", "axis_size", "pcast", "pmax", "pmean", "pmin", "psum", "psum_scatter", "pvary"]
 
 
 # --- replica groups: which devices of a pmap take part in one collective ------------------------------
@@ -49,23 +57,28 @@ def replica_groups(axis_env, axes):
 
 # --- binding: find the transformation that names the axis -------------------------------------------------
 class AxisFrame:
-    """An axis name bound by a pmap while its function is traced or transformed: collectives over it are
-    staged into the per-device program (and lowered to collectives between devices). `level` is the top of
-    the trace stack when it was bound: a vmap of the same name pushed later (above it) shadows it."""
+    """An axis name bound by a pmap or shard_map while its function is traced or transformed: collectives over
+    it are staged into the per-device program (and lowered to collectives between devices). `level` is the top
+    of the trace stack when it was bound: a vmap of the same name pushed later (above it) shadows it.
+    `varying_types`: values are typed by whether they vary along it (a shard_map with check_vma=True)."""
 
-    __slots__ = ("name", "size", "level")
+    __slots__ = ("name", "size", "level", "varying_types")
 
-    def __init__(self, name, size, level):
+    def __init__(self, name, size, level, varying_types=False):
         self.name = name
         self.size = size
         self.level = level
+        self.varying_types = varying_types
 
 
 @contextlib.contextmanager
-def extend_axis_env(name, size):
-    """Binds the axis `name` of `size` devices (a pmap's) for the duration of the block, in this thread."""
+def extend_axis_env(name, size, varying_types=False):
+    """Binds the axis `name` of `size` devices (a pmap's or a shard_map's) for the duration of the block, in
+    this thread; with `varying_types`, values are typed by the axes they vary over (shard_map's check_vma)."""
+    if varying_types and staging.vma_rule is None:
+        staging.vma_rule = _type_by_varying_axes
     frames = trace_state.axis_frames
-    frames.append(AxisFrame(name, size, trace_state.stack[-1].level))
+    frames.append(AxisFrame(name, size, trace_state.stack[-1].level, varying_types))
     try:
         yield
     finally:
@@ -198,13 +211,14 @@ def _others(axes, axis):
 
 
 # --- psum, pmax, pmin -----------------------------------------------------------------------------------
-def _same_avals(*avals, axes, axis_index_groups=None):
-    return list(avals)
+def _invariant_avals(*avals, axes, axis_index_groups=None):
+    """The reduced values are the same on every device along `axes`."""
+    return [aval.update(vma=aval.vma - frozenset(axes)) if aval.vma else aval for aval in avals]
 
 
 def _define_reduction(name, op_name, reduce_batched, reduce_unbatched):
     primitive = CollectivePrimitive(name, multiple_results=True)
-    primitive.def_abstract_eval(_same_avals)
+    primitive.def_abstract_eval(_invariant_avals)
 
     def rule(values, dims, axis, axes, axis_index_groups=None):
         if axis.name not in axes:  # a collective over an outer axis: this batch dimension rides along
@@ -329,7 +343,11 @@ def _psum_jvp(primals, tangents, axes, axis_index_groups=None):
 def _psum_transpose(cts, *inputs, axes, axis_index_groups=None):
     live = [i for i, (ct, x) in enumerate(zip(cts, inputs)) if is_undefined(x) and type(ct) is not Zero]
     result = [None] * len(inputs)
-    if live:
+    if live and frozenset(axes) <= inputs[live[0]].aval.vma:
+        # Typed by varying axes: the cotangent of the (invariant) sum is every device's own, unchanged.
+        for i in live:
+            result[i] = pvary_p.bind(cts[i], axes=axes)
+    elif live:
         summed = psum_p.bind(*(cts[i] for i in live), axes=axes, axis_index_groups=axis_index_groups)
         for i, ct in zip(live, summed):
             result[i] = ct
@@ -353,7 +371,7 @@ def _all_gather_abstract_eval(x, axes, all_gather_dimension, axis_size, tiled):
     if not 0 <= all_gather_dimension < (x.ndim if tiled else x.ndim + 1):
         raise TypeError(f"all_gather: axis {all_gather_dimension} is out of bounds for an operand of shape {x.shape}"
                         f"{' (tiled)' if tiled else ''}")
-    return ShapedArray(_gathered_shape(x.shape, all_gather_dimension, axis_size, tiled), x.dtype, x.weak_type)
+    return x.update(shape=_gathered_shape(x.shape, all_gather_dimension, axis_size, tiled))
 
 
 all_gather_p = CollectivePrimitive("all_gather")
@@ -415,7 +433,7 @@ def _psum_scatter_abstract_eval(x, axes, scatter_dimension, axis_size, tiled):
     if (tiled and size % axis_size) or (not tiled and size != axis_size):
         raise TypeError(f"psum_scatter: dimension {scatter_dimension} of the operand (shape {x.shape}) must be "
                         f"{'a multiple of' if tiled else 'equal to'} the axis size {axis_size}")
-    return ShapedArray(_scattered_shape(x.shape, scatter_dimension, axis_size, tiled), x.dtype, x.weak_type)
+    return x.update(shape=_scattered_shape(x.shape, scatter_dimension, axis_size, tiled))
 
 
 psum_scatter_p = CollectivePrimitive("psum_scatter")
@@ -525,7 +543,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
 
 # --- axis_index -----------------------------------------------------------------------------------------
 axis_index_p = CollectivePrimitive("axis_index")
-axis_index_p.def_abstract_eval(lambda axes: ShapedArray((), np.dtype(np.int32)))
+axis_index_p.def_abstract_eval(lambda axes: ShapedArray((), np.dtype(np.int32), vma=varying_typed(axes)))
 
 
 def _axis_index_batching(values, dims, axis, axes):
@@ -593,3 +611,126 @@ def _axis_index_lowering(ctx, axes):
 register_lowering(all_gather_p, _all_gather_lowering)
 register_lowering(psum_scatter_p, _psum_scatter_lowering)
 register_lowering(axis_index_p, _axis_index_lowering)
+
+
+# --- varying manual axes: pvary / pcast, and how staging types each application --------------------------------
+def varying_typed(axes) -> frozenset:
+    """Those of `axes` whose innermost binding types values by whether they vary along it."""
+    frames = trace_state.axis_frames
+    typed = set()
+    for name in axes:
+        frame = next((f for f in reversed(frames) if f.name == name), None)
+        if frame is not None and frame.varying_types:
+            typed.add(name)
+    return frozenset(typed)
+
+
+def _in_mesh_order(names):
+    """`names` ordered as their axes were bound (a mesh's order), as JAX orders pvary's axes."""
+    order = {frame.name: k for k, frame in enumerate(trace_state.axis_frames)}
+    return tuple(sorted(names, key=lambda name: (order.get(name, len(order)), str(name))))
+
+
+def _pvary_abstract_eval(x, axes):
+    if x.vma & frozenset(axes):
+        raise ValueError(f"pvary is an invariant->varying collective: the axis names in `axes` must not be in "
+                         f"`numax.typeof(x).manual_axis_type.varying`. Got axes={axes} and "
+                         f"numax.typeof(x)={x.str_short()}")
+    return x.update(vma=x.vma | frozenset(axes))
+
+
+pvary_p = CollectivePrimitive("pvary")
+pvary_p.def_abstract_eval(_pvary_abstract_eval)
+pvary_p.def_impl(lambda x, axes: x)
+register_lowering(pvary_p, lambda ctx, x, axes: x)  # the same value, now typed as varying: no communication
+
+
+def _pvary_transpose(ct, x, axes):
+    if type(ct) is Zero:
+        return [None]
+    return psum_p.bind(ct, axes=axes, axis_index_groups=None)
+
+
+def _pvary_jvp(primals, tangents, axes):
+    (x,), (t,) = primals, tangents
+    out = pvary_p.bind(x, axes=axes)
+    return out, Zero(tangent_aval(get_aval_of(out))) if type(t) is Zero else pvary_p.bind(t, axes=axes)
+
+
+def _pvary_batching(values, dims, axes):
+    return pvary_p.bind(values[0], axes=axes), dims[0]
+
+
+jvp_rules[pvary_p] = _pvary_jvp
+transpose_rules[pvary_p] = _pvary_transpose
+batching_rules[pvary_p] = _pvary_batching
+
+_PCAST_TARGETS = ("varying", "unreduced", "reduced")
+
+
+def pcast(x, axis_name, *, to):
+    """`x` (a pytree) with its type changed along the named mesh axes, the values unchanged: `to='varying'`
+    makes a value that is the same on every device along them typed as varying (JAX's `pvary`), as an operand
+    of a collective that takes varying values, or a loop carry that becomes varying, must be. Outside a
+    shard_map with check_vma=True, a no-op."""
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"{axis_name=} must be a tuple or a str. Got {axis_name}")
+    names = axis_name if isinstance(axis_name, tuple) else (axis_name,)
+    if not axis_name:
+        return x
+    if to not in _PCAST_TARGETS:
+        raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {set(_PCAST_TARGETS)}")
+    if to != "varying":
+        raise NotImplementedError(f"pcast(..., to={to!r}): numax has no reduced or unreduced values")
+    for name in names:
+        if type(axis_main(name)) is not AxisFrame:
+            raise ValueError("pvary should be called under numax.shard_map.")
+    typed = varying_typed(names)
+
+    def cast(leaf):
+        leaf = _as_array(leaf)
+        aval = get_aval_of(leaf)
+        states = {"varying" if name in aval.vma else "invarying" for name in names}
+        if len(states) > 1:
+            raise ValueError(f"numax.lax.pcast can only accept axis_name which corresponds to one of varying, "
+                             f"unreduced, reduced or invarying state of the input. Got input type: "
+                             f"{aval.str_short()}, axes: {names} and input state: {states}")
+        if states == {"varying"}:
+            raise ValueError(f"Unsupported pcast from=varying, {to=}")
+        return pvary_p.bind(leaf, axes=_in_mesh_order(typed)) if typed else leaf
+
+    return _map_leaves(cast, x)
+
+
+def pvary(x, axis_name):
+    """`pcast(x, axis_name, to='varying')` (JAX removed this spelling in 0.10; kept for code written before)."""
+    return pcast(x, axis_name, to="varying")
+
+
+# Collectives typed by their own abstract evaluation; those in _VARYING_OPERANDS take operands that vary over
+# their axes (an invariant one is pvary'd first, as in JAX: psum of an invariant x is the axis size times x).
+_SELF_TYPED = {pvary_p, axis_index_p}
+_VARYING_OPERANDS = {psum_p, pmax_p, pmin_p, all_gather_p, psum_scatter_p}
+
+
+def register_varying_collective(primitive):
+    """Declares a collective over `params['axes']` that takes varying operands and types its own results."""
+    _VARYING_OPERANDS.add(primitive)
+
+
+def _vary(trace, tracer, axes):
+    return trace.process_primitive(pvary_p, [tracer], {"axes": _in_mesh_order(axes)}) if axes else tracer
+
+
+def _type_by_varying_axes(trace, primitive, tracers, params):
+    """staging.vma_rule: the operands of a primitive staged in `trace`, with pvarys that make them vary over
+    the same axes, and the axes its results vary over (None where its abstract evaluation says: collectives,
+    and primitives holding programs, whose results are typed by those programs)."""
+    if primitive in _VARYING_OPERANDS:
+        typed = varying_typed(params["axes"])
+        return ([_vary(trace, t, typed - t.aval.vma) for t in tracers] if typed else tracers), None
+    vmas = [t.aval.vma for t in tracers]
+    if not any(vmas) or primitive in _SELF_TYPED or any(programs_in(value) for value in params.values()):
+        return tracers, None
+    everything = frozenset().union(*vmas)
+    return [_vary(trace, t, everything - vma) for t, vma in zip(tracers, vmas)], everything

@@ -13,7 +13,6 @@ split and concat dimensions.
 import numpy as np
 
 from ..core.ad_util import Zero
-from ..core.avals import ShapedArray
 from ..core.primitives import batching_rules
 from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
@@ -27,6 +26,7 @@ from .collectives import (
     _map_leaves,
     axis_size,
     channel_handle,
+    register_varying_collective,
     replica_groups,
 )
 
@@ -43,6 +43,7 @@ def _vmapped_axis_alone(name, axes):
 # --- ppermute -------------------------------------------------------------------------------------------
 ppermute_p = CollectivePrimitive("ppermute")
 ppermute_p.def_abstract_eval(lambda x, axes, perm: x)
+register_varying_collective(ppermute_p)
 
 
 def _sources_by_destination(perm, size):
@@ -154,11 +155,12 @@ def _all_to_all_abstract_eval(x, axes, split_axis, concat_axis, axis_size, axis_
     shape = list(x.shape)
     shape[split_axis] //= axis_size
     shape[concat_axis] *= axis_size
-    return ShapedArray(tuple(shape), x.dtype, weak_type=False)
+    return x.update(shape=tuple(shape), weak_type=False)
 
 
 all_to_all_p = CollectivePrimitive("all_to_all")
 all_to_all_p.def_abstract_eval(_all_to_all_abstract_eval)
+register_varying_collective(all_to_all_p)
 
 
 def _exchange_blocks(x, split_axis, concat_axis, size):

@@ -113,10 +113,13 @@ def _program_key(program: Program):
 
 
 def zeros(aval: ShapedArray):
-    """An array of zeros of `aval` (inside a traced program: a folded constant)."""
+    """An array of zeros of `aval` (inside a traced program: a folded constant), typed as varying over the mesh
+    axes `aval` varies over (inside a shard_map), so that it can stand for a value of that type."""
+    from .collectives import pcast
     from .shapes import full
 
-    return full(aval.shape, np.zeros((), aval.dtype), aval.dtype)
+    value = full(aval.shape, np.zeros((), aval.dtype), aval.dtype)
+    return pcast(value, tuple(sorted(aval.vma, key=str)), to="varying") if aval.vma else value
 
 
 def strong(aval: ShapedArray) -> ShapedArray:
@@ -145,7 +148,8 @@ def describe_function(fun) -> str:
 def mismatch_text(a: ShapedArray, b: ShapedArray) -> str:
     """JAX's explanation of why two types differ: `, so the dtypes do not match`."""
     reasons = [text for differs, text in ((a.dtype != b.dtype, "the dtypes do not match"),
-                                          (a.shape != b.shape, "the shapes do not match")) if differs]
+                                          (a.shape != b.shape, "the shapes do not match"),
+                                          (a.vma != b.vma, "the manual axis types do not match")) if differs]
     return ", so " + ", and ".join(reasons) if reasons else ""
 
 
@@ -157,21 +161,32 @@ def avals_text(avals) -> str:
 cond_p = Primitive("cond", multiple_results=True)
 
 
+def _untyped_by_mesh_axes(avals):
+    return [aval.update(vma=frozenset()) if aval.vma else aval for aval in avals]
+
+
 def _cond_abstract_eval(index, *operands, branches):
+    # Branches that vary over different mesh axes are the user's error (cond checks them, as JAX's does); those
+    # that the transformations build may differ (a residual one branch computes from varying values and another
+    # fills with zeros), and the cond's outputs vary over what any branch's do.
     if index.shape != () or index.dtype != dtypes.int32:
         raise TypeError(f"cond index must be an int32 scalar, got {index.str_short()}")
     if not branches:
         raise TypeError("cond requires at least one branch")
     for i, branch in enumerate(branches):
-        if not same_types(branch.in_avals, operands):
+        if not same_types(_untyped_by_mesh_axes(branch.in_avals), _untyped_by_mesh_axes(operands)):
             raise TypeError(f"cond branch {i} takes inputs {avals_text(branch.in_avals)} but the operands are "
                             f"{avals_text(operands)}")
     first = branches[0].out_avals
     for i, branch in enumerate(branches[1:], 1):
-        if not same_types(first, branch.out_avals):
+        if not same_types(_untyped_by_mesh_axes(first), _untyped_by_mesh_axes(branch.out_avals)):
             raise TypeError(f"cond branches must have equal output types but they differ: branch 0 returns "
                             f"{avals_text(first)} and branch {i} returns {avals_text(branch.out_avals)}")
-    return list(first)  # JAX's: the types of branch 0 (the false branch of a cond), weak types included
+    outs = []  # JAX's: the types of branch 0 (the false branch of a cond), weak types included
+    for k, aval in enumerate(first):
+        vma = frozenset().union(*(branch.out_avals[k].vma for branch in branches))
+        outs.append(aval if vma == aval.vma else aval.update(vma=vma))
+    return outs
 
 
 cond_p.def_abstract_eval(_cond_abstract_eval)
@@ -228,8 +243,15 @@ def _check_branch_outputs(api_name, names, functions, programs, out_trees):
                      for path, a, b in zip(paths, first_avals, program.out_avals) if strong(a) != strong(b)]
             differences = "\n".join(f"  * {d};" for d in diffs) if len(diffs) > 1 else diffs[0][0].upper() + \
                 diffs[0][1:] + "."
+            fixes = [f"This might be fixed by applying `numax.lax.pcast(..., {tuple(sorted(vary, key=str))}, "
+                     f"to='varying')` to the output of {branch}.\n"
+                     for a, b in zip(first_avals, program.out_avals)
+                     for branch, vary in ((first_name, b.vma - a.vma), (name, a.vma - b.vma)) if vary]
+            hint = "".join(fixes) + ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for more "
+                                     "information.\n\n") if fixes else ""
             raise TypeError(f"{api_name} branches must have equal output types but they differ.\n\n{header}"
-                            f"{differences}\n\nRevise {first_name} and/or {name} so that all output types match.")
+                            f"{differences}\n\n{hint}Revise {first_name} and/or {name} so that all output types "
+                            "match.")
 
 
 def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):

@@ -7,8 +7,10 @@ scan, so this is efficient, and integer results are exact.
 
 import numpy as np
 
-from ..core.avals import is_static_shape
+from ..core import dtypes
+from ..core.avals import ShapedArray, is_static_shape
 from ..core.primitives import Primitive
+from ..core.staging import trace_to_closed_program
 from ..core.trace import get_aval_of
 from ..lowering import dynamic_shapes
 from ..lowering.lower import register_lowering
@@ -45,7 +47,8 @@ def _define_cumulative(name, kind, allowed):
         identity = (np.array(-np.inf, aval.dtype) if kind == "logaddexp"
                     else identity_of({"add": "sum", "mul": "prod"}.get(kind, kind), aval.dtype))
         init = ctx.builder.constant(identity)
-        return lower_reduce_window(ctx, operand, init, kind, window_dimensions=tuple(window),
+        combiner = _complex_combiner(kind, aval.dtype) if dtypes.is_complex(aval.dtype) else kind
+        return lower_reduce_window(ctx, operand, init, combiner, window_dimensions=tuple(window),
                                    window_strides=(1,) * rank, padding=tuple(padding), base_dilation=(1,) * rank,
                                    window_dilation=(1,) * rank)
 
@@ -57,8 +60,10 @@ def _define_cumulative(name, kind, allowed):
         aval = get_aval_of(operand)
         if aval.ndim == 0:
             raise ValueError(f"{name} needs an operand of rank at least 1, got a 0-d operand")
-        axis = T.normalize_axis(axis, aval.ndim)
-        return primitive.bind(operand, axis=axis, reverse=bool(reverse))
+        if not 0 <= int(axis) < aval.ndim:  # no negative axes, as jax.lax (jax.numpy normalizes them first)
+            raise ValueError(f"{name}: axis {axis} is out of bounds for an operand of shape {aval.shape} (lax "
+                             "operations do not take negative axes)")
+        return primitive.bind(operand, axis=int(axis), reverse=bool(reverse))
 
     wrapper.__name__ = name
     wrapper.__doc__ = (f"The running {kind} of `operand` along `axis` (from the end, when `reverse`); the result "
@@ -66,12 +71,41 @@ def _define_cumulative(name, kind, allowed):
     return primitive, wrapper
 
 
+def _complex_combiner(kind, dtype):
+    """The combining computation of a complex scan, as a program of two scalars: StableHLO's maximum, minimum
+    and the window logaddexp are real-only, so complex ones are spelled out (lexicographic order, as in JAX)."""
+    from . import elementwise
+
+    if kind in ("max", "min"):
+        combine = elementwise.max if kind == "max" else elementwise.min
+    elif kind == "logaddexp":
+        combine = complex_logaddexp
+    else:
+        return kind  # add and mul are complex StableHLO operations
+    scalar = ShapedArray((), dtype)
+    return trace_to_closed_program(lambda a, b: [combine(a, b)], [scalar, scalar])
+
+
+def complex_logaddexp(x, y):
+    """log(exp(x) + exp(y)) for complex values (also jax.numpy.logaddexp's): the larger (lexicographically)
+    plus log1p(exp(x + y - 2 max)), with the imaginary part wrapped into [-pi, pi) as jax.numpy's logaddexp does."""
+    from .elementwise import add, complex, exp, imag, log1p, lt, max, mul, real, rem, select, sub
+
+    larger = max(x, y)
+    out = add(larger, log1p(exp(sub(add(x, y), mul(larger, np.array(2, get_aval_of(x).dtype))))))
+    angle = imag(out)
+    pi, two_pi = (np.array(v, get_aval_of(angle).dtype) for v in (np.pi, 2 * np.pi))
+    wrapped = rem(add(angle, pi), two_pi)
+    wrapped = select(lt(wrapped, np.zeros((), get_aval_of(angle).dtype)), add(wrapped, two_pi), wrapped)
+    return complex(real(out), sub(wrapped, pi))
+
+
+# As in JAX, every cumulative reduction takes any number (not bool).
 cumsum_p, cumsum = _define_cumulative("cumsum", "add", T.numeric_dtypes)
 cumprod_p, cumprod = _define_cumulative("cumprod", "mul", T.numeric_dtypes)
-_ordered_dtypes = T.bool_or_integer + T.float_dtypes
-cummax_p, cummax = _define_cumulative("cummax", "max", _ordered_dtypes)
-cummin_p, cummin = _define_cumulative("cummin", "min", _ordered_dtypes)
-cumlogsumexp_p, cumlogsumexp = _define_cumulative("cumlogsumexp", "logaddexp", T.float_dtypes)
+cummax_p, cummax = _define_cumulative("cummax", "max", T.numeric_dtypes)
+cummin_p, cummin = _define_cumulative("cummin", "min", T.numeric_dtypes)
+cumlogsumexp_p, cumlogsumexp = _define_cumulative("cumlogsumexp", "logaddexp", T.inexact_dtypes)
 
 
 # --- differentiation rules -------------------------------------------------------------------------------------
@@ -96,15 +130,20 @@ def _pair_jvp(primitive):
 def _logaddexp_pair(a, b):
     """log(exp(a) + exp(b)) and its tangent, as jax.numpy.logaddexp computes them: infinities of one sign
     give their sum, and an infinite result is replaced by zero in the tangent's exponents."""
-    from .elementwise import abs, add, eq, exp, log1p, max, mul, ne, neg, select, sub
+    from .elementwise import abs, add, eq, exp, log1p, max, mul, ne, neg, real, select, sub
 
     (x, tx), (y, ty) = a, b
-    delta = sub(x, y)
-    out = select(ne(delta, delta), add(x, y), add(max(x, y), log1p(exp(neg(abs(delta))))))
+    if dtypes.is_complex(get_aval_of(x).dtype):
+        out = complex_logaddexp(x, y)
+    else:
+        delta = sub(x, y)
+        out = select(ne(delta, delta), add(x, y), add(max(x, y), log1p(exp(neg(abs(delta))))))
 
     def finite_or_zero(v):
-        return select(eq(v, np.array(np.inf, get_aval_of(v).dtype)), np.zeros(get_aval_of(v).shape,
-                                                                               get_aval_of(v).dtype), v)
+        aval = get_aval_of(v)
+        real_part = real(v) if dtypes.is_complex(aval.dtype) else v
+        infinite = eq(real_part, np.array(np.inf, get_aval_of(real_part).dtype))
+        return select(infinite, np.zeros(aval.shape, aval.dtype), v)
 
     weight_x = exp(sub(finite_or_zero(x), finite_or_zero(out)))
     weight_y = exp(sub(finite_or_zero(y), finite_or_zero(out)))

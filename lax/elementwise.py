@@ -452,8 +452,10 @@ register_lowering(clamp_p, lambda ctx, low, x, high: ctx.builder.op1(
 
 
 def clamp(min, x, max):
-    """`x` clipped to [min, max] (bounds may be scalars)."""
-    min, x, max = _scalars_like((min, x, max))
+    """`x` clipped to [min, max] (bounds may be scalars of `x`'s dtype).
+
+    A Python scalar bound has its default dtype, which must be `x`'s: jax.lax.clamp raises a TypeError for
+    `clamp(0, uint8_array, 1)`, so no weak conversion is done here."""
     return clamp_p.bind(min, x, max)
 
 
@@ -501,6 +503,8 @@ def convert_element_type(operand, new_dtype, weak_type=False):
         value = np.asarray(operand)
         if dtypes.is_complex(value.dtype) and not dtypes.is_complex(new_dtype):
             value = value.real
+        if isinstance(operand, np.ndarray) and dtypes.is_float(value.dtype) and dtypes.is_integer(new_dtype):
+            value = _saturated(value, new_dtype)
         if weak_type and value.ndim == 0 and type(operand) in dtypes.python_scalar_types:
             kind = dtypes.scalar_type_of(new_dtype)
             if kind is not bool and dtypes.python_scalar_dtype(kind(0)) == new_dtype:
@@ -511,6 +515,18 @@ def convert_element_type(operand, new_dtype, weak_type=False):
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _saturated(value, int_dtype):
+    """A float array converted as XLA converts it to integers (and jax does with a numpy array): NaN is 0 and
+    values out of range saturate, where numpy's cast would wrap them (-1.5 to uint8 is 0, not 255)."""
+    info = np.iinfo(int_dtype)
+    # float64 holds every 32-bit bound exactly; the 64-bit maxima round up, so the float just below them is used.
+    low, high = float(info.min), float(info.max)
+    if high >= 2.0 ** 63:
+        high = np.nextafter(high, 0)
+    wide = value.astype(np.float64)
+    return np.where(np.isnan(wide), 0, np.clip(wide, low, high)).astype(int_dtype)
 
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type")

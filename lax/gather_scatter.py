@@ -285,7 +285,9 @@ def _scatter_abstract_eval(name, operand, indices, updates, *, dimension_numbers
         raise TypeError(f"{name}: the scatter dimensions of updates {updates.str_short()} (shape {scatter_shape}) "
                         f"must equal the batch shape of the indices {indices.str_short()}")
     sizes = _scatter_window_sizes(operand, updates, dn)
-    if any(s > d for s, d in zip(sizes, operand.shape)):
+    # Only the window's own dimensions must fit (as in JAX): an inserted dimension of an empty operand takes no
+    # element, and XLA drops (or clamps) every update into it.
+    if any(s > d for i, (s, d) in enumerate(zip(sizes, operand.shape)) if i not in removed):
         raise TypeError(f"{name}: update windows {tuple(sizes)} do not fit in the operand {operand.str_short()}")
     return operand
 

@@ -43,11 +43,11 @@ def _typematch(a, b):
 
 
 def _stacked(aval, length):
-    return ShapedArray((length,) + aval.shape, aval.dtype, aval.weak_type)
+    return aval.update(shape=(length,) + aval.shape)
 
 
 def _unstacked(aval):
-    return ShapedArray(aval.shape[1:], aval.dtype, aval.weak_type)
+    return aval.update(shape=aval.shape[1:])
 
 
 # --- the primitive ------------------------------------------------------------------------------------

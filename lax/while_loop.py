@@ -118,8 +118,19 @@ def check_carry(name, body_fun, in_tree, out_tree, in_avals, out_avals):
         differences = (diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1
                        else "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n")
         raise TypeError(f"{name} function carry input and carry output must have equal types, but they differ:"
-                        f"\n\n{differences}\nRevise the function so that all output types match the "
-                        "corresponding input types.")
+                        f"\n\n{differences}\n{_pcast_hint(paths, in_avals, out_avals, component)}Revise the function "
+                        "so that all output types match the corresponding input types.")
+
+
+def _pcast_hint(paths, in_avals, out_avals, component):
+    """JAX's advice for a carry that the body makes vary over more mesh axes (inside a shard_map)."""
+    fixes = [f"This might be fixed by applying `numax.lax.pcast(..., {tuple(sorted(b.vma - a.vma, key=str))}, "
+             f"to='varying')`, to the initial carry value corresponding to {component(path)}.\n"
+             for path, a, b in zip(paths, in_avals, out_avals) if b.vma - a.vma]
+    if not fixes:
+        return ""
+    return "".join(fixes) + ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for more "
+                             "information.\n\n")
 
 
 def _trace_loop(cond_fun, body_fun, in_tree, in_avals):

@@ -35,7 +35,8 @@ static PyTypeObject *plain_config_type; /* type(config) while no thread holds an
 static PyObject *config_dict;         /* config.__dict__, where the global flag values are */
 
 /* Offsets of __slots__ members, read from their member descriptors at `configure`. */
-static Py_ssize_t array_aval, array_buffer, array_backend, array_device, array_host_value, array_ready;
+static Py_ssize_t array_aval, array_buffer, array_backend, array_device, array_host_value, array_ready,
+    array_committed;
 static Py_ssize_t ex_compiled, ex_backend, ex_device, ex_const_buffers, ex_handlers, ex_out_avals, ex_host_callbacks;
 static Py_ssize_t entry_executable, entry_out_tree, entry_donated, entry_out_kind;
 static Py_ssize_t statistics_cache_hits;
@@ -77,9 +78,12 @@ static PyObject *signature_of(PyObject *tree, PyObject *leaves);
 
 static PyObject *leaf_or_node_signature(PyObject *child, PyObject *leaves) {
     if (Py_IS_TYPE(child, array_type)) {
-        PyObject *aval = SLOT(child, array_aval);
+        PyObject *aval = SLOT(child, array_aval), *device = SLOT(child, array_device);
         if (aval == NULL || PyList_Append(leaves, child) < 0)
             return NULL;
+        /* A committed array runs where it lies: (aval, device), equal to jit.py's OnDevice key. */
+        if (SLOT(child, array_committed) == Py_True)
+            return device == NULL ? NULL : PyTuple_Pack(2, aval, device);
         return Py_NewRef(aval);
     }
     if (is_python_scalar(child)) {
@@ -191,7 +195,8 @@ static PyObject *run(PyObject *executable, PyObject *leaves) {
     return PyObject_CallMethodOneArg(executable, s_run_on, leaves);
 }
 
-static PyObject *new_array(PyObject *aval, PyObject *buffer, PyObject *backend, PyObject *device) {
+/* A new Array; `committed` when some input of the computation that made it was (jax's rule). */
+static PyObject *new_array(PyObject *aval, PyObject *buffer, PyObject *backend, PyObject *device, int committed) {
     PyObject *array = array_type->tp_alloc(array_type, 0);
     if (array == NULL)
         return NULL;
@@ -201,11 +206,12 @@ static PyObject *new_array(PyObject *aval, PyObject *buffer, PyObject *backend, 
     SLOT(array, array_device) = Py_NewRef(device);
     SLOT(array, array_host_value) = Py_NewRef(Py_None);
     SLOT(array, array_ready) = Py_NewRef(Py_False);
+    SLOT(array, array_committed) = Py_NewRef(committed ? Py_True : Py_False);
     return array;
 }
 
 /* The call's result: the outputs wrapped into Arrays and arranged as the entry's output tree. */
-static PyObject *wrap(PyObject *entry, PyObject *executable, PyObject *outputs) {
+static PyObject *wrap(PyObject *entry, PyObject *executable, PyObject *outputs, int committed) {
     PyObject *out_avals = SLOT(executable, ex_out_avals);
     PyObject *backend = SLOT(executable, ex_backend), *device = SLOT(executable, ex_device);
     Py_ssize_t n = PyList_GET_SIZE(outputs);
@@ -215,12 +221,13 @@ static PyObject *wrap(PyObject *entry, PyObject *executable, PyObject *outputs) 
     }
     long kind = PyLong_AsLong(SLOT(entry, entry_out_kind));
     if (kind == OUT_LEAF && n == 1)
-        return new_array(PyList_GET_ITEM(out_avals, 0), PyList_GET_ITEM(outputs, 0), backend, device);
+        return new_array(PyList_GET_ITEM(out_avals, 0), PyList_GET_ITEM(outputs, 0), backend, device, committed);
     PyObject *arrays = kind == OUT_TUPLE ? PyTuple_New(n) : PyList_New(n);
     if (arrays == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *array = new_array(PyList_GET_ITEM(out_avals, i), PyList_GET_ITEM(outputs, i), backend, device);
+        PyObject *array = new_array(PyList_GET_ITEM(out_avals, i), PyList_GET_ITEM(outputs, i), backend, device,
+                                    committed);
         if (array == NULL) {
             Py_DECREF(arrays);
             return NULL;
@@ -237,6 +244,16 @@ static PyObject *wrap(PyObject *entry, PyObject *executable, PyObject *outputs) 
     return result;
 }
 
+/* Whether some leaf is an Array committed to its device. */
+static int any_committed(PyObject *leaves) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(leaves); i++) {
+        PyObject *leaf = PyList_GET_ITEM(leaves, i);
+        if (Py_IS_TYPE(leaf, array_type) && SLOT(leaf, array_committed) == Py_True)
+            return 1;
+    }
+    return 0;
+}
+
 static int count_hit(PyObject *statistics) {
     if (!Py_IS_TYPE(statistics, statistics_type))
         return -1;
@@ -251,7 +268,7 @@ static int count_hit(PyObject *statistics) {
 
 /* The one output of a one-device executable without constants run on `buffers`, as an Array; NULL with the
  * runtime's error when it fails. */
-static PyObject *run_single_output(PyObject *executable, PyObject *buffers) {
+static PyObject *run_single_output(PyObject *executable, PyObject *buffers, int committed) {
     PyObject *out_avals = SLOT(executable, ex_out_avals);
     PyObject *results = PyObject_CallMethodOneArg(SLOT(executable, ex_compiled), s_execute_sharded, buffers);
     if (results == NULL)
@@ -264,7 +281,7 @@ static PyObject *run_single_output(PyObject *executable, PyObject *buffers) {
     if (PyList_Check(outputs) && PyList_GET_SIZE(outputs) == 1 && PyList_Check(out_avals) &&
         PyList_GET_SIZE(out_avals) == 1)
         array = new_array(PyList_GET_ITEM(out_avals, 0), PyList_GET_ITEM(outputs, 0), SLOT(executable, ex_backend),
-                          SLOT(executable, ex_device));
+                          SLOT(executable, ex_device), committed);
     else
         PyErr_SetString(PyExc_TypeError, "run_single: the executable does not have exactly one output");
     Py_DECREF(outputs);
@@ -278,7 +295,7 @@ static PyObject *run_single(PyObject *module, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_TypeError, "run_single(executable, buffers) before configure, or not an Executable");
         return NULL;
     }
-    return run_single_output(args[0], args[1]);
+    return run_single_output(args[0], args[1], 0); /* (the caller commits it where an input was) */
 }
 
 /* --- the type ----------------------------------------------------------------------------------- */
@@ -359,7 +376,7 @@ static PyObject *call_cached(CachedCall *self, PyObject *args) {
     outputs = run(executable, leaves);
     if (outputs == NULL)
         goto failed; /* the Python path's own error, raised by run_on: reported as it is */
-    result = wrap(entry, executable, outputs);
+    result = wrap(entry, executable, outputs, any_committed(leaves));
     if (result == NULL)
         goto failed;
     goto done;
@@ -467,7 +484,7 @@ static PyObject *eager_unary(PyObject *module, PyObject *const *args, Py_ssize_t
     PyObject *buffers = PyList_New(1), *result = NULL;
     if (buffers != NULL) {
         PyList_SET_ITEM(buffers, 0, Py_NewRef(SLOT(x, array_buffer)));
-        result = run_single_output(executable, buffers);
+        result = run_single_output(executable, buffers, SLOT(x, array_committed) == Py_True);
         Py_DECREF(buffers);
     }
     Py_DECREF(executable);
@@ -670,6 +687,7 @@ static PyObject *configure(PyObject *module, PyObject *args) {
         {&array_aval, array_type, "aval"}, {&array_buffer, array_type, "_buffer"},
         {&array_backend, array_type, "_backend"}, {&array_device, array_type, "_device"},
         {&array_host_value, array_type, "_host_value"}, {&array_ready, array_type, "_ready"},
+        {&array_committed, array_type, "_committed"},
         {&ex_compiled, executable_type, "compiled"}, {&ex_backend, executable_type, "backend"},
         {&ex_device, executable_type, "device"}, {&ex_const_buffers, executable_type, "const_buffers"},
         {&ex_handlers, executable_type, "handlers"}, {&ex_out_avals, executable_type, "out_avals"},

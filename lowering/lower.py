@@ -8,6 +8,7 @@ value of its result, or a list of them for primitives with several results.
 
 import numpy as np
 
+from ..core import dtypes
 from ..core.avals import is_static_shape, symbolic_dim_types
 from ..core.ir import ClosedProgram, Literal, Program
 from . import dynamic_shapes
@@ -172,7 +173,9 @@ def hoist_large_consts(closed_program):
     program = closed_program.program
     embedded_vars, embedded, hoisted_vars, hoisted = [], [], [], []
     for var, value in zip(program.constvars, closed_program.consts):
-        if not isinstance(value, np.ndarray | np.generic | int | float | complex | bool) or np.size(value) > 64:
+        # (a float0 constant stays in the module however large: it is a `false` splat, with nothing to transfer)
+        if not isinstance(value, np.ndarray | np.generic | int | float | complex | bool) or (
+                np.size(value) > 64 and var.aval.dtype != dtypes.float0):
             hoisted_vars.append(var)
             hoisted.append(value)
         else:

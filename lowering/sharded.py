@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core import caches
 from ..core.ir import open_program, programs_in
-from ..core.sharding import Mesh, NamedSharding, P, sharding_with_layout
+from ..core.sharding import Mesh, NamedSharding, P, check_broadcasting_splits, sharding_with_layout
 from . import xla
 from .array import Array, is_committed
 from .lower import hoist_large_consts, lower_to_module
@@ -74,7 +74,11 @@ def block_buffers(host, sharding, backend):
 def put_sharded(value, sharding, aval):
     """`value` (host data or an array, of `aval`) laid out by `sharding` as a ShardedArray."""
     if type(value) is ShardedArray and value.has_layout(sharding):
-        return value
+        mine = value._sharding
+        if mine is sharding or mine == sharding or mine._device_assignment != sharding._device_assignment:
+            return value
+        # The same blocks in the same places, described as asked (a spec over a retyped mesh, say), as jax's are.
+        return ShardedArray(aval, value._shards, value._backend, sharding)
     host = np.asarray(value, dtype=aval.dtype)
     backend = xla.backend_of_device(next(iter(sharding.device_set)))
     return ShardedArray(aval, block_buffers(host, sharding, backend), backend, sharding)
@@ -221,11 +225,31 @@ class MultiDeviceCall:
             self.out_avals, self.out_shardings, outputs, self.out_layouts)]
 
 
+# The elementwise primitives whose operands broadcast (lax/elementwise.py): their operands' Explicit splits must
+# agree, as JAX's types require.
+_BROADCASTING_PRIMITIVES = frozenset((
+    "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or", "xor", "shift_left",
+    "shift_right_arithmetic", "shift_right_logical", "complex", "eq", "ne", "lt", "le", "gt", "ge", "polygamma"))
+
+
+def check_operand_splits(program, in_shardings):
+    """JAX's ShardingTypeError for a program of one broadcasting primitive (an eager operation, or a jit of one)
+    on operands split over Explicit mesh axes in ways that do not combine. (numax's traced types carry no splits,
+    so the operations inside a larger program are not checked.)"""
+    if len(program.equations) != 1:
+        return
+    (eqn,) = program.equations
+    if eqn.primitive.name in _BROADCASTING_PRIMITIVES and list(eqn.inputs) == list(program.invars):
+        check_broadcasting_splits(eqn.primitive.name, [v.aval for v in eqn.inputs], in_shardings,
+                                  eqn.outvars[0].aval)
+
+
 class ShardedExecutable:
     """A program compiled for the devices of a mesh; runs on arguments' blocks, returns ShardedArrays."""
 
     def __init__(self, closed, name, mesh, in_shardings, out_shardings, reason=None, compiler_options=None,
                  asked_in_shardings=()):
+        check_operand_splits(closed.program, in_shardings)
         self.name = name
         self.mesh = mesh
         self.devices = devices = tuple(mesh.devices.flat)

@@ -14,6 +14,9 @@ _element_types = {
     dtypes.uint8: "ui8", dtypes.uint16: "ui16", dtypes.uint32: "ui32", dtypes.uint64: "ui64",
     dtypes.bfloat16: "bf16", dtypes.float16: "f16", dtypes.float32: "f32", dtypes.float64: "f64",
     dtypes.complex64: "complex<f32>", dtypes.complex128: "complex<f64>",
+    # float0 (the tangent type of integers) has no StableHLO type: as in jax, it is held as i1, whose
+    # value nothing reads (constants of it are `false`; jit passes and returns it on the host side)
+    dtypes.float0: "i1",
 }
 
 
@@ -58,6 +61,8 @@ def i64_attr(value) -> str:
 def dense_elements(value: np.ndarray) -> str:
     """A dense elements attribute holding `value` (hex bytes; a single element means a splat)."""
     value = np.asarray(value)
+    if value.dtype == dtypes.float0:  # (it has no bytes: its i1 stand-in is false)
+        value = np.zeros(value.shape, np.bool_)
     if not value.flags.c_contiguous:  # (ascontiguousarray would also turn a 0-d array into 1-d)
         value = np.ascontiguousarray(value)
     type_text = tensor_type(value.shape, value.dtype)

@@ -83,6 +83,7 @@ class Backend:
         self.polls_waits = platform != "cpu"  # see SPIN_WAIT_SECONDS
         self.devices = client.local_devices()  # this process's (addressable) devices
         self.global_devices = client.devices()  # every process's, in the order of their ids
+        self.device_set = frozenset(self.global_devices)
         self.process_index = client.process_index()
         self.default_device = self.devices[0]
         self.device_lists = {}
@@ -120,9 +121,12 @@ _backends = {}
 
 def _make_cpu_backend():
     runtime = _distributed_runtime
-    _size_cpu_thread_pool(across_processes=runtime is not None)
+    # jax_num_cpu_devices (JAX's sharding tutorials set it first thing) asks for that many CPU devices, as the
+    # XLA_FLAGS device count does; it counts when set before the CPU backend starts, as in jax.
+    num_devices = config.num_cpu_devices if config.num_cpu_devices > 0 else None
+    _size_cpu_thread_pool(across_processes=runtime is not None, num_devices=num_devices)
     if runtime is None:
-        return Backend("cpu", xc.make_cpu_client())
+        return Backend("cpu", xc.make_cpu_client(num_devices=num_devices))
     # Across processes, CPU collectives go through gloo over TCP; peers find each other through the
     # coordination service's key-value store.
     collectives = _jax.make_gloo_tcp_collectives(distributed_client=runtime.client)
@@ -133,7 +137,7 @@ def _make_cpu_backend():
     return Backend("cpu", client)
 
 
-def _size_cpu_thread_pool(across_processes=False):
+def _size_cpu_thread_pool(across_processes=False, num_devices=None):
     """XLA's CPU client sizes its thread pool from the core count. With more (forced) devices than cores, a
     program with collectives enqueued while another still runs waits for threads that never come, and XLA
     aborts the process after 40 s (a pmap training loop does exactly this). Across processes it is worse:
@@ -141,7 +145,7 @@ def _size_cpu_thread_pool(across_processes=False):
     over 2 devices per process on 2 cores hangs for good. A pool of at least 32 threads, or 4 per device,
     avoids both; numax sets PJRT_NPROC so before the client starts, unless the user set it."""
     found = re.search(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
-    devices = int(found.group(1)) if found else 1
+    devices = num_devices or (int(found.group(1)) if found else 1)
     if (across_processes or devices > (os.cpu_count() or 1)) and "PJRT_NPROC" not in os.environ:
         os.environ["PJRT_NPROC"] = str(max(32, 4 * devices))
 
@@ -382,7 +386,14 @@ def is_addressable(device) -> bool:
 
 
 def backend_of_device(device) -> Backend:
-    return get_backend("cpu" if device.platform == "cpu" else "gpu")
+    """The backend whose device `device` is. A device of another runtime (jax's, say) looks the same but belongs
+    to another client: XLA rejects numax's buffers and programs on it, and jaxlib can crash the process after
+    that failure, so it is refused here, where every placement on a given device starts."""
+    backend = get_backend("cpu" if device.platform == "cpu" else "gpu")
+    if device not in backend.device_set:
+        raise ValueError(f"{device!r} is not one of numax's devices (a device of another runtime, such as jax's, "
+                         "cannot hold numax's arrays or run its programs): use numax.devices()")
+    return backend
 
 
 def default_placement():

@@ -27,8 +27,11 @@ from numax._api_extras import (  # noqa: F401, E402
     live_arrays,
     named_call,
     named_scope,
+    numpy_dtype_promotion,
+    numpy_rank_promotion,
     typeof,
 )
+from numax._config_contexts import *  # noqa: F401, F403, E402  (jax's config context managers)
 from numax._runtime import (  # noqa: F401, E402
     block_until_ready,
     default_backend,
@@ -73,10 +76,11 @@ __version__ = "0.1.0"
 
 # Loaded on first use (`numax.random.key`, `from numax import nn`, `numax.distributed.initialize`,
 # `import numax.scipy.special`, `numax.remat`).
-_defer_imports(globals(), {"debug": ("pure_callback",), "distributed": (), "export": (), "nn": (), "random": (),
-                          "scipy": (),
+_defer_imports(globals(), {"_device": ("Device",), "debug": ("pure_callback",), "distributed": (), "dtypes": (),
+                          "export": (), "nn": (), "experimental": (), "random": (), "scipy": (),
                           "transforms.checkpoint": ("checkpoint", "checkpoint_policies", "remat"),
                           "transforms.pmap": ("pmap",), "transforms.shard_map": ("shard_map",),
-                          "sharding": ("make_mesh", "P", "set_mesh", "reshard"), "triton": ("triton_call",),
+                          "sharding": ("make_mesh", "P", "NamedSharding", "set_mesh", "reshard"),
+                          "triton": ("triton_call",),
                           "_global_arrays": ("make_array_from_callback", "make_array_from_single_device_arrays",
                                              "make_array_from_process_local_data")})

@@ -59,6 +59,19 @@ def enable_x64(new_val=True):
     return config.override("enable_x64", bool(new_val))
 
 
+def numpy_dtype_promotion(new_val):
+    """Context manager (or decorator) for `jax_numpy_dtype_promotion` in the calling thread: 'standard' (JAX's
+    promotion lattice) or 'strict' (mixing dtypes implicitly raises `numax.errors.TypePromotionError`; weakly
+    typed Python scalars still adapt)."""
+    return config.option("jax_numpy_dtype_promotion", new_val)
+
+
+def numpy_rank_promotion(new_val):
+    """Context manager (or decorator) for `jax_numpy_rank_promotion` in the calling thread: what numax.numpy
+    does when operands of different ranks broadcast: 'allow', 'warn' (a UserWarning) or 'raise' (a ValueError)."""
+    return config.option("jax_numpy_rank_promotion", new_val)
+
+
 # --- caches and arrays ---------------------------------------------------------------------------------
 def clear_caches():
     """Drops every compiled executable and traced-program cache: jit functions', eager operations' and the

@@ -1,14 +1,15 @@
-"""`numax.debug`: printing and host callbacks that run each time a (possibly compiled) function runs."""
+"""`numax.debug`: printing, breakpoints and host callbacks that run each time a (possibly compiled) function runs."""
 
 import functools
 import string
 import sys
+import threading
 
 import numpy as np
 
 from numax.lax.callbacks import debug_callback, pure_callback
 
-__all__ = ["callback", "print", "pure_callback"]
+__all__ = ["breakpoint", "callback", "print", "pure_callback"]
 
 
 def callback(callback, *args, ordered=False, partitioned=False, **kwargs):
@@ -71,3 +72,39 @@ def visualize_sharding(shape, sharding, **options):
 def visualize_array_sharding(array, **options):
     """Prints which devices hold which blocks of `array` (a pmap's output, ...)."""
     return visualize_sharding(array.shape, array.sharding, **options)
+
+
+def breakpoint(*, backend=None, filter_frames=True, num_frames=None, ordered=False, token=None, **kwargs):  # noqa: A001
+    """Opens an interactive debugger where it is called, each time the (possibly jitted or vmapped) function
+    runs, with the traced values of the caller's frames concrete.
+
+    `backend` names the debugger ("cli", the default: commands `p`, `pp`, `u`, `d`, `l`, `bt`, `c`, `q`
+    read from stdin); `kwargs` go to it (`stdin=`, `stdout=` streams for the CLI). `filter_frames` hides
+    numax's own frames, `num_frames` keeps that many from the innermost. `ordered` runs it in program
+    order with the other ordered debug callbacks. With `token` (a pytree of arrays) instead, it runs once
+    `token` is computed and returns it; the result must then be used, or the breakpoint is dropped.
+    """
+    from numax import _debugger, lax
+    from numax.lowering.array import put
+
+    if token is not None and ordered:
+        raise ValueError("`ordered` and `token` are mutually exclusive arguments.")
+    frames = _debugger.capture_frames(filter_frames, num_frames)
+    tracers, rebuild = _debugger.split_traced(frames)
+
+    def enter(*values):
+        thread_id = None if threading.current_thread() is threading.main_thread() else threading.get_ident()
+        debugger = _debugger.get_debugger(backend)
+        with _debugger.debug_lock:
+            debugger(rebuild([put(np.asarray(value)) for value in values]), thread_id, **kwargs)
+
+    if token is None:
+        debug_callback(enter, *tracers, ordered=ordered)
+        return None
+    token, tracers = lax.stop_gradient((token, tracers))
+
+    def enter_then_pass_token(token_value, *values):
+        enter(*values)
+        return token_value
+
+    return pure_callback(enter_then_pass_token, token, token, *tracers)

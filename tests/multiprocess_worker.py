@@ -7,8 +7,9 @@ runs a data-parallel training step of a small MLP under `pmap` over every proces
 gradients averaged by `lax.pmean`, and again on global arrays under jit with in/out shardings. Scenario
 `train` checks the results against the one-process numpy computation in this process and prints a
 `REPORT {json}` line for the parent to compare; scenario `until_killed` trains until something fails (the
-parent kills the other process meanwhile). The numpy reference below is imported by the parent too;
-numax is imported only in `main`.
+parent kills the other process meanwhile); scenario `multihost_utils` checks
+numax.experimental.multihost_utils across the processes (for tests/test_multihost_utils.py). The numpy
+reference below is imported by the parent too; numax is imported only in `main`.
 """
 
 import json
@@ -145,11 +146,71 @@ def sharded_jit_half(numax, process_id, num_processes, failures):
                          reference_params[name], failures)
 
 
+def multihost_utils_checks(numax, process_id, num_processes, failures):
+    """Scenario `multihost_utils`: numax.experimental.multihost_utils across the processes, against numpy."""
+    from numax.experimental import multihost_utils as mu
+    from numax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    everyone = np.arange(num_processes)
+    mine = {"a": np.full(3, process_id, np.float32), "s": np.int32(process_id)}
+    stacked = mu.process_allgather(mine)
+    _check_close("process_allgather a", stacked["a"], np.repeat(everyone[:, None], 3, axis=1), failures)
+    _check_close("process_allgather s", stacked["s"], everyone, failures)
+    tiled = mu.process_allgather(mine, tiled=True)
+    _check_close("process_allgather tiled a", tiled["a"], np.repeat(everyone, 3), failures)
+    _check_close("process_allgather tiled s", tiled["s"], everyone, failures)  # a scalar is stacked
+    if tiled["s"].dtype != np.int32:
+        failures.append(f"process_allgather changed int32 to {tiled['s'].dtype}")
+    sent = {"x": np.arange(3, dtype=np.float32) + 10 * process_id, "flag": np.array([process_id == 0, True])}
+    _check_close("broadcast_one_to_all", mu.broadcast_one_to_all(sent)["x"], np.arange(3), failures)
+    _check_close("broadcast_one_to_all bool", mu.broadcast_one_to_all(sent)["flag"], [True, True], failures)
+    from_last = mu.broadcast_one_to_all(sent, is_source=process_id == num_processes - 1)["x"]
+    _check_close("broadcast_one_to_all from the last", from_last, np.arange(3) + 10 * (num_processes - 1), failures)
+    mu.sync_global_devices("multihost_utils")
+    mu.assert_equal({"same": np.arange(4)}, "must agree")
+    try:
+        mu.assert_equal(np.array([process_id]), "differs by process")
+        failures.append("assert_equal passed on values that differ between processes")
+    except AssertionError as error:
+        if "differs by process" not in str(error):
+            failures.append(f"assert_equal's message lacks fail_message: {error}")
+    own = np.arange(4, dtype=np.float32) * (process_id + 1)
+    same = np.arange(4, dtype=np.float32)  # replicated: every process must pass the same value
+    flat = Mesh(np.array(numax.devices()), ("x",))
+    grid = Mesh(np.array(numax.devices()).reshape(num_processes, numax.local_device_count()), ("host", "dev"))
+    concatenated = np.concatenate([np.arange(4) * (p + 1) for p in range(num_processes)])
+    for mesh, spec, local, expected in ((flat, PartitionSpec("x"), own, concatenated),
+                                        (grid, PartitionSpec("host"), own, concatenated),
+                                        (grid, PartitionSpec(), same, same)):
+        where = f"{mesh.axis_names} {spec}"
+        global_array = mu.host_local_array_to_global_array(local, mesh, spec)
+        if global_array.shape != expected.shape or global_array.sharding != NamedSharding(mesh, spec):
+            failures.append(f"host_local_array_to_global_array {where}: {global_array.shape} {global_array.sharding}")
+        _check_close(f"allgather of the global array {where}", mu.process_allgather(global_array, tiled=True),
+                     expected, failures)
+        doubled = numax.jit(lambda x: x * 2, out_shardings=NamedSharding(mesh, spec))(global_array)
+        back = mu.global_array_to_host_local_array(doubled, mesh, spec)
+        _check_close(f"global_array_to_host_local_array {where}", back, 2 * local, failures)
+        if not back.is_fully_addressable:
+            failures.append(f"global_array_to_host_local_array {where} is not host-local")
+    try:
+        mu.process_allgather(global_array)
+        failures.append("process_allgather(tiled=False) took a global array")
+    except ValueError:
+        pass
+
+
 def main(process_id, num_processes, port, scenario):
     import numax
 
     numax.distributed.initialize(f"127.0.0.1:{port}", num_processes, process_id, initialization_timeout=30,
                                  heartbeat_timeout_seconds=3, shutdown_timeout_seconds=10)
+    if scenario == "multihost_utils":
+        failures = []
+        multihost_utils_checks(numax, process_id, num_processes, failures)
+        print("REPORT " + json.dumps({"process_id": process_id, "failures": failures}), flush=True)
+        numax.distributed.shutdown()
+        return
     local = numax.local_device_count()
     x, y = global_batch()
     x_local, y_local = (_local_share(v, process_id, num_processes, local) for v in (x, y))

@@ -186,3 +186,102 @@ def test_gpu_client_choice_is_checked_and_part_of_the_compile_cache_key():
     other_client = xla.Backend("cpu", backend.client, "tfrt")
     other = xla._cache_key_fields("module {}", other_client, backend.devices[:1], 0, 1, 1, {}, False)
     assert fields["platform"] != other["platform"]  # executables of one client are never loaded by the other
+
+
+# --- every jax option is accepted, checked as jax checks it, and readable back ---------------------------------
+# Flags that only jax's own test utilities define (when jax._src.test_util is imported): not options of jax's.
+_JAX_TEST_ONLY = {"jax_test_dut", "jax_num_generated_cases", "max_cases_sampling_retries", "jax_skip_slow_tests",
+                  "jax_test_with_persistent_compilation_cache", "test_targets", "exclude_test_targets",
+                  "jax_test_num_threads", "hypothesis_profile"}
+_JAX_0_11_ONLY = {"jax_use_rgv3", "jax_use_cpp_shard_args", "jax_pallas_auto_assign_collective_ids"}
+
+
+def _jax_options():
+    return sorted(set(jax.config._value_holders) - _JAX_TEST_ONLY)
+
+
+def _numax_spelling(name):
+    return "numax_" + name.removeprefix("jax_")
+
+
+def test_every_jax_option_is_accepted_and_readable():
+    from numax.core.config_options import NO_EFFECT
+
+    no_effect = {row[0] for row in NO_EFFECT}
+    assert all(row[3] for row in NO_EFFECT)  # each says why it changes nothing
+    values = numax.config.values
+    for name in _jax_options() + sorted(_JAX_0_11_ONLY):
+        value = numax.config.read(name)
+        assert getattr(numax.config, name) == value == values[name] == numax.config.read(_numax_spelling(name))
+        numax.config.update(name, value)  # (unchanged)
+        if name in jax.config._value_holders and (
+                name in no_effect or name in ("jax_numpy_dtype_promotion", "jax_numpy_rank_promotion")):
+            assert value == jax.config._value_holders[name].value, name  # jax's default (or environment)
+    assert _JAX_0_11_ONLY <= no_effect
+    numax.config.update("jax_persistent_cache_enable_xla_caches", "none")  # failed before issue 29
+    try:
+        assert numax.config.jax_persistent_cache_enable_xla_caches == "none"
+    finally:
+        numax.config.update("jax_persistent_cache_enable_xla_caches", "xla_gpu_per_fusion_autotune_cache_dir")
+
+
+def _update_outcome(config, name, value):
+    before = config.read(name) if config is numax.config else config._value_holders[name].value
+    try:
+        config.update(name, value)
+    except Exception as error:  # noqa: BLE001  (the class is what is compared)
+        return type(error)
+    after = config.read(name) if config is numax.config else config._value_holders[name].value
+    config.update(name, before)
+    return ("stored", after)
+
+
+def test_option_values_are_checked_as_jax_checks_them():
+    from numax.core.config_options import NO_EFFECT
+
+    # (jax freezes its CPU topology options once its backends start, and a test cannot restore them; in numax they
+    # change nothing, so there is nothing to freeze: they are ints as jax_random_seed_offset is)
+    frozen = {"jax_num_cpu_devices", "jax_cpu_get_local_topology_timeout_minutes",
+              "jax_cpu_get_global_topology_timeout_minutes"}
+    names = [row[0] for row in NO_EFFECT if row[0] not in _JAX_0_11_ONLY | frozen] + [
+        "jax_numpy_dtype_promotion", "jax_numpy_rank_promotion", "jax_compilation_cache_dir",
+        "jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes",
+        "jax_compilation_cache_max_size"]
+    for name in names:
+        for value in ("bogus", 1.5, 7, None, "strict", "raise", "O1", "off"):
+            ours, theirs = _update_outcome(numax.config, name, value), _update_outcome(jax.config, name, value)
+            assert ours == theirs, (name, value, ours, theirs)
+
+
+def test_unknown_options_raise_as_in_jax():
+    for config in (numax.config, jax.config):
+        with pytest.raises(AttributeError, match="Unrecognized config option: jax_no_such_option"):
+            config.update("jax_no_such_option", True)
+        with pytest.raises(AttributeError):
+            config.jax_no_such_option  # noqa: B018
+
+
+_ENV_PROBE = """
+import json
+import jax, numax
+names = %r
+print(json.dumps({name: [str(numax.config.read(name)), str(jax.config._value_holders[name].value)]
+                  for name in names}))
+"""
+
+
+def test_jax_options_are_read_from_the_environment():
+    settings = {"JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none", "JAX_DEFAULT_MATMUL_PRECISION": "highest",
+                "JAX_NUMPY_RANK_PROMOTION": "raise", "JAX_NUMPY_DTYPE_PROMOTION": "strict",
+                "JAX_LEGACY_PRNG_KEY": "warn", "JAX_NUM_CPU_DEVICES": "4", "JAX_ENABLE_CHECKS": "true",
+                "JAX_TRACEBACK_FILTERING": "off", "JAX_SEND_TRACEBACK_TO_RUNTIME": "on"}
+    names = [variable.lower() for variable in settings]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "NUMAX_"))}
+    done = subprocess.run([sys.executable, "-c", _ENV_PROBE % names], env={**env, **settings},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for name, (ours, theirs) in json.loads(done.stdout.strip().splitlines()[-1]).items():
+        assert ours == theirs, name
+    refused = subprocess.run([sys.executable, "-c", "import numax"], env={**env, "JAX_NUM_CPU_DEVICES": "four"},
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "ValueError" in refused.stderr and "jax_num_cpu_devices" in refused.stderr

@@ -138,7 +138,8 @@ def _with_header(blob, version=None, checksum_of=None):
 @pytest.mark.parametrize("damage, message", [
     (lambda blob: b"NOTNUMAX" + blob[8:], "magic"),
     (lambda blob: blob[:12], "magic"),
-    (lambda blob: _with_header(blob, version=export.SERIALIZATION_VERSION + 1), "version 3 is newer"),
+    (lambda blob: _with_header(blob, version=export.SERIALIZATION_VERSION + 1),
+     f"version {export.SERIALIZATION_VERSION + 1} is newer"),
     (lambda blob: blob[:-7], "truncated"),
     (lambda blob: blob[:-3] + bytes(3), "checksum"),
     (lambda blob: _with_header(blob, checksum_of=blob[20:-40] + b"\x00" * 40), "portable artifact"),
@@ -150,14 +151,14 @@ def test_bad_blobs_are_refused(layer_blob, damage, message):
 
 def test_user_errors():
     x, params = _layer_args()
-    with pytest.raises(TypeError, match="numax.jit"):
+    with pytest.raises(ValueError, match="must be the result of `jit`"):  # jax's errors
         export.export(_layer)
     exported = export.deserialize(export.export(numax.jit(_layer))(x, params).serialize())
-    with pytest.raises(TypeError, match="argument leaf 0"):
+    with pytest.raises(ValueError, match=r"Shape mismatch for args\[0\].shape\[0\]"):
         exported.call(x[:2], params)
-    with pytest.raises(TypeError, match="structured as"):
+    with pytest.raises(ValueError, match="must have the same pytree structure"):
         exported.call(x, [params["b"], params["w"]])
-    with pytest.raises(ValueError, match="vjp_order=1"):
+    with pytest.raises(ValueError, match="No VJP is available"):
         numax.grad(lambda x: exported.call(x, params)[1])(x)
     for_cuda = export.export(numax.jit(jnp.sin), platforms="cuda")(x)
     with pytest.raises(ValueError, match="exported for platforms"):

@@ -160,6 +160,8 @@ def test_errors():
     with pytest.raises(ValueError, match="distinct"):
         export.export(numax.jit(jnp.sin), platforms=("cpu", "cuda", "cpu"))
     with pytest.raises(ValueError, match="unknown platforms"):
-        export.export(numax.jit(jnp.sin), platforms=("cpu", "tpu"))
+        export.export(numax.jit(jnp.sin), platforms=("cpu", "other"))
+    with pytest.raises(NotImplementedError, match="specific to a platform .* 'tpu'"):  # LAPACK's, on a TPU
+        export.export(numax.jit(jnp.linalg.cholesky), platforms=("cpu", "tpu"))(x @ x.T + N * np.eye(N, dtype=x.dtype))
     with pytest.raises(NotImplementedError, match="only implemented on the CPU"):  # no eig lowering for "cuda"
         export.export(numax.jit(jnp.linalg.eig), platforms=("cpu", "cuda"))(x)

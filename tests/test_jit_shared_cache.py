@@ -5,10 +5,10 @@
 import gc
 
 from harness import jax, jnp
+from numax.transforms import jit as jit_module
 
 import numax
 import numax.numpy as xnp
-from numax.transforms import jit as jit_module
 
 
 def test_inline_jit_compiles_once_per_function_and_options():

@@ -18,7 +18,8 @@ for _package in (numax.lax, numax.transforms):
 
 # Primitives without operands never meet a JVP or batch tracer; JAX defines no derivative for the others.
 NO_JVP = {"iota": "no operands", "axis_index": "no operands", "nextafter": "JAX has no derivative",
-          "pmax": "JAX has no derivative", "pmin": "JAX has no derivative"}
+          "pmax": "JAX has no derivative", "pmin": "JAX has no derivative",
+          "call_exported": "differentiated through the export's own VJP (forward mode raises, as in jax)"}
 NO_BATCHING = {"iota": "no operands"}
 
 

@@ -89,7 +89,7 @@ def test_symbolic_shape_parsing():
     for bad in ("b,, 3", "b + ", "b $ 2", "-3"):
         with pytest.raises(ValueError, match="invalid symbolic shape"):
             symbolic_shape(bad)
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="should be None or a string"):  # jax's error
         symbolic_shape(("b", 3))
 
 
@@ -198,11 +198,11 @@ def test_inconsistent_bindings_and_bad_shapes():
     exported = export.export(numax.jit(lambda x, y: x.sum() + y.sum()))(
         ShapeDtypeStruct(symbolic_shape("b"), _F32), ShapeDtypeStruct(symbolic_shape("b, 2*b"), _F32))
     assert float(exported.call(np.ones(3, _F32), np.ones((3, 6), _F32))) == 21.0
-    with pytest.raises(ValueError, match=r"b = 3, which gives \(3, 6\)"):
+    with pytest.raises(ValueError, match=r"args\[1\].shape\[1\] \(= 7\) and the specification '2\*b' \(= 6\)"):
         exported.call(np.ones(3, _F32), np.ones((3, 7), _F32))
-    with pytest.raises(ValueError, match="dimension variable b would be 4 but is 3"):
+    with pytest.raises(ValueError, match=r"args\[1\].shape\[0\] \(= 4\) and the specification 'b' \(= 3\)"):
         exported.call(np.ones(3, _F32), np.ones((4, 8), _F32))
-    with pytest.raises(TypeError, match="argument leaf 1"):
+    with pytest.raises(ValueError, match=r"Rank mismatch for args\[1\]"):  # jax's errors
         exported.call(np.ones(3, _F32), np.ones(3, _F32))
 
 

@@ -234,10 +234,10 @@ def test_grad_inside_shard_map_data_parallel_step_matches_jax():
     params = {"w": rng.normal(size=(3, 2)).astype(np.float32), "b": np.zeros(2, np.float32)}
     xs, ys = rng.normal(size=(16, 3)).astype(np.float32), rng.normal(size=(16, 2)).astype(np.float32)
 
-    # Inside the body numax differentiates as jax does with check_vma=False: the gradient with respect to the
-    # replicated parameters is each device's own (jax's check_vma=True sums it over the devices).
+    # With check_vma=False the gradient with respect to the replicated parameters is each device's own (with
+    # check_vma=True it is summed over the devices: tests/test_shard_map_vma.py).
     ours_step = numax.jit(numax.shard_map(data_parallel_step(lax, mnp, numax.grad, "x"), mesh=meshes((8,))[0],
-                                          in_specs=(P(), P("x"), P("x")), out_specs=P()))
+                                          in_specs=(P(), P("x"), P("x")), out_specs=P(), check_vma=False))
     their_step = jax.jit(jax.shard_map(data_parallel_step(jax.lax, jnp, jax.grad, "x"), mesh=meshes((8,))[1],
                                        in_specs=(JP(), JP("x"), JP("x")), out_specs=JP(), check_vma=False))
     ours_params, their_params = params, params

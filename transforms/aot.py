@@ -1,8 +1,10 @@
 """Ahead-of-time compilation, as JAX's AOT API: `jit(f).trace(...)` gives a `Traced`, `.lower()` a `Lowered`,
 `.compile()` a `Compiled`; arguments may be `ShapeDtypeStruct`s, so nothing needs data until the call.
 
-Owns those three stages, `ShapeDtypeStruct` and `ArgInfo`. Knows nothing of jit's cache: `Traced.lower`
-goes back to the jit function for placement, shardings and fusion.
+Owns those three stages, `ShapeDtypeStruct`, `ArgInfo`, and `ClosedJaxpr` (a traced program under jax's
+ClosedJaxpr names, which `Traced.jaxpr` is). Knows nothing of jit's cache: `Traced.lower` goes back to the jit
+function for placement, shardings and fusion. `Lowered.compiler_ir()` is an MLIR module object from jaxlib's MLIR
+Python bindings (numax imports jaxlib, never jax).
 """
 
 import numpy as np
@@ -10,8 +12,9 @@ import numpy as np
 from ..core import dtypes
 from ..core import pytree as tree
 from ..core.avals import ShapedArray, get_aval
+from ..core.ir import ClosedProgram
 from ..core.trace import Tracer
-from ..lowering import dispatch, sharded
+from ..lowering import dispatch, sharded, xla
 from ..lowering.lower import lower_to_module
 
 
@@ -37,6 +40,19 @@ class ShapeDtypeStruct:
     def aval(self):
         return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
 
+    @classmethod
+    def like(cls, x):
+        """The struct of `x` (an array, tracer, scalar, numpy array or anything with `shape` and `dtype`): its
+        shape, dtype as numax computes in it, and weak type. (numax's structs carry no sharding: jit reads an
+        argument's layout from the array itself.)"""
+        aval = x.aval if isinstance(x, ShapeDtypeStruct) else _abstract(x)
+        return cls(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type)
                 == (other.shape, other.dtype, other.weak_type))
@@ -47,6 +63,81 @@ class ShapeDtypeStruct:
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+def _abstract(x):
+    if isinstance(x, Tracer) or hasattr(x, "aval"):
+        return x.aval
+    if isinstance(x, (np.ndarray, np.generic)) or type(x) in dtypes.python_scalar_types:
+        return get_aval(x)
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return ShapedArray(tuple(x.shape), dtypes.canonicalize_dtype(x.dtype), bool(getattr(x, "weak_type", False)))
+    return get_aval(np.asarray(x))
+
+
+# --- jax's names for a traced program ----------------------------------------------------------------------
+class ClosedJaxpr(ClosedProgram):
+    """What `Traced.jaxpr` is: a ClosedProgram (usable wherever one is) that also answers to jax's ClosedJaxpr
+    names: `.jaxpr` (with `constvars`, `invars`, `outvars`, `eqns`), `.eqns`, `.consts` (also `.literals`),
+    `.in_avals`, `.out_avals`."""
+
+    __slots__ = ()
+
+    @property
+    def jaxpr(self):
+        return Jaxpr(self.program)
+
+    @property
+    def eqns(self):
+        return self.jaxpr.eqns
+
+    @property
+    def literals(self):
+        return self.consts
+
+
+class Jaxpr:
+    """A numax Program under jax's Jaxpr names (a view: the program is not copied); prints as the program."""
+
+    __slots__ = ("program",)
+
+    def __init__(self, program):
+        self.program = program
+
+    constvars = property(lambda self: self.program.constvars)
+    invars = property(lambda self: self.program.invars)
+    outvars = property(lambda self: self.program.outvars)
+    in_avals = property(lambda self: self.program.in_avals)
+    out_avals = property(lambda self: self.program.out_avals)
+
+    @property
+    def eqns(self):
+        return [JaxprEqn(equation) for equation in self.program.equations]
+
+    def __str__(self):
+        return str(self.program)
+
+    __repr__ = __str__
+
+    def pretty_print(self):
+        return str(self)
+
+
+class JaxprEqn:
+    """An equation under jax's JaxprEqn names: `primitive` (with `.name`), `params`, `invars`, `outvars`."""
+
+    __slots__ = ("equation",)
+
+    def __init__(self, equation):
+        self.equation = equation
+
+    primitive = property(lambda self: self.equation.primitive)
+    params = property(lambda self: self.equation.params)
+    invars = property(lambda self: self.equation.inputs)
+    outvars = property(lambda self: self.equation.outvars)
+
+    def __repr__(self):
+        return repr(self.equation)
 
 
 class ArgInfo:
@@ -88,7 +179,7 @@ class Traced(_Stage):
 
     def __init__(self, function, closed, in_tree, out_tree, donated, args, kwargs):
         self.function = function
-        self.jaxpr = closed
+        self.jaxpr = ClosedJaxpr(closed.program, closed.consts)
         self.in_tree, self.out_tree, self.donated = in_tree, out_tree, donated
         self.args, self.kwargs = args, kwargs
         self._in_avals, self._out_avals = closed.program.in_avals, closed.program.out_avals
@@ -114,7 +205,10 @@ class Lowered(_Stage):
         self.compiler_options = compiler_options
         self._text = None
 
-    def as_text(self, dialect="stablehlo"):
+    def as_text(self, dialect="stablehlo", *, debug_info=False):
+        """The StableHLO module as text (the only dialect numax lowers to). numax's modules carry no source
+        locations, so `debug_info=True` (jax's, which adds them) gives the same text."""
+        _check_dialect(dialect)
         if self._text is None:
             mesh = sharded.program_mesh(self.closed.program, self.in_shardings, self.out_shardings)
             if mesh is not None:  # partitioned over the mesh's devices
@@ -124,6 +218,16 @@ class Lowered(_Stage):
             else:  # constants are written into the module so that the text is self-contained
                 self._text, _ = lower_to_module(self.closed, self.name, self.backend.platform, self.arg_attributes)
         return self._text
+
+    def compiler_ir(self, dialect=None):
+        """The lowered module as an MLIR module object (`jaxlib.mlir.ir.Module`, parsed by jaxlib's MLIR Python
+        bindings, which come with every jaxlib; `str()` of it is the text), as jax returns; only where the
+        bindings cannot be imported, the StableHLO text itself. Only the "stablehlo" dialect exists in numax."""
+        _check_dialect(dialect)
+        try:
+            return xla.parse_module(self.as_text())
+        except ImportError:
+            return self.as_text()
 
     def compile(self, compiler_options=None):
         """Compiles for the lowered placement; `compiler_options` add to (and override) the jit's."""
@@ -185,6 +289,11 @@ class Compiled(_Stage):
         temp_size_in_bytes, generated_code_size_in_bytes, ...), or None where the runtime gives none."""
         compiled = getattr(self.executable, "compiled", None)
         return compiled.get_compiled_memory_stats() if hasattr(compiled, "get_compiled_memory_stats") else None
+
+
+def _check_dialect(dialect):
+    if dialect not in (None, "stablehlo"):
+        raise ValueError(f"numax lowers to StableHLO only: dialect {dialect!r} is not available (use 'stablehlo')")
 
 
 def _argument_name(path):

@@ -15,8 +15,8 @@ from ..core.trace import get_aval_of
 from ..lax.ad import instantiate
 from ..lax.elementwise import convert_element_type
 from ..lax.shapes import full, reshape
-from .jvp import jvp_flat
-from .linearize import linearize_flat
+from .jvp import instantiate_tangent, jvp_flat
+from .linearize import LinearFunction, linearize_flat
 
 
 # --- flattening user functions ------------------------------------------------------------------------
@@ -100,7 +100,7 @@ def _checked_tangent(primal, tangent):
 
 
 def _materialize(tangent):
-    return instantiate(tangent)
+    return instantiate_tangent(tangent)
 
 
 def _not_yet(function, option, value, default):
@@ -150,7 +150,9 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=(), saveable_args=True, in_nzs
     primal_out, linear = linearize_flat(flat, primal_leaves)
     n = len(primal_out) - flat.num_aux
     out_tree = flat.out_tree
-    vjp_fun = _VJPFunction(linear, in_tree, out_tree, primal_leaves)
+    # A Partial over the residuals, as jax's: a pytree whose leaves are the residual arrays, so the pullback can
+    # be returned from make_jaxpr or jit and passed into jit as an argument.
+    vjp_fun = tree.Partial(_VJPFunction(linear, in_tree, out_tree, primal_leaves), linear.residuals)
     out = tree.tree_unflatten(out_tree, primal_out[:n])
     if has_aux:
         return out, vjp_fun, tree.tree_unflatten(flat.aux_tree, primal_out[n:])
@@ -158,21 +160,28 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=(), saveable_args=True, in_nzs
 
 
 class _VJPFunction:
-    """The pullback `vjp` returns: output cotangents -> tuple of input cotangents."""
+    """The static part of the pullback `vjp` returns: (residuals, output cotangents) -> tuple of input
+    cotangents. Its residuals come in as an argument (the leaves of the Partial wrapping it), so that they can
+    be tracers of another transformation than the one that computed them. It keeps no residuals itself: as
+    part of a treedef it may live in jit's caches."""
 
     def __init__(self, linear, in_tree, out_tree, primal_leaves):
-        self.linear = linear
+        self.linear = LinearFunction(linear.program, [], linear.in_avals, linear.out_avals, linear.in_linear,
+                                     linear.out_nonzero)
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.in_avals = [get_aval_of(p) for p in primal_leaves]
 
-    def __call__(self, cotangent):
+    def __call__(self, residuals, cotangent):
         ct_leaves, ct_tree = tree.tree_flatten(cotangent)
         if ct_tree != self.out_tree:
             raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure of primal "
                             f"output {self.out_tree}.")
         cts = [_checked_cotangent(ct, aval) for ct, aval in zip(ct_leaves, self.linear.out_avals)]
-        cts_in = self.linear.transpose(cts)
+        static = self.linear
+        linear = LinearFunction(static.program, list(residuals), static.in_avals, static.out_avals,
+                                static.in_linear, static.out_nonzero)
+        cts_in = linear.transpose(cts)
         leaves = [_input_cotangent(ct, aval) for ct, aval in zip(cts_in, self.in_avals)]
         return tuple(tree.tree_unflatten(self.in_tree, leaves))
 

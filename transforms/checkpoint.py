@@ -292,7 +292,10 @@ def saved_residuals(f, *args, **kwargs):
 
     program, _ = trace_to_program(residuals_of, [get_aval_of(leaf) for leaf in leaves])
     names = _argument_names(f, [path for path, _ in keyed])
-    return [(v.aval, _source(v, program, lambda i: f"from the argument {names[i]}")) for v in program.outvars]
+    # As jax lists them: the arguments kept, in argument order, then the values computed, in program order.
+    residuals = sorted(enumerate(program.outvars), key=lambda item: (
+        (0, program.invars.index(item[1])) if item[1] in program.invars else (1, item[0])))
+    return [(v.aval, _source(v, program, lambda i: f"from the argument {names[i]}")) for _, v in residuals]
 
 
 def print_saved_residuals(f, *args, **kwargs):

@@ -18,7 +18,7 @@ from ..core.avals import ShapedArray, get_aval
 from ..core.config import check_fusion, config
 from ..core.ir import ClosedProgram, Equation, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
-from ..core.sharding import PartitionSpec, Sharding, as_sharding
+from ..core.sharding import PartitionSpec, Sharding, SingleDeviceSharding, as_sharding
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, is_tracing
 from ..lowering import dispatch, native_dispatch, xla
@@ -26,7 +26,8 @@ from ..lowering.array import Array
 from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import register_lowering
 from ..lowering.sharded_array import ShardedArray
-from .aot import Lowered, ShapeDtypeStruct, Traced
+from .aot import ClosedJaxpr, Lowered, ShapeDtypeStruct, Traced
+from .float0 import compile_with_float0
 from .jvp import jvp_program
 from .partial_eval import partial_eval_program, partial_eval_rules
 from .recompiles import (
@@ -54,8 +55,8 @@ class _ProgramExecutables:
         self.cache = caches.ComputeOnceCache()
 
     def get(self, program, name, backend, device, in_shardings=()):
-        return self.cache.get((program, device, in_shardings), lambda: dispatch.compile_program(
-            program, name, backend, device, in_shardings=in_shardings))
+        return self.cache.get((program, device, in_shardings), lambda: compile_with_float0(
+            dispatch.compile_program, program, name, backend, device, in_shardings=in_shardings))
 
 
 _program_executables = _ProgramExecutables()
@@ -70,6 +71,10 @@ def _clear_caches():
         functions = list(_jit_functions)
     for function in functions:
         function.clear_cache()
+    with _jit_functions_lock:
+        shared = [caches for per_function in _shared_caches.values() for caches in per_function.values()]
+    for caches_of_function in shared:  # also those of functions whose jit objects are gone
+        caches_of_function.clear()
 
 
 def _jit_impl(*args, program, name):
@@ -155,7 +160,9 @@ class TracerArgument(Exception):
 def leaf_signature(leaf):
     kind = type(leaf)
     if kind is Array:
-        return leaf.aval
+        # A committed array runs where it lies: its device is part of the key (the native path builds the same
+        # `(aval, device)` tuple).
+        return OnDevice((leaf.aval, leaf._device)) if leaf._committed else leaf.aval
     if kind is ShardedArray:
         return LaidOut((leaf.aval, leaf._sharding))
     if kind in dtypes.python_scalar_types:
@@ -218,6 +225,11 @@ class _SharedCaches:
         self.traced_cache = caches.ComputeOnceCache()
         self.stats = JitStatistics()
         self.descriptions = []
+
+    def clear(self):
+        self.cache.clear()
+        self.traced_cache.clear()
+        self.descriptions.clear()
 
 
 _shared_caches = weakref.WeakKeyDictionary()  # function -> {jit options: _SharedCaches}, while the function lives
@@ -381,13 +393,31 @@ class JitFunction(native_dispatch.CachedCall):
             global_statistics.cache_hits += 1
         executable = entry.executable
         outs = executable.wrap_outputs(executable.run_on(leaves))
+        if any(type(leaf) is Array and leaf._committed for leaf in leaves):  # as jax: committed in, committed out
+            for out in outs:
+                if type(out) is Array:
+                    out._committed = True
         if config.check_numerics:
-            dispatch.check_program_numerics(outs, entry.program, leaves, f"jit({self.name})")
+            self._check_numerics(outs, args, kwargs)
         if entry.donated:
             for leaf, donated in zip(leaves, entry.donated):
                 if donated and type(leaf) is Array and not leaf.is_deleted():
                     leaf.delete()
         return entry.out_tree.unflatten(outs)
+
+    def _check_numerics(self, outs, args, kwargs):
+        """`jax_debug_nans`/`jax_debug_infs` on a result: as JAX does, the function runs again de-optimized, as
+        Python on the arguments as given, op by op, so that the first operation producing the value raises (a
+        Python `0. / 0.` raises ZeroDivisionError, an array op the FloatingPointError naming its primitive)."""
+        try:
+            dispatch.check_numerics(outs, f"jit({self.name})")
+        except FloatingPointError as error:
+            print("Invalid nan value encountered in the output of a numax.jit function. Calling the de-optimized "
+                  "version.")  # (on stdout, as jax's notice)
+            with config.override("disable_jit", True):
+                self.fun(*args, **kwargs)
+            raise FloatingPointError(f"{error} (the function run op by op produced no such value: it arises only "
+                                     "in the compiled program)") from None
 
     def _compile(self, key, args, kwargs, leaves):
         start = time.perf_counter()
@@ -409,15 +439,15 @@ class JitFunction(native_dispatch.CachedCall):
         in_shardings, out_shardings = self._shardings(args, kwargs, leaves, out_tree)
         if in_shardings or out_shardings:  # over several devices: partitioned by XLA (no donation yet)
             asked = self._leaf_in_shardings(self._split(args, kwargs)[0], len(leaves))  # committed args must match
-            executable = dispatch.compile_program(closed, self.name, reason=reason,
-                                                  compiler_options=self.compiler_options, in_shardings=in_shardings,
-                                                  out_shardings=out_shardings, asked_in_shardings=asked)
+            executable = compile_with_float0(dispatch.compile_program, closed, self.name, reason=reason,
+                                             compiler_options=self.compiler_options, in_shardings=in_shardings,
+                                             out_shardings=out_shardings, asked_in_shardings=asked)
             self.last_key = key
             return _CacheEntry(executable, out_tree, closed, None)
         attributes = _donation_attributes(program, donated)
         closed, _ = self._fused(closed, backend, device)
-        executable = dispatch.compile_program(closed, self.name, backend, device, attributes, reason,
-                                              self.compiler_options)
+        executable = compile_with_float0(dispatch.compile_program, closed, self.name, backend, device, attributes,
+                                         reason, self.compiler_options)
         self.last_key = key
         return _CacheEntry(executable, out_tree, closed, donated if attributes else None)
 
@@ -534,6 +564,10 @@ class LaidOut(tuple):
     """The signature of an argument laid out over devices: (aval, sharding)."""
 
 
+class OnDevice(tuple):
+    """The signature of an array committed to one device: (aval, device)."""
+
+
 def _per_leaf(shardings, tree_of_values, what):
     """One Sharding (or None) per leaf of `tree_of_values` from `shardings`: one for all, or a tree prefix."""
     if _is_sharding_leaf(shardings):
@@ -555,7 +589,8 @@ def _constrained(leaves, shardings):
     """Leaves with a sharding constraint where a sharding is given."""
     from ..lax.sharding_constraint import reshard  # loaded only by sharded jits (any axis types)
 
-    return [x if s is None else reshard(x, s) for x, s in zip(leaves, shardings)]
+    # (a one-device sharding constrains nothing inside the program: it says where the program runs)
+    return [x if s is None or isinstance(s, SingleDeviceSharding) else reshard(x, s) for x, s in zip(leaves, shardings)]
 
 
 def _as_tuple(value):
@@ -646,7 +681,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
     def make(*args, **kwargs):
         jitted = JitFunction(fun, static_argnums=static_argnums)
         program, consts, _, out_tree, _ = jitted.trace_program(args, kwargs)
-        closed = ClosedProgram(program, consts)
+        closed = ClosedJaxpr(program, consts)  # a ClosedProgram answering to jax's ClosedJaxpr names
         if return_shape:
             shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in program.out_avals]
             return closed, out_tree.unflatten(shapes)

@@ -16,6 +16,7 @@ from ..core.primitives import jvp_rules
 from ..core.staging import trace_to_closed_program
 from ..core.trace import Trace, Tracer, full_lower, get_aval_of, new_main
 from ..lax.ad import instantiate as instantiate_zeros
+from ..lax.elementwise import convert_element_type
 
 
 class JVPTracer(Tracer):
@@ -78,6 +79,15 @@ def jvp_flat(flat_fun, primals, tangents):
         return [o.primal for o in outs], [o.tangent for o in outs]
 
 
+def instantiate_tangent(tangent):
+    """A tangent as an array: a symbolic zero becomes zeros of its type, weakly typed where its type is (as in
+    JAX, the tangent of a weak output that does not depend on the inputs is weak, like the output)."""
+    value = instantiate_zeros(tangent)
+    if type(tangent) is Zero and tangent.aval.weak_type:
+        return convert_element_type(value, tangent.aval.dtype, weak_type=True)
+    return value
+
+
 def jvp_program(closed: ClosedProgram, nonzeros, instantiate=False):
     """The JVP of a closed program as a program: it takes the primals, then the tangents of the inputs
     marked in `nonzeros`, and returns the primal outputs, then the output tangents that are not zero or
@@ -101,7 +111,7 @@ def _jvp_program(closed, nonzeros, instantiate):
         tangents = [next(given) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
         primal_out, tangent_out = jvp_flat(lambda *xs: eval_closed_program(closed, *xs), primals, tangents)
         out_nonzeros[:] = [type(t) is not Zero for t in tangent_out]
-        return list(primal_out) + [instantiate_zeros(t) for t, inst in zip(tangent_out, instantiate)
+        return list(primal_out) + [instantiate_tangent(t) for t, inst in zip(tangent_out, instantiate)
                                    if inst or type(t) is not Zero]
 
     program = trace_to_closed_program(traced, list(in_avals) + tangent_avals)

@@ -32,6 +32,7 @@ from ..lowering.array import Array
 from ..lowering.lower import lower_program_body, lower_to_module, register_lowering
 from ..lowering.process_local import pmap_global_argument, pmap_local_result
 from ..lowering.stablehlo import aval_type, tensor_type
+from .float0 import bool_arguments, float0_as_bool, float0_results, has_float0_boundary
 from .jit import TracerArgument, jit, leaf_signature
 from .jvp import jvp_program
 from .partial_eval import partial_eval_program, partial_eval_rules
@@ -138,6 +139,9 @@ class _PmapExecutable:
         self.out_shardings = [_shared_pmap_sharding(self.devices, axis, self.axis_name) for axis in self.out_axes]
         invars, outvars = [Var(a) for a in in_avals], [Var(a) for a in self.out_avals]
         closed = ClosedProgram(Program([], invars, outvars, [Equation(pmap_p, invars, outvars, params)]), [])
+        self.has_float0 = has_float0_boundary(closed.program)
+        if self.has_float0:  # float0 values never reach XLA: bool stand-ins take their places
+            closed = float0_as_bool(closed)
         spmd = len(self.devices) > 1
         mesh = f"pmap_mesh_{len(self.devices)}"
 
@@ -152,12 +156,15 @@ class _PmapExecutable:
         self.host_callbacks = module.host_callbacks
         self.compiled = xla.compile_module(self.text, self.backend, self.devices, module.host_callbacks,
                                            num_partitions=len(self.devices), spmd=spmd)
-        self.call = sharded.MultiDeviceCall(self.compiled, self.devices, in_avals, self.in_shardings, self.out_avals,
-                                            self.out_shardings, module.host_callbacks)
+        self.call = sharded.MultiDeviceCall(self.compiled, self.devices, closed.program.in_avals, self.in_shardings,
+                                            closed.program.out_avals, self.out_shardings, module.host_callbacks)
 
     def __call__(self, *args):
         call = self.call
-        return call.wrap(call.run([call.argument(v, k) for k, v in enumerate(args)], args))
+        if self.has_float0:
+            args = bool_arguments(args, self.in_avals)
+        outs = call.wrap(call.run([call.argument(v, k) for k, v in enumerate(args)], args))
+        return float0_results(outs, self.out_avals) if self.has_float0 else outs
 
 
 _executables = caches.ComputeOnceCache()

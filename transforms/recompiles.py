@@ -185,13 +185,15 @@ def log_explanation(name, fun, changes):
 
 
 def warn_if_past_limit(function, limit, changes):
-    """Warns once per function when its compile count first passes `limit` (0 or less: never)."""
-    if limit <= 0 or function.stats.compiles != limit + 1:
+    """Warns once per function when its compile count since its caches were last cleared first passes `limit`
+    (0 or less: never). Recompiles after `numax.clear_caches()` are not the arguments' doing."""
+    compiles = len(function._descriptions)  # one description per compile since the last clear
+    if limit <= 0 or compiles != limit + 1:
         return
     where = defined_at(function.fun)
     warnings.warn(
         f"jit function {function.name}" + (f" (defined at {where})" if where else "")
-        + f" has compiled {function.stats.compiles} times, more than numax_recompile_limit={limit}; the "
+        + f" has compiled {compiles} times, more than numax_recompile_limit={limit}; the "
         f"latest because {reason_text(changes)}. Each new argument shape compiles anew: pad varying "
         "dimensions up to a few bucket sizes (powers of two, say) and mask the padding, or make an argument "
         "static only if it takes few values. Raise the limit with "

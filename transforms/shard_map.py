@@ -9,15 +9,15 @@ It lowers to an `sdy.manual_computation` whose body is the per-shard program, wi
 `module.axis_env` so that collectives lower to groups of partition ids in the mesh's device order.
 
 An output spec that leaves a mesh axis out promises that the value is the same on every device along it.
-`check_vma=True` checks that promise at trace time with a conservative analysis of which mesh axes each
-value may vary over (JAX tracks these "varying manual axes" in its types; numax infers them from the
-per-shard program, so a value the analysis cannot prove invariant, e.g. made invariant inside a loop, needs
-`check_vma=False`). Differentiation follows JAX's `check_vma=False` rules, which agree with the psum
-transpose of `lax.collectives`: an output cotangent is split evenly over the devices along the axes its
-spec leaves out, and the cotangent of an input replicated along axes is summed over them (psum). So
-`grad(shard_map(f))` agrees with JAX's in either mode; inside the body, a gradient with respect to a
-replicated value is each device's own, as with JAX's check_vma=False (with check_vma=True, JAX's types make
-it the sum over the devices): psum it where the sum is meant.
+With `check_vma=True` (the default) the per-shard program's values are typed, as JAX's are, by the mesh axes
+they may vary over (`numax.typeof(x).manual_axis_type.varying`; lax/collectives.py has the rules): an argument
+varies over the axes its in_spec names, and an output's type must not vary over an axis its out_spec leaves
+out. Differentiation then follows the types: an invariant value used with varying ones was pvary'd, whose
+transpose sums the cotangents over the devices, so a gradient with respect to an invariant value is the sum over
+the devices, inside the body as at its boundary. With `check_vma=False` the values are untyped, and
+differentiation follows JAX's rules for it: an output cotangent is split evenly over the devices along the axes
+its spec leaves out, and the cotangent of an input replicated along axes is summed over them (psum) at the
+boundary; inside the body, a gradient with respect to a replicated value is each device's own.
 """
 
 import contextlib
@@ -29,12 +29,12 @@ from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.config import config
 from ..core.evaluation import eval_closed_program
-from ..core.ir import ClosedProgram, Equation, Var, named_axes, programs_in
+from ..core.ir import Equation, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.sharding import AxisType, Mesh, NamedSharding, P, current_mesh
 from ..core.staging import hoist_tracer_consts, trace_to_closed_program, trace_to_program
 from ..core.trace import Tracer, get_aval_of
-from ..lax import collectives, collectives_permute
+from ..lax import collectives
 from ..lax.collectives import extend_axis_env
 from ..lax.elementwise import div
 from ..lax.shapes import reshape
@@ -75,16 +75,18 @@ def _blocks_per_dimension(mesh, spec, ndim):
     return [math.prod(mesh.shape[axis] for axis in axes) for axes in _dimension_axes(spec, ndim)]
 
 
-def _shard_aval(mesh, spec, aval):
-    """The aval of one device's block of a global value laid out by `spec`."""
+def _shard_aval(mesh, spec, aval, check_vma):
+    """The aval of one device's block of a global value laid out by `spec` (typed as varying over the axes
+    `spec` names, with `check_vma`)."""
     blocks = _blocks_per_dimension(mesh, spec, aval.ndim)
-    return aval.update(shape=tuple(size // count for size, count in zip(aval.shape, blocks)))
+    return aval.update(shape=tuple(size // count for size, count in zip(aval.shape, blocks)),
+                       vma=frozenset(_named_axes_of(spec)) if check_vma else frozenset())
 
 
 def _unshard_aval(mesh, spec, aval):
     """The aval of the global value whose blocks (one per device, laid out by `spec`) have `aval`."""
     blocks = _blocks_per_dimension(mesh, spec, aval.ndim)
-    return aval.update(shape=tuple(size * count for size, count in zip(aval.shape, blocks)))
+    return aval.update(shape=tuple(size * count for size, count in zip(aval.shape, blocks)), vma=frozenset())
 
 
 def _unmentioned(manual_axes, spec):
@@ -101,11 +103,12 @@ def _spec_with_dimension(spec, ndim, position, entry=None):
 
 
 @contextlib.contextmanager
-def _mesh_axes_bound(mesh):
-    """Binds every axis of `mesh` for collectives traced or transformed in the block."""
+def _mesh_axes_bound(mesh, check_vma):
+    """Binds every axis of `mesh` for collectives traced or transformed in the block (values typed by the axes
+    they vary over, with `check_vma`)."""
     with contextlib.ExitStack() as stack:
         for name, size in mesh.shape.items():
-            stack.enter_context(extend_axis_env(name, size))
+            stack.enter_context(extend_axis_env(name, size, varying_types=check_vma))
         yield
 
 
@@ -135,7 +138,7 @@ def _shard_map_lowering(ctx, *args, program, mesh, in_specs, out_specs, manual_a
     def body(builder, blocks):
         saved, module.axis_env = module.axis_env, tuple(mesh.shape.items())
         try:
-            with _mesh_axes_bound(mesh):  # rules that trace sub-programs bind collectives
+            with _mesh_axes_bound(mesh, check_vma):  # rules that trace sub-programs bind collectives
                 return lower_program_body(module, builder, program.program, program.consts, blocks)
         finally:
             module.axis_env = saved
@@ -160,10 +163,10 @@ def _residual_spec(manual_axes):
     return P(manual_axes[0] if len(manual_axes) == 1 else tuple(manual_axes))
 
 
-def _split_by_residuals(closed, mesh, unknowns, instantiate, manual_axes):
+def _split_by_residuals(closed, mesh, unknowns, instantiate, manual_axes, check_vma):
     """Partial evaluation of a per-shard program, with rank-0 residuals given a dimension of size 1 (so that they
     can be laid out per device). Returns (known, unknown, out_unknowns, residual global avals)."""
-    with _mesh_axes_bound(mesh):
+    with _mesh_axes_bound(mesh, check_vma):
         known, unknown, out_unknowns, num_res = partial_eval_program(closed, unknowns, instantiate)
         n_known = len(known.out_avals) - num_res
         scalars = [aval.ndim == 0 for aval in known.out_avals[n_known:]]
@@ -194,11 +197,11 @@ def _shard_map_jvp(primals, tangents, program, mesh, in_specs, out_specs, manual
     residuals, each device its own) and the tangent one, so that under linearize only the second is staged."""
     nonzeros = [type(t) is not Zero for t in tangents]
     n_in, n_out = len(primals), len(program.out_avals)
-    with _mesh_axes_bound(mesh):
+    with _mesh_axes_bound(mesh, check_vma):
         jvp_closed, out_nonzeros = jvp_program(program, nonzeros)
     known, unknown, _, residual_avals = _split_by_residuals(
         jvp_closed, mesh, [False] * n_in + [True] * sum(nonzeros), [False] * n_out + [True] * sum(out_nonzeros),
-        manual_axes)
+        manual_axes, check_vma)
     common = dict(mesh=mesh, manual_axes=manual_axes, check_vma=check_vma)
     residual_specs = (_residual_spec(manual_axes),) * len(residual_avals)
     outs = shard_map_p.bind(*primals, program=known, in_specs=in_specs, out_specs=out_specs + residual_specs,
@@ -219,7 +222,7 @@ def _shard_map_partial_eval(eqn, in_unknowns):
     params = dict(eqn.params)
     program, in_specs, out_specs = params.pop("program"), params.pop("in_specs"), params.pop("out_specs")
     known, unknown, out_unknowns, residual_avals = _split_by_residuals(
-        program, params["mesh"], in_unknowns, False, params["manual_axes"])
+        program, params["mesh"], in_unknowns, False, params["manual_axes"], params["check_vma"])
     residuals = [Var(a) for a in residual_avals]
     residual_specs = (_residual_spec(params["manual_axes"]),) * len(residuals)
     known_eqn = Equation(shard_map_p, list(_kept(eqn.inputs, in_unknowns, False)),
@@ -242,15 +245,20 @@ def _share_of(ct, mesh, axes):
 
 
 def _shard_map_transpose(cts, *args, program, mesh, in_specs, out_specs, manual_axes, check_vma):
-    """A shard_map of the transposed per-shard program. An output the same along some axes passes each device its
-    share of the cotangent; an input the same along some axes gets the sum of its devices' cotangents."""
+    """A shard_map of the transposed per-shard program. With check_vma, the types did the work (the cotangent of
+    an invariant value is already summed over the devices). Without, an output the same along some axes passes
+    each device its share of the cotangent, and an input the same along some axes gets the sum of its devices'
+    cotangents."""
     linear = [is_undefined(a) for a in args]
     nonzero_cts = [type(ct) is not Zero for ct in cts]
-    given = [_share_of(ct, mesh, _unmentioned(manual_axes, spec))
+    given = [ct if check_vma else _share_of(ct, mesh, _unmentioned(manual_axes, spec))
              for ct, spec, nz in zip(cts, out_specs, nonzero_cts) if nz]
     linear_specs = _kept(in_specs, linear)
-    with _mesh_axes_bound(mesh):
+    with _mesh_axes_bound(mesh, check_vma):
         transposed = transpose_program(program, linear, nonzero_cts)
+        if check_vma:
+            return _bind_transposed(transposed, args, linear, nonzero_cts, given, mesh, in_specs, out_specs,
+                                    manual_axes, check_vma)
 
         def summed_over_replicas(*values):
             outs = eval_closed_program(transposed, *values)
@@ -258,9 +266,14 @@ def _shard_map_transpose(cts, *args, program, mesh, in_specs, out_specs, manual_
                     for ct, spec in zip(outs, linear_specs)]
 
         transposed = trace_to_closed_program(summed_over_replicas, transposed.in_avals)
+    return _bind_transposed(transposed, args, linear, nonzero_cts, given, mesh, in_specs, out_specs, manual_axes,
+                            check_vma)
+
+
+def _bind_transposed(transposed, args, linear, nonzero_cts, given, mesh, in_specs, out_specs, manual_axes, check_vma):
     outs = iter(shard_map_p.bind(
         *_kept(args, linear, False), *given, program=transposed, mesh=mesh,
-        in_specs=_kept(in_specs, linear, False) + _kept(out_specs, nonzero_cts), out_specs=linear_specs,
+        in_specs=_kept(in_specs, linear, False) + _kept(out_specs, nonzero_cts), out_specs=_kept(in_specs, linear),
         manual_axes=manual_axes, check_vma=check_vma))
     return [next(outs) if is_linear else None for is_linear in linear]
 
@@ -281,7 +294,7 @@ def _shard_map_batch(values, dims, axis, program, mesh, in_specs, out_specs, man
                          f"evenly over those mesh axes (size {split})")
     new_in_specs = tuple(spec if dim is None else _spec_with_dimension(spec, len(aval.shape), dim, entry)
                          for spec, dim, aval in zip(in_specs, dims, program.in_avals))
-    with _mesh_axes_bound(mesh):
+    with _mesh_axes_bound(mesh, check_vma):
         batched, out_dims = batch_program(program, dims, AxisData(axis.size // split, axis.name, axis.spmd_name))
     new_out_specs = tuple(spec if dim is None else _spec_with_dimension(spec, aval.ndim, dim, entry)
                           for spec, dim, aval in zip(out_specs, out_dims, program.out_avals))
@@ -297,66 +310,36 @@ batching_rules[shard_map_p] = _shard_map_batch
 partial_eval_rules[shard_map_p] = _shard_map_partial_eval
 
 
-# --- check_vma: which mesh axes each value of the per-shard program may vary over -----------------------------
-# As in JAX's types, only the reductions make a value invariant (all_gather keeps its operand's varying axes:
-# JAX has all_gather_invariant for that); a collective that exchanges blocks makes it vary along its axes.
-_INVARIANT_AFTER = {collectives.psum_p, collectives.pmax_p, collectives.pmin_p}
-_VARYING_AFTER = {collectives.psum_scatter_p, collectives.axis_index_p, collectives_permute.ppermute_p,
-                  collectives_permute.all_to_all_p}
-
-
-def varying_axes(program, in_varying, manual_axes):
-    """For each output of `program` (a Program), the set of `manual_axes` it may vary over, given those of its
-    inputs. Conservative: a value reported invariant is the same on every device along those axes."""
-    manual = frozenset(manual_axes)
-    varying = dict(zip(program.invars, in_varying))
-
-    def of(atom):
-        return varying.get(atom, frozenset()) if type(atom) is Var else frozenset()
-
-    for eqn in program.equations:
-        inputs = [of(a) for a in eqn.inputs]
-        everything = frozenset().union(*inputs)
-        if eqn.primitive in _INVARIANT_AFTER:
-            outs = [v - frozenset(eqn.params["axes"]) for v in inputs]
-        elif eqn.primitive in _VARYING_AFTER:
-            outs = [everything | (frozenset(eqn.params["axes"]) & manual)] * len(eqn.outvars)
-        else:
-            outs = _varying_through_sub_programs(eqn, inputs, everything, manual)
-        varying.update(zip(eqn.outvars, outs))
-    return [of(v) for v in program.outvars]
-
-
-def _varying_through_sub_programs(eqn, inputs, everything, manual):
-    programs = [p for value in eqn.params.values() for p in programs_in(value)]
-    if not programs:
-        return [everything] * len(eqn.outvars)
-    sub = programs[0].program if isinstance(programs[0], ClosedProgram) else programs[0]
-    if len(programs) == 1 and len(sub.invars) == len(inputs) and len(sub.outvars) == len(eqn.outvars):
-        return varying_axes(sub, inputs, manual)  # a call (jit, checkpoint, custom rules): follow it
-    # Control flow: whatever any input varies over, and the axes its collectives may make values vary over.
-    named = frozenset().union(*map(named_axes, programs)) & manual
-    return [everything | named] * len(eqn.outvars)
-
-
-def _check_replication(fun, mesh, manual_axes, closed, in_specs, out_specs, out_tree):
-    in_varying = [frozenset()] * (len(closed.program.invars) - len(in_specs))  # hoisted consts: replicated
-    in_varying += [frozenset(_named_axes_of(spec)) for spec in in_specs]
-    found = varying_axes(closed.program, in_varying, manual_axes)
+# --- check_vma: an output must not vary over the mesh axes its out_spec leaves out ----------------------------
+def _check_output_types(fun, mesh, out_avals, out_specs):
+    """JAX's check_vma error: the outputs whose types vary over a mesh axis their out_specs entry leaves out (named
+    by their spec alone, as JAX names them)."""
     problems = []
-    for k, (spec, varies) in enumerate(zip(out_specs, found)):
-        promised = [axis for axis in _unmentioned(manual_axes, spec) if axis in varies]
-        if promised:
-            problems.append(f"* output {k} of {out_tree} has out_specs {spec}, which says it is the same on every "
-                            f"device along mesh axes {promised}, but it may vary along {sorted(varies, key=str)}")
+    for aval, spec in zip(out_avals, out_specs):
+        unmentioned = [axis for axis in mesh.axis_names if axis not in _named_axes_of(spec)]
+        wrong = [axis for axis in unmentioned if axis in aval.vma]
+        if not wrong:
+            continue
+        if len(unmentioned) > 1:
+            named = ",".join(str(a) for a in mesh.axis_names if a in _named_axes_of(spec))
+            varying = ",".join(str(a) for a in mesh.axis_names if a in aval.vma)
+            problems.append(f"* out_specs is {spec} which implies that the corresponding output value is "
+                            f"only varying across mesh axes {{{named}}} and not {{{','.join(map(str, wrong))}}}, but "
+                            f"it was inferred to be possibly varying over {{{varying}}}")
+        else:
+            problems.append(f"* out_specs is {spec} which implies that the corresponding output value is "
+                            f"replicated across mesh axis '{unmentioned[0]}', but could not infer replication over "
+                            "any axes")
     if problems:
+        if len(problems) == 1:
+            problems = [problems[0][2:]]
         raise ValueError(
-            f"shard_map applied to the function '{_name(fun)}' was given out_specs which require replication that "
-            f"cannot be inferred from the function (mesh axes {dict(mesh.shape)}):\n\n" + "\n".join(problems)
-            + "\n\nIf those values are meant to be replicated (the same on every device along those axes), reduce "
-            "them with a collective (lax.psum, pmean, all_gather, ...) or pass check_vma=False to numax.shard_map "
-            "(numax's inference is conservative: a value made invariant inside control flow needs it); otherwise "
-            "name those axes in its out_specs.")
+            f"shard_map applied to the function '{_name(fun)}' was given out_specs which require replication which "
+            f"can't be statically inferred given the mesh:\n\nThe mesh given has shape {tuple(mesh.shape.values())} "
+            f"with corresponding axis names {mesh.axis_names}.\n\n" + "\n\n".join(problems) + "\n\nCheck if these "
+            "output values are meant to be replicated over those mesh axes. If not, consider revising the "
+            "corresponding out_specs entries. If so, consider disabling the check by passing the check_vma=False "
+            "argument to `numax.shard_map`.")
 
 
 # --- numax.shard_map ----------------------------------------------------------------------------------------
@@ -519,8 +502,9 @@ class ShardMapFunction:
             out_info["specs"] = _specs_per_leaf(self.out_specs, out, "out_specs")
             return out_leaves
 
-        with _mesh_axes_bound(mesh):
-            program, consts = trace_to_program(flat_fun, [_shard_aval(mesh, s, a) for s, a in zip(in_specs, avals)])
+        with _mesh_axes_bound(mesh, self.check_vma):
+            program, consts = trace_to_program(flat_fun, [_shard_aval(mesh, spec, aval, self.check_vma)
+                                                          for spec, aval in zip(in_specs, avals)])
         closed, hoisted = hoist_tracer_consts(program, consts)
         out_specs = tuple(out_info["specs"])
         for k, (spec, aval) in enumerate(zip(out_specs, closed.out_avals)):
@@ -532,7 +516,7 @@ class ShardMapFunction:
                     + (". For rank 0 outputs which are not constant over the mesh, add at least one (singleton) "
                        "axis to them so that they can be concatenated using out_specs." if aval.ndim == 0 else "."))
         if self.check_vma:
-            _check_replication(self.fun, mesh, manual_axes, closed, in_specs, out_specs, out_info["tree"])
+            _check_output_types(self.fun, mesh, closed.out_avals, out_specs)
         return closed, out_info["tree"], out_specs, tuple(hoisted)
 
     def __repr__(self):
@@ -546,9 +530,10 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     axes a spec leaves out hold copies), and every device runs `f` on its blocks, with collectives (`lax.psum`,
     `all_gather`, `ppermute`, ...) over the mesh's axis names between them. The outputs' blocks are put together
     by `out_specs`: a mesh axis an output spec leaves out promises that the output is the same along it.
-    `check_vma=True` checks that promise when `f` is traced (a ValueError names the output; numax's analysis
-    is conservative, see this module's docstring); `check_vma=False` trusts it. Gradients taken inside `f`
-    with respect to replicated values are each device's own, as in JAX with check_vma=False. `mesh` defaults
+    `check_vma=True` types the values of `f` by the mesh axes they may vary over (`numax.typeof(x)`'s
+    `manual_axis_type.varying`, changed by collectives and `lax.pcast`) and checks that promise when `f` is
+    traced (a ValueError names the output); gradients with respect to invariant values are then summed over
+    the devices. `check_vma=False` trusts the promise, and such gradients are each device's own. `mesh` defaults
     to the one `numax.set_mesh` set; `in_specs` left out are read from the arguments' shardings (mesh axes of
     type Explicit only). Used as `@shard_map(out_specs=..., ...)` when `f` is not given.
     """

@@ -2,18 +2,42 @@
 
 `export(numax.jit(f))(*args_or_ShapeDtypeStructs)` traces and lowers `f` into an `Exported`;
 `exported.serialize()` gives bytes (numax's versioned format, see `_format.py`), and `deserialize(blob)` gives
-back an `Exported` whose `.call(*args)` runs the module, eagerly or inside jit, vmap and (when exported with
-`vjp_order`) grad. `deserialize` also reads blobs that `jax.export` serialized, and
-`exported.serialize(format="jax")` writes jax.export's format (`_jax_format.py`), so that
-`jax.export.deserialize(blob).call(...)` runs a numax export; numax's own format stays the default (it keeps weak
-types). The JAX API: `jax.export.export`, `jax.export.deserialize`, `jax.export.Exported`,
-`jax.export.symbolic_shape`: `ShapeDtypeStruct(symbolic_shape("b, 784"), f32)` exports for every batch size `b`
-(see `_shape_poly.py`; the module's dynamic shapes are refined to the caller's static ones before compiling).
+back an `Exported` whose `.call(*args)` runs the module, eagerly or inside jit, vmap and grad (as many orders
+as the `vjp_order` it was serialized with; any number before serialization). `deserialize` also reads blobs
+that `jax.export` serialized, and `exported.serialize(format="jax")` writes jax.export's format
+(`_jax_format.py`), so that `jax.export.deserialize(blob).call(...)` runs a numax export; numax's own format
+stays the default (it keeps weak types).
+
+The JAX API: `jax.export.export`, `deserialize`, `Exported`, `DisabledSafetyCheck`, `default_export_platform`,
+the supported calling convention versions, and `symbolic_shape`:
+`ShapeDtypeStruct(symbolic_shape("b, 784"), f32)` exports for every batch size `b` (see `_shape_poly.py`; the
+module's dynamic shapes are refined to the caller's static ones before compiling); `symbolic_args_specs`
+builds such structs for a pytree of arguments; `register_pytree_node_serialization` and
+`register_namedtuple_serialization` let other pytree node types cross serialization.
 """
 
-from ._exported import Exported, export  # noqa: F401
+from ._exported import (  # noqa: F401
+    DisabledSafetyCheck,
+    Exported,
+    default_export_platform,
+    export,
+    maximum_supported_calling_convention_version,
+    minimum_supported_calling_convention_version,
+)
 from ._format import SERIALIZATION_VERSION, deserialize  # noqa: F401
-from ._shape_poly import InconclusiveDimensionOperation, symbolic_shape  # noqa: F401
+from ._pytree_serialization import (  # noqa: F401
+    register_namedtuple_serialization,
+    register_pytree_node_serialization,
+)
+from ._shape_poly import (  # noqa: F401
+    InconclusiveDimensionOperation,
+    SymbolicScope,
+    symbolic_args_specs,
+    symbolic_shape,
+)
 
-__all__ = ["Exported", "export", "deserialize", "SERIALIZATION_VERSION", "symbolic_shape",
-           "InconclusiveDimensionOperation"]
+__all__ = ["Exported", "export", "deserialize", "DisabledSafetyCheck", "default_export_platform",
+           "minimum_supported_calling_convention_version", "maximum_supported_calling_convention_version",
+           "SERIALIZATION_VERSION", "symbolic_shape", "symbolic_args_specs", "SymbolicScope",
+           "InconclusiveDimensionOperation", "register_namedtuple_serialization",
+           "register_pytree_node_serialization"]

@@ -2,28 +2,29 @@
 
 It is lowered by pasting the module's functions into the enclosing module as private functions and calling
 its `main`, so eager calls (the primitive compiled alone) and calls inside jit share one path. Under vmap it
-runs once per example (the module has fixed shapes); it has no JVP of its own: `Exported.call` differentiates
-through the exported VJP instead.
+runs once per example (the module has fixed shapes); it has no JVP rule: `Exported.call` wraps it in a
+`custom_vjp` whose backward pass calls the exported VJP. It takes and returns the module's types (`i1` where the
+`Exported` has float0).
 """
 
 import itertools
 
 from ..core.avals import is_static_shape
-from ..core.primitives import Primitive, batching_rules, jvp_rules
-from ..lowering import xla
+from ..core.primitives import Primitive, batching_rules
+from ..lowering import dynamic_shapes, xla
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type
 from ._platforms import NUMAX_PLATFORMS, platform_index_operands
-from ._shape_poly import bind_dimensions, substitute_shape
+from ._shape_binding import bind_dimensions, substitute_shape
 
 call_exported_p = Primitive("call_exported", multiple_results=True)
 
 
 def _call_exported_abstract_eval(*avals, exported):
     if all(is_static_shape(a.shape) for a in exported.in_avals):
-        return list(exported.out_avals)
-    bindings = bind_dimensions(exported.fun_name, exported.in_avals, avals)  # a shape-polymorphic export
-    return [a.update(shape=substitute_shape(a.shape, bindings)) for a in exported.out_avals]
+        return list(exported._module_out_avals)
+    bindings = bind_dimensions(exported._module_in_avals, avals, exported.in_tree)  # a shape-polymorphic export
+    return [a.update(shape=substitute_shape(a.shape, bindings)) for a in exported._module_out_avals]
 
 
 call_exported_p.def_abstract_eval(_call_exported_abstract_eval)
@@ -39,8 +40,10 @@ def symbol_prefix(fun_name):
 
 def _lower_call_exported(ctx, *args, exported):
     platform = NUMAX_PLATFORMS.get(ctx.module.platform, ctx.module.platform)
+    if platform not in exported.platforms and "platform" in map(str, exported.disabled_safety_checks):
+        platform = exported.platforms[0]  # the platform check disabled: run the first platform's lowering
     if platform not in exported.platforms:
-        raise ValueError(f"function {exported.fun_name!r} was exported for platforms {exported.platforms} and "
+        raise ValueError(f"Function {exported.fun_name!r} was exported for platforms {exported.platforms} and "
                          f"cannot run on {platform!r}: export it with platforms=({platform!r},)")
     static = all(is_static_shape(a.shape) for a in exported.in_avals)
     # A shape-polymorphic module gets a copy per call: refining its shapes specializes it to the call's.
@@ -49,13 +52,13 @@ def _lower_call_exported(ctx, *args, exported):
     if main not in ctx.module.functions:
         ctx.module.functions[main] = xla.private_functions(exported.mlir_module(), prefix)
     kept = exported.module_kept_var_idx  # jax drops unused arguments from `main`
-    args, kept_avals = [args[i] for i in kept], [exported.in_avals[i] for i in kept]
+    args, kept_avals = [args[i] for i in kept], [exported._module_in_avals[i] for i in kept]
     index = platform_index_operands(ctx, exported, platform)
     if static:
         return ctx.builder.op("func.call", index + args, [aval_type(a) for a in ctx.avals_out], {"callee": f"@{main}"})
     # As JAX does: static arguments converted to the module's dynamic types, results back to static ones.
     args = [_converted(ctx.builder, x, aval_type(a)) for x, a in zip(args, kept_avals)]
-    outs = ctx.builder.op("func.call", index + args, [aval_type(a) for a in exported.out_avals],
+    outs = ctx.builder.op("func.call", index + args, [aval_type(a) for a in exported._module_out_avals],
                           {"callee": f"@{main}"})
     return [_converted(ctx.builder, x, aval_type(a)) for x, a in zip(outs, ctx.avals_out)]
 
@@ -77,11 +80,7 @@ def _batch_call_exported(values, dims, exported):
     return outs, [0] * len(outs)
 
 
-def _jvp_call_exported(primals, tangents, exported):
-    raise ValueError(f"function {exported.fun_name!r} was serialized without its VJP, so it cannot be "
-                     "differentiated: serialize it with `exported.serialize(vjp_order=1)`")
-
-
 register_lowering(call_exported_p, _lower_call_exported)
+# An export called inside a shape-polymorphic export: its module takes the caller's dynamic types as they are.
+dynamic_shapes.polymorphic_primitives.add(call_exported_p)
 batching_rules[call_exported_p] = _batch_call_exported
-jvp_rules[call_exported_p] = _jvp_call_exported

@@ -1,19 +1,75 @@
 """`export` and `Exported`: a jitted function traced and lowered for fixed argument types, with the
-structure of its arguments and results, callable without the Python function that made it."""
+structure of its arguments and results, callable without the Python function that made it.
 
+Differentiation follows jax.export: `Exported.call` is a `custom_vjp` whose backward pass calls the exported VJP
+(`Exported.vjp()`, itself an `Exported` and so differentiable in turn), and an `Exported` deserialized from a
+blob written with `serialize(vjp_order=k)` carries k orders of VJP, so it can be differentiated k times; one more
+raises jax's ValueError "No VJP is available". The cotangents of integer and bool values are float0 (in the
+`in_avals`/`out_avals` of a VJP), which a StableHLO module holds as `i1` tensors of the same shape, as jax's do.
+"""
+
+import numpy as np
+
+from ..core import dtypes
 from ..core import pytree as tree
+from ..core.ad_util import is_differentiable, tangent_aval
 from ..core.avals import get_aval, is_static_shape
 from ..core.evaluation import eval_closed_program
+from ..core.trace import Tracer
+from ..lax.shapes import full
 from ..lowering import xla
 from ..transforms.jit import JitFunction, ShapeDtypeStruct
 from ._call import call_exported_p, symbol_prefix
-from ._platforms import NUMAX_PLATFORMS, lower_for_platforms
-from ._shape_poly import bind_dimensions
+from ._platforms import GENERIC_PLATFORMS, NUMAX_PLATFORMS, lower_for_platforms
+from ._shape_binding import bind_dimensions
 
 # The version of jax's calling convention that numax's modules follow (jax.export reads 9 and 10): `main`
 # takes the kept argument leaves (no platform index, dimension or effect token arguments) and returns the
 # result leaves.
 CALLING_CONVENTION_VERSION = 10
+minimum_supported_calling_convention_version = 9  # the versions numax runs (jax 0.10's)
+maximum_supported_calling_convention_version = 10
+
+
+class DisabledSafetyCheck:
+    """jax's safety check that an export skips: `platform()` lets the module run on a platform it was not
+    exported for; `custom_call(target)` and `shape_assertions()` are recorded (numax makes neither check)."""
+
+    def __init__(self, _impl: str):
+        self._impl = _impl  # "platform", "shape_assertions" or "custom_call:<target>", as jax serializes it
+
+    @classmethod
+    def platform(cls) -> "DisabledSafetyCheck":
+        return cls("platform")
+
+    @classmethod
+    def custom_call(cls, target_name: str) -> "DisabledSafetyCheck":
+        return cls(f"custom_call:{target_name}")
+
+    @classmethod
+    def shape_assertions(cls) -> "DisabledSafetyCheck":
+        return cls("shape_assertions")
+
+    def is_custom_call(self):
+        """The custom call target this check allows, or None."""
+        kind, _, target = self._impl.partition(":")
+        return target if kind == "custom_call" and target else None
+
+    def __str__(self):
+        return self._impl
+
+    __repr__ = __str__
+
+    def __eq__(self, other):
+        return isinstance(other, DisabledSafetyCheck) and self._impl == other._impl
+
+    def __hash__(self):
+        return hash(self._impl)
+
+
+def default_export_platform() -> str:
+    """The platform `export` lowers for by default: the default backend's ("cpu" or "cuda")."""
+    return NUMAX_PLATFORMS[xla.default_backend().platform]
 
 
 class Exported:
@@ -23,8 +79,7 @@ class Exported:
     `out_avals` are the result's. `platforms` are the ones the module was lowered for ("cpu", "cuda").
     As in JAX, `module_kept_var_idx` are the indices of the `in_avals` leaves that the module's `main` takes
     (jax drops unused arguments; numax keeps all), and `calling_convention_version`, `nr_devices`,
-    `uses_global_constants` and `disabled_safety_checks` (as "platform" or "custom_call:<target>") describe the
-    module for jax."""
+    `uses_global_constants` and `disabled_safety_checks` (`DisabledSafetyCheck`s) describe the module for jax."""
 
     def __init__(self, fun_name, in_tree, in_avals, out_tree, out_avals, platforms, module_text, *, vjp=None,
                  make_vjp=None, module_kept_var_idx=None, calling_convention_version=CALLING_CONVENTION_VERSION,
@@ -40,7 +95,11 @@ class Exported:
         # jax's flag: the module has a platform index argument or symbolic shapes, which a caller refines
         self.uses_global_constants = uses_global_constants or len(self.platforms) > 1 or not all(
             is_static_shape(a.shape) for a in self.in_avals)
-        self.disabled_safety_checks = tuple(disabled_safety_checks)
+        self.disabled_safety_checks = tuple(c if isinstance(c, DisabledSafetyCheck) else DisabledSafetyCheck(c)
+                                            for c in disabled_safety_checks)
+        # What the module's `main` takes and returns: a float0 value is passed as an i1 tensor.
+        self._module_in_avals = tuple(map(_module_aval, self.in_avals))
+        self._module_out_avals = tuple(map(_module_aval, self.out_avals))
         self._module_text = module_text
         self._vjp = vjp  # the Exported of the VJP (from a blob serialized with vjp_order >= 1)
         self._make_vjp = make_vjp  # exports the VJP on demand (on the exporting side only)
@@ -52,16 +111,22 @@ class Exported:
         after a leading `platform_index: tensor<i32>` (the index into `platforms`) when there are several."""
         return self._module_text
 
+    @property
+    def mlir_module_serialized(self) -> bytes:
+        """The module as a StableHLO portable artifact (MLIR bytecode), as serialized blobs hold it."""
+        return xla.serialize_portable_artifact(self.mlir_module())
+
     def has_vjp(self) -> bool:
         return self._vjp is not None or self._make_vjp is not None
 
     def vjp(self) -> "Exported":
         """The exported VJP: called with (the primal leaves..., the output cotangent leaves...), it returns the
-        cotangent of each primal leaf."""
+        cotangent of each primal leaf (float0 for integer and bool ones, as their cotangent inputs are)."""
         if self._vjp is None:
             if self._make_vjp is None:
-                raise ValueError(f"function {self.fun_name!r} was deserialized without its VJP: serialize it "
-                                 "with `exported.serialize(vjp_order=1)` to differentiate it")
+                raise ValueError(f"No VJP is available for {self.fun_name!r}: it was deserialized from a blob "
+                                 "serialized with too small a `vjp_order` (`serialize(vjp_order=k)` keeps what k "
+                                 "orders of differentiation need)")
             self._vjp = self._make_vjp()
         return self._vjp
 
@@ -82,50 +147,64 @@ class Exported:
         and grad when the VJP was exported)."""
         leaves, in_tree = tree.tree_flatten((args, kwargs))
         if in_tree != self.in_tree:
-            raise TypeError(f"function {self.fun_name!r} was exported for arguments structured as {self.in_tree} "
-                            f"and is called with {in_tree}")
-        bind_dimensions(self.fun_name, self.in_avals, [get_aval(leaf) for leaf in leaves])
-        if self.has_vjp():
-            outs = self._differentiable()(*leaves)
-        else:
-            outs = call_exported_p.bind(*leaves, exported=self)
-        return self.out_tree.unflatten(outs)
+            raise ValueError(f"The invocation args and kwargs must have the same pytree structure as when the "
+                             f"function '{self.fun_name}' was exported, but they are structured as {in_tree} and "
+                             f"it was exported for {self.in_tree}")
+        bind_dimensions(self.in_avals, [get_aval(leaf) for leaf in leaves], self.in_tree)
+        if not any(isinstance(leaf, Tracer) for leaf in leaves):  # concrete values: nothing to differentiate,
+            return self.out_tree.unflatten(self._call_module(leaves))  # so skip custom_vjp's cost (~70 us a call)
+        return self.out_tree.unflatten(self._differentiable()(*leaves))
 
     def _differentiable(self):
-        """The call as a `custom_vjp` whose backward pass calls the exported VJP."""
+        """The call as a `custom_vjp` whose backward pass calls the exported VJP (as jax.export's does, also
+        without one: differentiating then raises from `vjp()`)."""
         if self._differentiable_call is None:
             from ..transforms.custom_derivatives import custom_vjp
 
             def primal(*leaves):
-                return call_exported_p.bind(*leaves, exported=self)
+                return self._call_module(leaves)
 
             def forward(*leaves):
-                return primal(*leaves), leaves
+                return call(*leaves), leaves  # `call`, not `primal`: the forward pass is differentiable too
 
             def backward(leaves, cotangents):
-                return tuple(self.vjp().call(*leaves, *cotangents))
+                return tuple(self.vjp()._differentiable()(*leaves, *cotangents))
 
             call = custom_vjp(primal)
             call.defvjp(forward, backward)
             self._differentiable_call = call
         return self._differentiable_call
 
+    def _call_module(self, leaves):
+        """`call_exported` on the leaves, float0 ones passed as the module's i1 zeros and given back as float0."""
+        leaves = [full(get_aval(leaf).shape, False, np.bool_) if aval.dtype == dtypes.float0 else leaf
+                  for leaf, aval in zip(leaves, self.in_avals)]
+        outs = call_exported_p.bind(*leaves, exported=self)
+        return [np.zeros(out.shape, dtypes.float0) if aval.dtype == dtypes.float0 else out
+                for out, aval in zip(outs, self.out_avals)]
+
     def __repr__(self):
         avals = ", ".join(a.str_short() for a in self.in_avals)
         return f"Exported({self.fun_name}({avals}) for {', '.join(self.platforms)})"
 
 
-def export(fun_jit, *, platforms=None):
+def export(fun_jit, *, platforms=None, disabled_checks=()):
     """`export(numax.jit(f))(*args)`: an `Exported` of `f` for these arguments (arrays or ShapeDtypeStructs;
     static arguments as the jit function declares them). `platforms`: where it will run ("cpu", "cuda", or a
-    sequence of them: one module dispatching on the platform it runs on); by default the default backend's."""
+    sequence of them: one module dispatching on the platform it runs on); by default the default backend's.
+    `disabled_checks`: `DisabledSafetyCheck`s the export skips (and its VJPs too)."""
     if not isinstance(fun_jit, JitFunction):
-        raise TypeError(f"export expects a function wrapped by numax.jit, got {fun_jit!r}")
+        raise ValueError(f"Function to be exported must be the result of `jit` but is: {fun_jit!r} (wrap it with "
+                         "numax.jit)")
     platforms = _checked_platforms(platforms)
+    disabled_checks = tuple(disabled_checks)
+    if not all(isinstance(check, DisabledSafetyCheck) for check in disabled_checks):
+        raise TypeError(f"export: disabled_checks must be DisabledSafetyCheck objects, got {disabled_checks}")
 
     def do_export(*args, **kwargs):
         lowered = fun_jit.lower(*args, **kwargs)
-        return _exported_program(lowered.name, lowered.closed, lowered.in_tree, lowered.out_tree, platforms)
+        return _exported_program(lowered.name, lowered.closed, lowered.in_tree, lowered.out_tree, platforms,
+                                 disabled_checks)
 
     return do_export
 
@@ -134,37 +213,61 @@ def _checked_platforms(platforms):
     if platforms is None:
         return (NUMAX_PLATFORMS[xla.default_backend().platform],)
     platforms = (platforms,) if isinstance(platforms, str) else tuple(platforms)
-    unknown = [p for p in platforms if p not in NUMAX_PLATFORMS.values()]
+    known = (*NUMAX_PLATFORMS.values(), *GENERIC_PLATFORMS)
+    unknown = [p for p in platforms if p not in known]
     if unknown:
-        raise ValueError(f"export: unknown platforms {unknown}; numax exports for {sorted(NUMAX_PLATFORMS.values())}")
+        raise ValueError(f"export: unknown platforms {unknown}; numax exports for {sorted(known)}")
     if not platforms or len(set(platforms)) != len(platforms):
         raise ValueError(f"export: platforms must be distinct and at least one, got {platforms}")
     return platforms
 
 
-def _exported_program(name, closed, in_tree, out_tree, platforms):
-    """The Exported of a closed program (its constants written into the module)."""
+def _exported_program(name, closed, in_tree, out_tree, platforms, disabled_checks, in_avals=None, out_avals=None):
+    """The Exported of a closed program (its constants written into the module). `in_avals`/`out_avals`: the
+    avals the Exported shows when they differ from the program's (float0 where the program has bool)."""
     text, modules = lower_for_platforms(closed, name, platforms)
     if any(module.host_callbacks for module in modules):
         raise ValueError(f"export: {name!r} calls back into Python (a callback, debug.print), which a "
                          "serialized module cannot hold")
-    program = closed.program
-    return Exported(name, in_tree, program.in_avals, out_tree, program.out_avals, platforms, text,
-                    make_vjp=lambda: _export_vjp(name, closed, program.in_avals, program.out_avals, platforms))
+    in_avals = closed.program.in_avals if in_avals is None else in_avals
+    out_avals = closed.program.out_avals if out_avals is None else out_avals
+    return Exported(name, in_tree, in_avals, out_tree, out_avals, platforms, text,
+                    make_vjp=lambda: _export_vjp(name, closed, in_avals, out_avals, platforms, disabled_checks),
+                    disabled_safety_checks=disabled_checks)
 
 
-def _export_vjp(name, closed, in_avals, out_avals, platforms):
-    """The Exported of `(primals..., cotangents...) -> primal cotangents` for a closed program."""
+def _export_vjp(name, closed, in_avals, out_avals, platforms, disabled_checks):
+    """The Exported of `(primals..., cotangents...) -> primal cotangents` for a closed program with avals
+    `in_avals -> out_avals`. As in jax, a cotangent of an integer or bool value has dtype float0: the module
+    takes and returns it as i1 zeros; only the inexact primals are differentiated."""
     from ..transforms.autodiff import vjp
     from ..transforms.jit import jit
 
     num_primals = len(in_avals)
+    inexact = [i for i, aval in enumerate(in_avals) if is_differentiable(aval)]
 
     def flat_vjp(*primals_and_cotangents):
         primals, cotangents = primals_and_cotangents[:num_primals], primals_and_cotangents[num_primals:]
-        _, pullback = vjp(lambda *xs: eval_closed_program(closed, *xs), *primals)
-        return list(pullback(list(cotangents)))
 
-    structs = [ShapeDtypeStruct(a.shape, a.dtype) for a in (*in_avals, *out_avals)]
+        def of_inexact(*xs):
+            leaves = list(primals)
+            for i, x in zip(inexact, xs):
+                leaves[i] = x
+            return eval_closed_program(closed, *leaves)
+
+        _, pullback = vjp(of_inexact, *(primals[i] for i in inexact))
+        inexact_cts = dict(zip(inexact, pullback(list(cotangents))))
+        return [inexact_cts[i] if i in inexact_cts else full(aval.shape, False, np.bool_)
+                for i, aval in enumerate(in_avals)]
+
+    vjp_in_avals = (*in_avals, *map(tangent_aval, out_avals))
+    vjp_out_avals = tuple(map(tangent_aval, in_avals))
+    structs = [ShapeDtypeStruct(a.shape, a.dtype) for a in map(_module_aval, vjp_in_avals)]
     lowered = jit(flat_vjp).lower(*structs)
-    return _exported_program(f"vjp_{name}", lowered.closed, lowered.in_tree, lowered.out_tree, platforms)
+    return _exported_program(f"vjp_{name}", lowered.closed, lowered.in_tree, lowered.out_tree, platforms,
+                             disabled_checks, vjp_in_avals, vjp_out_avals)
+
+
+def _module_aval(aval):
+    """The aval a module holds a value of `aval` as: float0 (which has no StableHLO type) as i1, as jax does."""
+    return aval.update(dtype=np.dtype(np.bool_), weak_type=False) if aval.dtype == dtypes.float0 else aval

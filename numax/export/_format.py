@@ -1,49 +1,56 @@
-"""numax's serialization format for `Exported` (format version 2).
+"""numax's serialization format for `Exported` (format version 3).
 
 A blob is a fixed header, a JSON metadata block, then StableHLO portable artifacts, all little-endian:
 
     bytes 0-7    magic b"NUMAXEXP"
-    bytes 8-11   format version (uint32): 2
+    bytes 8-11   format version (uint32): 3
     bytes 12-15  metadata length in bytes (uint32)
     bytes 16-19  CRC-32 of everything after the header (uint32)
     metadata     UTF-8 JSON: {"functions": [function, ...]}; functions[0] is the exported function and
                  functions[k] its k-th order VJP. A function is {"fun_name", "platforms", "in_tree", "in_avals",
                  "out_tree", "out_avals", "artifact_size"} and, for a module that drops unused arguments (as
-                 jax's do), "module_kept_var_idx" (the argument leaves `main` takes); an aval is [shape, dtype
-                 name, weak_type], where a symbolic dimension of a shape-polymorphic export is a string ("b",
-                 "2*b"); a tree is "leaf", null (None), {"tuple": [tree, ...]}, {"list": [...]} or
-                 {"dict": [[keys], [...]]} (string keys, sorted).
+                 jax's do), "module_kept_var_idx" (the argument leaves `main` takes), and, when the export
+                 skips safety checks, "disabled_checks" (as jax names them: "platform", "custom_call:<target>").
+                 An aval is [shape, dtype name ("float0" for the cotangents of integers in a VJP), weak_type],
+                 where a symbolic dimension of a shape-polymorphic export is a string ("b", "2*b"). A tree is
+                 "leaf", null (None), {"tuple": [tree, ...]}, {"list": [...]}, {"dict": [[keys], [...]]}
+                 (string keys, sorted) or {"custom": [serialized name, auxiliary data in base64, [...]]} (a
+                 node type registered with `register_pytree_node_serialization`, `_pytree_serialization.py`).
     artifacts    each function's StableHLO portable artifact (MLIR bytecode), in order, `artifact_size` each.
 
 Version 2 added symbolic dimensions (strings in shapes), "module_kept_var_idx", and modules for several
-platforms (whose `main` takes a platform index first); a blob using none of them reads as in version 1, so
-numax reads both (tests/data/export_v1.bin and export_v2.bin check it), and an older numax refuses a version 2
-blob by its version instead of failing on a field it does not know. StableHLO reads artifacts of older
-StableHLO versions. `deserialize` also reads jax.export's format (`_jax_format.py`). Deserializing
-compiles the module: load only blobs you trust.
+platforms (whose `main` takes a platform index first); version 3 added "custom" tree nodes. A blob using none
+of what a version added reads as in the version before, so numax reads them all (tests/data/export_v1.bin and
+export_v2.bin check it), and an older numax refuses a newer blob by its version instead of failing on a field
+it does not know. StableHLO reads artifacts of older StableHLO versions. `deserialize` also reads jax.export's
+format (`_jax_format.py`). Deserializing compiles the module: load only blobs you trust.
 """
 
+import base64
 import json
 import struct
 import zlib
 
 import numpy as np
 
+from ..core import dtypes
 from ..core import pytree as tree
 from ..core.avals import ShapedArray
 from ..lowering import xla
+from ..transforms.jit import ShapeDtypeStruct
 from ._exported import Exported
+from ._pytree_serialization import deserialized_node, serialized_node
 from ._shape_poly import parse_dim
 
 MAGIC = b"NUMAXEXP"
-SERIALIZATION_VERSION = 2
+SERIALIZATION_VERSION = 3
 _HEADER = struct.Struct("<8sIII")
 
 
 def serialize(exported, vjp_order=0) -> bytes:
     functions = [exported]
     for _ in range(vjp_order):
-        functions.append(functions[-1].vjp())
+        functions.append(vjp_for_serialization(functions[-1]))
     artifacts = [xla.serialize_portable_artifact(f.mlir_module()) for f in functions]
     metadata = json.dumps({"functions": [_describe_function(f, len(a)) for f, a in zip(functions, artifacts)]},
                           sort_keys=True).encode()
@@ -81,12 +88,20 @@ def deserialize(blob: bytes) -> Exported:
     return exported[0]
 
 
+def vjp_for_serialization(exported):
+    """`exported.vjp()`, or jax's ValueError when it has none (it was deserialized with fewer VJPs)."""
+    if not exported.has_vjp():
+        raise ValueError("serialization of an Exported that does not have vjps of high-enough order: "
+                         f"{exported.fun_name!r} was deserialized without its VJP")
+    return exported.vjp()
+
+
 def _describe_function(exported, artifact_size):
     return {"fun_name": exported.fun_name, "platforms": list(exported.platforms),
             "in_tree": _describe_tree(exported.in_tree), "in_avals": [_describe_aval(a) for a in exported.in_avals],
             "out_tree": _describe_tree(exported.out_tree),
             "out_avals": [_describe_aval(a) for a in exported.out_avals], "artifact_size": artifact_size,
-            **_describe_kept_vars(exported)}
+            **_describe_kept_vars(exported), **_describe_disabled_checks(exported)}
 
 
 def _describe_kept_vars(exported):
@@ -96,23 +111,33 @@ def _describe_kept_vars(exported):
     return {"module_kept_var_idx": list(exported.module_kept_var_idx)}
 
 
+def _describe_disabled_checks(exported):
+    """The key "disabled_checks" ("platform", "custom_call:<target>", ...), only when some are disabled: an older
+    numax ignores it, and so refuses what the blob allows rather than allowing more."""
+    return {"disabled_checks": list(map(str, exported.disabled_safety_checks))} if exported.disabled_safety_checks \
+        else {}
+
+
 def _function_of(description, artifact):
     text = xla.deserialize_portable_artifact(artifact)
-    return Exported(description["fun_name"], _tree_of(description["in_tree"]),
-                    [_aval_of(a) for a in description["in_avals"]], _tree_of(description["out_tree"]),
-                    [_aval_of(a) for a in description["out_avals"]], description["platforms"], text,
-                    module_kept_var_idx=description.get("module_kept_var_idx"))
+    in_avals = [_aval_of(a) for a in description["in_avals"]]
+    out_avals = [_aval_of(a) for a in description["out_avals"]]
+    return Exported(description["fun_name"], _tree_of(description["in_tree"], in_avals), in_avals,
+                    _tree_of(description["out_tree"], out_avals), out_avals, description["platforms"], text,
+                    module_kept_var_idx=description.get("module_kept_var_idx"),
+                    disabled_safety_checks=description.get("disabled_checks", ()))
 
 
 def _describe_aval(aval):
     shape = [d if isinstance(d, int) else str(d) for d in aval.shape]  # symbolic dimensions in JAX's syntax
-    return [shape, np.dtype(aval.dtype).name, bool(aval.weak_type)]
+    dtype_name = "float0" if aval.dtype == dtypes.float0 else np.dtype(aval.dtype).name  # numpy names it "void"
+    return [shape, dtype_name, bool(aval.weak_type)]
 
 
 def _aval_of(description):
     shape, dtype_name, weak_type = description
     shape = tuple(parse_dim(d) if isinstance(d, str) else d for d in shape)
-    return ShapedArray(shape, np.dtype(dtype_name), weak_type)
+    return ShapedArray(shape, dtypes.float0 if dtype_name == "float0" else np.dtype(dtype_name), weak_type)
 
 
 def _describe_tree(treedef):
@@ -125,24 +150,33 @@ def _describe_tree(treedef):
         return None
     if node_type in (tuple, list):
         return {node_type.__name__: children}
-    if node_type is dict and all(isinstance(key, str) for key in aux):
+    if node_type is dict:
+        if not all(isinstance(key, str) for key in aux):
+            raise TypeError("Serialization is supported only for dictionaries with string keys; the exported "
+                            f"function's arguments or results hold a dict with keys {list(aux)}")
         return {"dict": [list(aux), children]}
-    raise ValueError(f"export: cannot serialize the pytree node {node_type.__name__} (numax serializes tuples, "
-                     "lists, dicts with string keys and None); pass plain containers to the exported function")
+    name, data = serialized_node(node_type, aux)
+    return {"custom": [name, base64.b64encode(data).decode(), children]}
 
 
-def _tree_of(description):
-    return tree.tree_structure(_example_tree(description))
+def _tree_of(description, avals):
+    """The treedef described, rebuilt over ShapeDtypeStructs of `avals` (its leaves' avals, in order) as jax does,
+    so that a custom node whose auxiliary data depends on its children's shapes rebuilds."""
+    leaves = iter([ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
+    return tree.tree_structure(_example_tree(description, leaves))
 
 
-def _example_tree(description):
-    """A tree of the described structure, with 0 at each leaf."""
+def _example_tree(description, leaves):
+    """A tree of the described structure over `leaves` (an iterator)."""
     if description == "leaf":
-        return 0
+        return next(leaves)
     if description is None:
         return None
     (kind, content), = description.items()
     if kind == "dict":
         keys, children = content
-        return dict(zip(keys, map(_example_tree, children)))
-    return {"tuple": tuple, "list": list}[kind](map(_example_tree, content))
+        return dict(zip(keys, [_example_tree(child, leaves) for child in children]))
+    if kind == "custom":
+        name, data, children = content
+        return deserialized_node(name, base64.b64decode(data), [_example_tree(child, leaves) for child in children])
+    return {"tuple": tuple, "list": list}[kind](_example_tree(child, leaves) for child in content)

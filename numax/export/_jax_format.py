@@ -16,6 +16,8 @@ version field 3, calling convention 10):
 Deserializing compiles the module: load only blobs you trust.
 """
 
+import base64
+
 import numpy as np
 
 from ..core import dtypes
@@ -23,7 +25,7 @@ from ..core.avals import ShapedArray
 from ..lowering import xla
 from . import _flatbuffer as fb
 from ._exported import Exported
-from ._format import _describe_tree, _tree_of
+from ._format import _describe_tree, _tree_of, vjp_for_serialization
 from ._shape_poly import parse_dim
 
 JAX_SERIALIZATION_VERSION = 11  # the schema version whose layout numax writes
@@ -114,8 +116,9 @@ def _read_exported(root):
     out_avals = _read_avals(root, slot.out_avals_idxs, slot.out_avals, fun_name)
     vjp_table = root.table(slot.vjp)
     exported = Exported(
-        fun_name, _tree_of(_read_tree(_required_table(root, slot.in_tree, "in_tree"))), in_avals,
-        _tree_of(_read_tree(_required_table(root, slot.out_tree, "out_tree"))), out_avals, root.strings(slot.platforms),
+        fun_name, _tree_of(_read_tree(_required_table(root, slot.in_tree, "in_tree")), in_avals), in_avals,
+        _tree_of(_read_tree(_required_table(root, slot.out_tree, "out_tree")), out_avals), out_avals,
+        root.strings(slot.platforms),
         xla.deserialize_portable_artifact(root.byte_vector(slot.mlir_module_serialized)),
         module_kept_var_idx=root.scalar_vector(slot.module_kept_var_idx, "u2").tolist(),
         calling_convention_version=root.scalar(slot.calling_convention_version, "H"),
@@ -227,9 +230,8 @@ def _read_tree(table):
     if kind == "none":
         return None
     if kind == "custom":
-        raise NotImplementedError(f"the exported function's arguments or results hold the custom pytree node "
-                                  f"{table.string(slot.custom_name)!r} (a namedtuple or registered class), which "
-                                  "numax cannot rebuild: export a function of tuples, lists, dicts and None")
+        data = base64.b64encode(table.byte_vector(slot.custom_auxdata)).decode()
+        return {"custom": [table.string(slot.custom_name), data, children]}
     if kind == "dict":
         keys = table.strings(slot.children_names)
         if len(keys) != len(children):
@@ -283,7 +285,7 @@ def _write_exported(builder, exported, vjp_order):
         slot.module_kept_var_idx: builder.scalar_vector("u2", exported.module_kept_var_idx),
     }
     if vjp_order > 0:
-        references[slot.vjp] = _write_exported(builder, exported.vjp(), vjp_order - 1)
+        references[slot.vjp] = _write_exported(builder, vjp_for_serialization(exported), vjp_order - 1)
     references.update({
         slot.unique_avals: builder.offset_vector([_write_aval(builder, *aval) for aval in unique_avals]),
         slot.unique_abstract_meshes: builder.offset_vector([]),
@@ -325,6 +327,10 @@ def _write_tree(builder, description):
         if kind == "dict":
             keys, content = content
             references.append((slot.children_names, builder.offset_vector([builder.string(k) for k in keys])))
+        elif kind == "custom":
+            name, data, content = content
+            references += [(slot.custom_name, builder.string(name)),
+                           (slot.custom_auxdata, builder.byte_vector(base64.b64decode(data)))]
         if content:
             references.append((slot.children, builder.offset_vector([_write_tree(builder, child)
                                                                       for child in content])))
@@ -333,6 +339,6 @@ def _write_tree(builder, description):
 
 def _write_safety_check(builder, check):
     slot = _Slot.DisabledSafetyCheck
-    kind, _, target = check.partition(":")
+    kind, _, target = str(check).partition(":")
     references = [(slot.custom_call_target, builder.string(target))] if kind == "custom_call" else []
     return builder.table([(slot.kind, "b", _SAFETY_CHECK_KINDS.index(kind), 0)], references)

@@ -8,6 +8,10 @@ program once per platform, keeps each distinct lowering as a private function (`
 
 A caller passes the index as a constant (`platform_index_operands`), so XLA folds the case before it looks
 for the custom calls of the other platforms' branches (cuSOLVER's, say, which a CPU has no handler for).
+
+numax has lowering rules for "cpu" and "cuda" only; it also exports for jax's other platforms ("tpu", "rocm")
+a program whose lowering is plain StableHLO (no custom call, which would be another platform's), as jax
+would lower it there, and refuses one that needs platform-specific code.
 """
 
 import numpy as np
@@ -18,13 +22,15 @@ from ..lowering.stablehlo import FunctionBuilder, aval_type, tensor_type
 
 NUMAX_PLATFORMS = {"cpu": "cpu", "gpu": "cuda"}  # numax's backend platform -> the name exports use (JAX's)
 _BACKEND_PLATFORMS = {export_name: numax_name for numax_name, export_name in NUMAX_PLATFORMS.items()}
+GENERIC_PLATFORMS = ("tpu", "rocm")  # jax's platforms numax exports plain StableHLO for
 # The attribute JAX puts on the index argument: a value its shape refinement may specialize callees on.
 _INDEX_ATTRIBUTE = '{jax.global_constant = "_platform_index"}'
 
 
 def lower_for_platforms(closed, name, platforms):
     """(module text, [ModuleContext of each platform's lowering]) of a closed program for `platforms` (export
-    names, "cpu" or "cuda"): one platform's plain module, or several platforms' module with an index argument."""
+    names: "cpu", "cuda", or a generic platform): one platform's plain module, or several platforms' module with an
+    index argument."""
     lowerings = [_lower_for(closed, name, platform) for platform in platforms]
     contexts = [context for _, context in lowerings]
     if len(platforms) == 1:
@@ -47,13 +53,18 @@ def _lower_for(closed, name, platform):
     """Lowering only writes text, so it needs no device of `platform`, except where a rule asks one (a Triton
     kernel call is compiled for the compute capability of the GPU it is lowered on)."""
     try:
-        return lower_to_module(closed, name, _BACKEND_PLATFORMS[platform])
+        text, context = lower_to_module(closed, name, _BACKEND_PLATFORMS.get(platform, platform))
     except NotImplementedError:  # a RuntimeError that says itself what the platform lacks (eig on a GPU)
         raise
     except RuntimeError as error:
         raise RuntimeError(f"export: lowering {name!r} for {platform!r} failed on this machine ({error}); a "
                            "program whose lowering needs a device of that platform (a Triton kernel call is "
                            "compiled for its GPU) must be exported where one is") from error
+    if platform in GENERIC_PLATFORMS and ("stablehlo.custom_call" in text or context.host_callbacks):
+        raise NotImplementedError(f"export: {name!r} needs code specific to a platform (a custom call or a host "
+                                  f"callback) to run on {platform!r}, for which numax has no lowering rules; numax "
+                                  "exports for it only programs of plain StableHLO")
+    return text, context
 
 
 def _dispatching_main(in_avals, out_avals, callees):

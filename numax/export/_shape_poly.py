@@ -1,13 +1,16 @@
-"""Symbolic dimensions for shape-polymorphic exports: `DimExpr`, `symbolic_shape`, and their errors.
+"""Symbolic dimensions for shape-polymorphic exports: `DimExpr`, `SymbolicScope`, `symbolic_shape`, and their
+errors.
 
 A `DimExpr` is an integer polynomial over dimension variables (each at least 1), whose atoms may also be
 `floordiv(a, b)` and `mod(a, b)` of other expressions. Arithmetic with ints and other expressions gives
 normalized expressions (an expression that is a constant is a plain int), `==` compares normalized forms, and
-`<`, `<=`, `>`, `>=` are decided from bounds that hold whenever every variable is at least 1, raising
-`InconclusiveDimensionOperation` when the bounds do not decide. Expressions print in JAX's syntax ("2*b + 1",
-"b^2", "floordiv(b, 2)") and `symbolic_shape` parses it back. The core learns of DimExpr through its registries
-(`symbolic_dim_types`, `aval_of_type`: a dimension used as a value is an integer scalar); lowering computes
-dimensions through `evaluate_with` (lowering/dynamic_shapes.py). `bind_dimensions` matches a call's shapes.
+`<`, `<=`, `>`, `>=` are decided from bounds that hold whenever every variable is at least 1 and the
+constraints of the expression's `SymbolicScope` hold, raising `InconclusiveDimensionOperation` when the bounds
+do not decide. Arithmetic with a float or a numpy array uses the dimension as a value, as jax's does.
+Expressions print in JAX's syntax ("2*b + 1", "b^2", "floordiv(b, 2)") and `symbolic_shape` parses it back.
+The core learns of DimExpr through its registries (`symbolic_dim_types`, `aval_of_type`: a dimension used as a
+value is an integer scalar); lowering computes dimensions through `evaluate_with` (lowering/dynamic_shapes.py).
+A call's dimension variables are solved from its shapes in `_shape_binding.py`.
 """
 
 import math
@@ -16,7 +19,9 @@ import re
 import numpy as np
 
 from ..core import dtypes
-from ..core.avals import InconclusiveDimensionOperation, ShapedArray, aval_of_type, symbolic_dim_types
+from ..core import pytree as tree
+from ..core.avals import InconclusiveDimensionOperation, ShapedArray, aval_of_type, get_aval, symbolic_dim_types
+from ..transforms.jit import ShapeDtypeStruct
 
 _INFINITY = math.inf
 
@@ -49,9 +54,11 @@ def _terms_of(value):
     return {(): int(value)} if value else {}
 
 
-def _normalized(terms):
-    """A DimExpr of `terms` (zero coefficients dropped), or an int when no variable is left."""
-    terms = {monomial: coefficient for monomial, coefficient in terms.items() if coefficient}
+def _normalized(terms, scope=None):
+    """A DimExpr of `terms` in `scope` (by default the shared one), rewritten by the scope's equality constraints,
+    zero coefficients dropped; or an int when no variable is left."""
+    scope = _DEFAULT_SCOPE if scope is None else scope
+    terms = {monomial: coefficient for monomial, coefficient in scope._rewritten(terms).items() if coefficient}
     if not terms:
         return 0
     if list(terms) == [()]:
@@ -59,7 +66,21 @@ def _normalized(terms):
     expression = DimExpr.__new__(DimExpr)
     expression._terms = tuple(sorted(terms.items(), key=lambda item: _monomial_key(item[0])))
     expression._hash = hash(expression._terms)
+    expression._scope = scope
     return expression
+
+
+def _common_scope(*values):
+    """The scope of the DimExprs among `values` (None if none is one); ValueError when they come from different
+    scopes, as jax's: constraints hold only within their scope."""
+    expressions = [v for v in values if isinstance(v, DimExpr)]
+    for other in expressions[1:]:
+        if other._scope is not expressions[0]._scope:
+            raise ValueError(f"Invalid mixing of symbolic scopes: '{expressions[0]}' and '{other}' come from "
+                             "different SymbolicScopes (symbolic_shape calls with their own constraints or scope): "
+                             "create them with one `scope=`. See https://docs.jax.dev/en/latest/export/"
+                             "shape_poly.html#user-specified-symbolic-constraints.")
+    return expressions[0]._scope if expressions else None
 
 
 def _as_dim_operand(value):
@@ -79,7 +100,14 @@ def _atom_bounds(atom):
     if isinstance(atom, str):
         return 1, _INFINITY
     operation, numerator, denominator = atom
-    if not isinstance(denominator, int) or denominator <= 0:
+    if isinstance(denominator, DimExpr):
+        # a positive divisor: a non-negative numerator gives a quotient in [0, numerator] and a remainder below
+        # both; other signs are left unbounded
+        (low, high), divisor_low = bounds(numerator), bounds(denominator)[0]
+        if divisor_low < 1 or low < 0:
+            return -_INFINITY, _INFINITY
+        return (0, high) if operation == "floordiv" else (0, min(high, bounds(denominator)[1] - 1))
+    if denominator <= 0:
         return -_INFINITY, _INFINITY
     if operation == "mod":
         return 0, denominator - 1
@@ -88,7 +116,19 @@ def _atom_bounds(atom):
 
 
 def bounds(value):
-    """(lowest, highest) values an int or DimExpr can take when every variable is at least 1 (may be loose)."""
+    """(lowest, highest) values an int or DimExpr can take when every variable is at least 1 and its scope's
+    inequality constraints hold (may be loose). A constraint C >= 0 (or a sum of two) bounds e from below by
+    the lowest value of e - C, and from above by minus the lowest of -e - C."""
+    low, high = _plain_bounds(value)
+    if isinstance(value, DimExpr):
+        for constraint in value._scope._combinations():
+            low = max(low, _plain_bounds(value - constraint)[0])
+            high = min(high, -_plain_bounds(-value - constraint)[0])
+    return low, high
+
+
+def _plain_bounds(value):
+    """bounds() from the variables being at least 1 alone."""
     if not isinstance(value, DimExpr):
         return value, value
     low = high = 0
@@ -117,7 +157,7 @@ def _exact_quotient(numerator, denominator):
         remaining = {a: p - divisor_powers.get(a, 0) for a, p in powers.items() if p != divisor_powers.get(a, 0)}
         key = tuple(sorted(remaining.items(), key=lambda item: _atom_key(item[0])))
         quotient[key] = coefficient // divisor_coefficient
-    return _normalized(quotient)
+    return _normalized(quotient, _common_scope(numerator, denominator))
 
 
 def _divide(numerator, denominator, operation):
@@ -129,7 +169,7 @@ def _divide(numerator, denominator, operation):
     quotient = _exact_quotient(numerator, denominator)
     if quotient is not None:
         return quotient if operation == "floordiv" else 0
-    return _normalized({(((operation, numerator, denominator), 1),): 1})
+    return _normalized({(((operation, numerator, denominator), 1),): 1}, _common_scope(numerator, denominator))
 
 
 def _division_operator(operation, reflected):
@@ -144,10 +184,32 @@ def _division_operator(operation, reflected):
     return operator
 
 
+def _as_value(dim):
+    """The dimension used as a value: a weakly typed integer scalar of the traced program (jax's
+    dimension_as_value)."""
+    import numax.numpy as jnp  # the export package sits above numpy, which must not import it back
+
+    return jnp.asarray(0) + dim
+
+
+def _value_fallback(operator, name, reflected):
+    """`operator` (DimExpr arithmetic), falling back for a float or complex scalar or a numpy array operand (which
+    would not use the dimension as a value itself) to arithmetic on the dimension as a value, as jax does: `5. + b`
+    and `b - np.arange(5)` are arrays."""
+    def with_fallback(self, other):
+        result = operator(self, other)
+        if result is NotImplemented and isinstance(other, float | complex | np.ndarray | np.generic):
+            value = _as_value(self)
+            return getattr(value, f"__r{name}__" if reflected else f"__{name}__")(other)
+        return result
+
+    return with_fallback
+
+
 class DimExpr:
     """A symbolic dimension: an integer polynomial of dimension variables (see the module docstring)."""
 
-    __slots__ = ("_terms", "_hash")
+    __slots__ = ("_terms", "_hash", "_scope")
 
     @property
     def dtype(self):
@@ -157,8 +219,13 @@ class DimExpr:
     weak_type = True  # used as a value, a dimension promotes as a Python int does
 
     @staticmethod
-    def variable(name: str) -> "DimExpr":
-        return _normalized({((name, 1),): 1})
+    def variable(name: str, scope=None) -> "DimExpr":
+        return _normalized({((name, 1),): 1}, scope)
+
+    @property
+    def scope(self) -> "SymbolicScope":
+        """The SymbolicScope this expression's variables and constraints belong to."""
+        return self._scope
 
     # --- arithmetic -----------------------------------------------------------------------------------------
     def __add__(self, other):
@@ -168,12 +235,12 @@ class DimExpr:
         terms = _terms_of(self)
         for monomial, coefficient in _terms_of(other).items():
             terms[monomial] = terms.get(monomial, 0) + coefficient
-        return _normalized(terms)
+        return _normalized(terms, _common_scope(self, other))
 
     __radd__ = __add__
 
     def __neg__(self):
-        return _normalized({monomial: -coefficient for monomial, coefficient in self._terms})
+        return _normalized({monomial: -coefficient for monomial, coefficient in self._terms}, self._scope)
 
     def __sub__(self, other):
         other = _as_dim_operand(other)
@@ -192,7 +259,7 @@ class DimExpr:
             for right, right_coefficient in _terms_of(other).items():
                 monomial = _monomial_product(left, right)
                 terms[monomial] = terms.get(monomial, 0) + left_coefficient * right_coefficient
-        return _normalized(terms)
+        return _normalized(terms, _common_scope(self, other))
 
     __rmul__ = __mul__
 
@@ -200,6 +267,12 @@ class DimExpr:
     __rfloordiv__ = _division_operator("floordiv", reflected=True)
     __mod__ = _division_operator("mod", reflected=False)
     __rmod__ = _division_operator("mod", reflected=True)
+
+    def __truediv__(self, other):
+        return _as_value(self) / other
+
+    def __rtruediv__(self, other):
+        return other / _as_value(self)
 
     def __divmod__(self, other):
         return self // other, self % other
@@ -313,6 +386,11 @@ def _atom_text(atom):
     return f"{operation}({numerator}, {denominator})"
 
 
+for _name in ("add", "sub", "mul", "floordiv", "mod"):
+    for _reflected in (False, True):
+        _attribute = f"__r{_name}__" if _reflected else f"__{_name}__"
+        setattr(DimExpr, _attribute, _value_fallback(getattr(DimExpr, _attribute), _name, _reflected))
+
 symbolic_dim_types.add(DimExpr)
 # A dimension used as a value is a weakly typed scalar of the default integer type, as a Python int is (JAX's
 # dimension_as_value): `labels % x.shape[0]` keeps the labels' dtype.
@@ -324,15 +402,19 @@ def is_symbolic_dim(value) -> bool:
 
 
 # --- parsing --------------------------------------------------------------------------------------------------
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*%^(),]))")
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|\.\.\.|[-+*%^(),]))")
+_PLACEHOLDERS = ("_", "...")  # a dimension of the `like` shape, or all its remaining ones
 
 
 class _Parser:
     """A recursive-descent parser of JAX's dimension syntax: sums of products of powers of atoms, where an
-    atom is an integer, a variable, `floordiv(e, e)`, `mod(e, e)` or a parenthesized expression."""
+    atom is an integer, a variable, `floordiv(e, e)`, `mod(e, e)` or a parenthesized expression. With a `like`
+    shape, a dimension may be `_` (like's dimension there) and the shape may end with `...` (like's remaining
+    ones), and a constant dimension must equal like's."""
 
-    def __init__(self, text):
-        self.text = text
+    def __init__(self, text, like=None, scope=None):
+        self.text, self.scope = text, scope
+        self.like = None if like is None else tuple(like)
         self.tokens = []
         position = 0
         while position < len(text.rstrip()):
@@ -362,10 +444,33 @@ class _Parser:
             self.tokens.pop()
         dims = []
         while self.peek() is not None:
-            dims.append(self.sum())
+            if self.peek() in _PLACEHOLDERS:
+                dims.extend(self.placeholder(self.take(), len(dims)))
+                if dims and dims[-1] is Ellipsis:
+                    dims.pop()
+                    if self.peek() is not None:
+                        self.fail("'...' must be the last dimension")
+                    break
+            else:
+                dims.append(self.sum())
+                if self.like is not None and isinstance(dims[-1], int) and len(dims) <= len(self.like) and (
+                        self.like[len(dims) - 1] not in (None, dims[-1])):
+                    self.fail(f"different size {dims[-1]} for known dimension {len(dims) - 1}; like={self.like}")
             if self.peek() is not None:
                 self.take(",")
         return tuple(dims)
+
+    def placeholder(self, token, position):
+        """The dimensions that `_` or `...` at `position` stands for (`...` marked by a final Ellipsis)."""
+        if self.like is None:
+            self.fail(f"it contains the placeholder {token!r} but no 'like' shape was given")
+        taken = self.like[position:] if token == "..." else self.like[position:position + 1]
+        if token == "_" and not taken:
+            self.fail(f"cannot resolve the placeholder '_' at dimension {position}: like={self.like} has "
+                      f"{len(self.like)} dimensions")
+        if None in taken:
+            self.fail(f"placeholder {token!r} for an unknown dimension; like={self.like}")
+        return [*taken, Ellipsis] if token == "..." else list(taken)
 
     def sum(self):
         total = -self.product() if self.peek() == "-" and self.take("-") else self.product()
@@ -407,65 +512,143 @@ class _Parser:
             self.take(")")
             return numerator // denominator if token == "floordiv" else numerator % denominator
         if token[0].isalpha() or token[0] == "_":
-            return DimExpr.variable(token)
+            return DimExpr.variable(token, self.scope)
         self.fail(f"unexpected {token!r}")
 
 
-def parse_dim(text: str):
-    """One dimension in JAX's syntax: an int or a DimExpr."""
-    dims = _Parser(text).shape()
+def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
+    """jax's `export.symbolic_args_specs`: `args` (a pytree of arrays or ShapeDtypeStructs) as ShapeDtypeStructs
+    whose shapes are `symbolic_shape(spec, like=arg.shape)`. `shapes_specs` is None (static shapes), one string
+    for every argument, or a prefix pytree of `args` with a string or None at each of its leaves."""
+    if scope is not None and constraints:
+        raise ValueError("Cannot use both `scope` and `constraints`")
+    scope = (SymbolicScope(constraints) if constraints else _DEFAULT_SCOPE) if scope is None else scope
+    leaves, treedef = tree.tree_flatten(args)
+    if isinstance(args, tuple) and isinstance(shapes_specs, list):
+        shapes_specs = tuple(shapes_specs)  # as jax, which accepts a list for a tuple of arguments
+    try:
+        specs = tree.broadcast_prefix_leaves(shapes_specs, args, is_leaf=lambda x: x is None)
+    except ValueError as error:
+        raise ValueError(f"export.symbolic_args_specs shapes_specs must be a prefix of the arguments' pytree "
+                         f"{treedef}: {error}") from None
+    avals = [get_aval(leaf) for leaf in leaves]  # of arrays and ShapeDtypeStructs alike
+    return treedef.unflatten(ShapeDtypeStruct(symbolic_shape(spec, like=aval.shape, scope=scope), aval.dtype)
+                             for spec, aval in zip(specs, avals))
+
+
+def parse_dim(text: str, scope=None):
+    """One dimension in JAX's syntax: an int or a DimExpr (in `scope`, by default the shared one)."""
+    dims = _Parser(text, scope=scope).shape()
     if len(dims) != 1:
         raise ValueError(f"invalid symbolic dimension {text!r}: expected one dimension")
     return dims[0]
 
 
-def symbolic_shape(shape_string: str, *, constraints=()) -> tuple:
+class SymbolicScope:
+    """jax's scope of symbolic dimensions: the expressions that may meet (in arithmetic, or in one function's
+    argument shapes) and the constraints they obey, strings "e1 >= e2", "e1 <= e2" or "e1 == e2". An
+    inequality tightens the bounds that decide comparisons (`bounds`); an equality, whose left side must be one
+    term `k*t`, rewrites `t` wherever an expression of the scope holds it. Dimensions made without a scope or
+    constraints share one default scope (numax's; in jax each `symbolic_shape` call makes its own). Like jax's,
+    the constraints are not serialized."""
+
+    def __init__(self, constraints_str=()):
+        if isinstance(constraints_str, str):
+            raise ValueError(f"The symbolic constraints should be a sequence of strings. Got {constraints_str!r}")
+        self._inequalities = []  # (expression that is >= 0, the constraint it comes from)
+        self._rules = []  # ({atom: power} of the left side's term, its coefficient, {monomial: coefficient} right)
+        self._combined = None
+        self._constraints = tuple(constraints_str)
+        for constraint in self._constraints:
+            self._add(constraint)
+
+    def _add(self, text):
+        if not isinstance(text, str):
+            raise ValueError(f"SymbolicScope constraint must be a string: got {text!r}")
+        match = re.fullmatch(r"(.*?)(==|>=|<=)(.*)", text)
+        if match is None:
+            raise ValueError("Constraint parsing error: must contain one of '==' or '>=' or '<='")
+        left, comparison, right = (parse_dim(match[1], self), match[2], parse_dim(match[3], self))
+        difference = left - right if comparison != "<=" else right - left
+        if not isinstance(difference, DimExpr):
+            if difference < 0 or (comparison == "==" and difference):
+                raise ValueError(f"Unsatisfiable explicit constraint: {text}")
+            return
+        if comparison != "==":
+            self._inequalities.append((difference, text))
+            return
+        terms = _terms_of(left)
+        if not isinstance(left, DimExpr) or len(terms) != 1 or () in terms:
+            raise ValueError(f"Invalid equality constraint: {text}. The left-hand-side must be of the form "
+                             "`term * coefficient`.")
+        (monomial, coefficient), = terms.items()
+        self._rules.append((dict(monomial), coefficient, _terms_of(right)))
+        self._inequalities += [(difference, text), (-difference, text)]
+
+    def _rewritten(self, terms):
+        """`terms` with each term holding a rule's left side `k*t` (a multiple of k, a multiple of t) rewritten."""
+        if not self._rules:
+            return terms
+        result = {}
+        for monomial, coefficient in terms.items():
+            powers = dict(monomial)
+            for rule_powers, rule_coefficient, replacement in self._rules:
+                if coefficient % rule_coefficient == 0 and all(powers.get(a, 0) >= p for a, p in rule_powers.items()):
+                    rest = tuple(sorted(((a, q - rule_powers.get(a, 0)) for a, q in powers.items()
+                                         if q != rule_powers.get(a, 0)), key=lambda item: _atom_key(item[0])))
+                    for replaced, replaced_coefficient in replacement.items():
+                        product = _monomial_product(rest, replaced)
+                        result[product] = result.get(product, 0) + coefficient // rule_coefficient * \
+                            replaced_coefficient
+                    break
+            else:
+                result[monomial] = result.get(monomial, 0) + coefficient
+        return result
+
+    def _combinations(self):
+        """The inequality constraints and the sums of two of them: expressions known to be >= 0."""
+        if self._combined is None:
+            singles = [expression for expression, _ in self._inequalities]
+            self._combined = singles + [a + b for i, a in enumerate(singles) for b in singles[i + 1:]]
+        return self._combined
+
+    def violated(self, bindings):
+        """(constraint, expression, value) of the first constraint that the dimension variables' values
+        `bindings` break (the expression that should be >= 0 and its value), or None."""
+        for expression, text in self._inequalities:
+            if expression.variables() <= bindings.keys():
+                value = expression.evaluate(bindings)
+                if isinstance(value, int) and value < 0:
+                    return text, expression, value
+        return None
+
+    def __str__(self):
+        return f"SymbolicScope({list(self._constraints)})"
+
+    __repr__ = __str__
+
+
+_DEFAULT_SCOPE = SymbolicScope()
+
+
+def symbolic_shape(shape_string, *, constraints=(), scope=None, like=None) -> tuple:
     """The shape that `shape_string` describes, e.g. "b, 784" -> (b, 784), with `b` a symbolic dimension
     (at least 1) that a shape-polymorphic export binds to the actual size when it is called. Dimensions
     are sums of products of integers, variables, `floordiv(e, e)` and `mod(e, e)` (also written `//`, `%`).
-    Variables of the same name are the same variable. `constraints` are not supported yet."""
-    if constraints:
-        raise NotImplementedError("symbolic_shape: constraints are not supported by numax yet")
+    Variables of the same name are the same variable. With `like` (a shape), `_` stands for its dimension
+    there and a final `...` for its remaining ones (None for the whole string means "..."). `constraints`
+    (strings "e1 >= e2", "e1 <= e2", "e1 == e2") make a new `SymbolicScope` for these dimensions; `scope`
+    puts them in an existing one (see SymbolicScope)."""
+    if scope is None:
+        scope = SymbolicScope(constraints) if constraints else _DEFAULT_SCOPE
+    elif constraints:
+        raise ValueError("Cannot specify both a `scope` and `constraints`.")
+    if shape_string is None:
+        shape_string = "..."
     if not isinstance(shape_string, str):
-        raise TypeError(f"symbolic_shape expects a string such as 'b, 784', got {shape_string!r}")
-    dims = _Parser(shape_string).shape()
+        raise ValueError(f"polymorphic shape spec should be None or a string. Found {shape_string!r}.")
+    dims = _Parser(shape_string, like, scope).shape()
     for dim in dims:
         if isinstance(dim, int) and dim < 0:
             raise ValueError(f"invalid symbolic shape {shape_string!r}: dimension {dim} is negative")
     return dims
-
-
-# --- binding at a call ------------------------------------------------------------------------------------------
-def bind_dimensions(fun_name, exported_avals, actual_avals) -> dict:
-    """{variable: size} that makes the exported avals (symbolic shapes allowed) those of the actual arguments;
-    TypeError for a rank, dtype or static shape mismatch, ValueError for sizes the symbolic shapes cannot take."""
-    bindings = {}
-    for i, (exported, actual) in enumerate(zip(exported_avals, actual_avals)):
-        if exported.dtype != actual.dtype or len(exported.shape) != len(actual.shape) or (
-                all(isinstance(d, int) for d in exported.shape) and exported.shape != tuple(actual.shape)):
-            raise TypeError(f"function {fun_name!r}: argument leaf {i} of type {actual.str_short()} passed where "
-                            f"{exported.str_short()} was exported")
-        for dim, size in zip(exported.shape, actual.shape):
-            if isinstance(dim, DimExpr) and dim.variables() == {str(dim)}:
-                bound = bindings.setdefault(str(dim), size)
-                if bound != size or size < 1:
-                    raise ValueError(f"function {fun_name!r}: argument leaf {i} of shape {actual.shape} does not "
-                                     f"match its symbolic shape {exported.str_short()}: dimension variable "
-                                     f"{dim} would be {size}" + (f" but is {bound} elsewhere" if bound != size
-                                                                 else " (it must be at least 1)"))
-    for i, (exported, actual) in enumerate(zip(exported_avals, actual_avals)):
-        expected = substitute_shape(exported.shape, bindings)
-        if expected != tuple(actual.shape):
-            raise ValueError(f"function {fun_name!r}: argument leaf {i} of shape {actual.shape} does not match "
-                             f"its symbolic shape {exported.str_short()} with {_bindings_text(bindings)}, which "
-                             f"gives {expected}")
-    return bindings
-
-
-def substitute_shape(shape, bindings) -> tuple:
-    """`shape` with every symbolic dimension evaluated for `bindings` ({variable: int})."""
-    return tuple(dim.evaluate(bindings) if isinstance(dim, DimExpr) else dim for dim in shape)
-
-
-def _bindings_text(bindings):
-    return ", ".join(f"{name} = {size}" for name, size in sorted(bindings.items())) or "no dimension variables"

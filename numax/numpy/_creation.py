@@ -85,8 +85,16 @@ def _shape_arg(shape_value):
     return tuple(index_dims(shape_value))  # (a float dimension is a TypeError, as in JAX)
 
 
+def _check_fill_value(fill_value, dtype):
+    """A Python complex fill value has no real or integer value: jax.numpy raises a TypeError for it (as
+    `int(1j)` does) where numpy arrays of complex type would be truncated to their real part."""
+    if type(fill_value) is complex and dtype is not None and not dtypes.is_complex(dtype):
+        raise TypeError(f"cannot fill an array of dtype {np.dtype(dtype).name} with the complex value {fill_value}")
+
+
 def full(shape, fill_value, dtype=None, *, device=None):
     dtype = requested_dtype(dtype, "full")
+    _check_fill_value(fill_value, dtype)
     shape = _shape_arg(shape)
     if aval(fill_value).shape:
         from ._shape import broadcast_to
@@ -135,6 +143,7 @@ empty_like = _like(None, "empty_like")
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     a_aval = aval(to_array(a))
     out_dtype = requested_dtype(dtype, "full_like") or a_aval.dtype
+    _check_fill_value(fill_value, out_dtype)
     result = full(a_aval.shape if shape is None else shape, fill_value, out_dtype)
     return _placed(_keep_weak(result, a_aval, dtype), device)
 

@@ -211,7 +211,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     if correction is not None:
         ddof = correction
     (a,) = promote_args("nanvar", a)
-    computation = aval(a).dtype if dtypes.is_inexact(aval(a).dtype) else dtypes.default_float_dtype()
+    computation = dtypes.to_inexact_dtype(aval(a).dtype)
     a = lax.convert_element_type(a, computation)
     mask = isnan(a)
     centered = _select_where(mask, lax.full((), 0, computation), lax.sub(a, nanmean(a, axis=axis, keepdims=True,

@@ -15,7 +15,7 @@ import string
 from numax import lax
 from numax.core import dtypes
 
-from ._linalg_ops import diagonal
+from ._linalg_ops import diagonal, laid_out
 from ._util import check_arraylike, promote_dtypes, shape, to_array
 
 __all__ = ["einsum", "einsum_path"]
@@ -321,14 +321,19 @@ def _bool_contract(x, y, dimension_numbers):
     return lax.ne(counts, lax.full_like(counts, 0))
 
 
-def einsum(subscripts, *operands, out=None, optimize="auto", precision=None, preferred_element_type=None):
+def einsum(subscripts, *operands, out=None, optimize="auto", precision=None, preferred_element_type=None,
+           out_sharding=None):
     """Einstein summation, as `jnp.einsum`: explicit (`'ij,jk->ik'`) or implicit (`'ij,jk'`) output,
     `...` broadcasting, repeated labels (diagonals, traces), and any number of operands, contracted
     pairwise in the order `optimize` picks ('auto'/'optimal'/True: fewest multiply-adds for up to
     8 operands, else greedy; 'greedy'; False: left to right; or a path from einsum_path).
 
     Also takes numpy's interleaved form `einsum(op0, sublist0, op1, sublist1, ..., [sublist_out])`.
+    `out_sharding` lays the result out by a Sharding or a PartitionSpec over the mesh in context.
     """
+    if out_sharding is not None:
+        return laid_out(einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
+                               preferred_element_type=preferred_element_type), out_sharding)
     if out is not None:
         raise NotImplementedError("The 'out' argument to numax.numpy.einsum is not supported (arrays are immutable)")
     if not isinstance(subscripts, str):

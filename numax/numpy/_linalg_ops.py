@@ -34,8 +34,21 @@ def eager_small_matmul(a, b):
     return eager_dot_general(a, b, numbers)
 
 
-def matmul(a, b, /, *, precision=None, preferred_element_type=None):
+def laid_out(result, out_sharding):
+    """`result` resharded to the `out_sharding=` keyword of JAX's products (a Sharding or a PartitionSpec over
+    the mesh in context), when one is given."""
+    if out_sharding is None:
+        return result
+    from numax.lax.sharding_constraint import reshard  # (the sharding machinery only when asked for)
+
+    return reshard(result, out_sharding)
+
+
+def matmul(a, b, /, *, precision=None, preferred_element_type=None, out_sharding=None):
     """numpy's matmul: vectors are promoted to matrices, leading dimensions broadcast."""
+    if out_sharding is not None:
+        return laid_out(matmul(a, b, precision=precision, preferred_element_type=preferred_element_type),
+                        out_sharding)
     if type(a) is Array and type(b) is Array and precision is None and preferred_element_type is None:
         result = eager_small_matmul(a, b)
         if result is not None:
@@ -122,8 +135,10 @@ def _after_squeeze(squeezed):
     return lambda d: d - sum(1 for s in squeezed if s < d)
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """numpy's dot: scalars multiply, 1-d/2-d follow matmul, N-d contracts a's last with b's second-to-last."""
+    if out_sharding is not None:
+        return laid_out(dot(a, b, precision=precision, preferred_element_type=preferred_element_type), out_sharding)
     if type(a) is Array and type(b) is Array and precision is None and preferred_element_type is None:
         result = eager_small_matmul(a, b)
         if result is not None:
@@ -185,7 +200,10 @@ def outer(a, b):
     return product(lax.broadcast_in_dim(a, (n, m), (0,)), lax.broadcast_in_dim(b, (n, m), (1,)))
 
 
-def tensordot(a, b, axes=2, *, precision=None):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_sharding=None):
+    if out_sharding is not None:
+        return laid_out(tensordot(a, b, axes, precision=precision, preferred_element_type=preferred_element_type),
+                        out_sharding)
     a, b = promote_dtypes(to_array(a), to_array(b))
     a_rank, b_rank = len(shape(a)), len(shape(b))
     if isinstance(axes, int):
@@ -201,7 +219,7 @@ def tensordot(a, b, axes=2, *, precision=None):
             raise TypeError(f"tensordot: axes lists must have the same length, got {a_axes} and {b_axes}")
         a_axes = tuple(canonicalize_axis(i, a_rank) for i in a_axes)
         b_axes = tuple(canonicalize_axis(i, b_rank) for i in b_axes)
-    return lax.dot_general(a, b, ((a_axes, b_axes), ((), ())), precision)
+    return lax.dot_general(a, b, ((a_axes, b_axes), ((), ())), precision, preferred_element_type)
 
 
 def kron(a, b):

@@ -1,12 +1,14 @@
 """Selection and logic over whole arrays: where, select, clip, nan_to_num, array_equal, allclose."""
 
+import builtins
+
 import numpy as np
 
 from numax import lax
 from numax.core import dtypes
 
 from ._ufuncs import isclose, isnan, to_bool
-from ._util import aval, broadcast_shapes, promote_args, promote_dtypes, shape, to_array
+from ._util import aval, broadcast_shapes, check_arraylike, promote_args, promote_dtypes, shape, to_array
 
 
 def _broadcast_to(x, target):
@@ -48,6 +50,12 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
     arr = a if arr is None else arr
     min = a_min if min is None else min
     max = a_max if max is None else max
+    if arr is None:
+        raise ValueError("No input was provided to the clip function.")
+    check_arraylike("clip", arr)
+    if builtins.any(b is not None and dtypes.is_complex(aval(to_array(b)).dtype) for b in (arr, min, max)):
+        raise ValueError("clip received a complex value through the input or the min/max bounds; complex values "
+                         "have no order: clip their real or imaginary part (numax.numpy.real/imag) instead")
     (arr,) = promote_args("clip", arr)
     if min is not None:
         arr = _maximum(arr, min)

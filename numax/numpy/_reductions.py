@@ -1,6 +1,5 @@
 """Reductions: sum, prod, max, min, all, any, mean, var, std, argmax, argmin, and friends."""
 
-import builtins
 import math
 
 import numpy as np
@@ -14,6 +13,7 @@ from ._util import (
     canonicalize_axis,
     promote_args,
     promote_dtypes,
+    promote_dtypes_numeric,
     requested_dtype,
     shape,
     to_array,
@@ -46,9 +46,10 @@ def _apply_where(a, where, identity):
     return where_(where, a, lax.convert_element_type(identity, aval(a).dtype))
 
 
-def _reduction(name, lax_reduce, identity, upcast=False, bool_result=False, has_identity=True):
+def _reduction(name, lax_reduce, identity, upcast=False, bool_result=False, has_identity=True, bool_reduce=None):
     """numpy's reduction `name` over lax_reduce. `upcast`: small integers are summed in the default integer
-    and 16-bit floats in float32 (the result converted back), as in jax.numpy."""
+    and 16-bit floats in float32 (the result converted back), as in jax.numpy. `bool_reduce`: the logical
+    reduction used when the requested dtype is bool (a sum is then an `or`, a product an `and`, as in jax)."""
     def reduce(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, promote_integers=True):
         if out is not None:
             raise NotImplementedError(f"{name}: the `out` argument is not supported (numax arrays are immutable)")
@@ -58,8 +59,10 @@ def _reduction(name, lax_reduce, identity, upcast=False, bool_result=False, has_
             a = lax.convert_element_type(a, dtypes.bool_)
         elif dtype is not None:
             a = lax.convert_element_type(a, requested_dtype(dtype, name))
-        elif upcast and promote_integers:
-            a = lax.convert_element_type(a, _upcast_small_ints(a_aval.dtype))
+        elif upcast:
+            (a,) = promote_dtypes_numeric(a)
+            if promote_integers:
+                a = lax.convert_element_type(a, _upcast_small_ints(aval(a).dtype))
         axes = canonicalize_axes(axis, a_aval.ndim)
         if not has_identity and initial is None:
             for ax in axes:
@@ -71,9 +74,12 @@ def _reduction(name, lax_reduce, identity, upcast=False, bool_result=False, has_
         result_dtype = aval(a).dtype
         if upcast and _upcast_16_bit_floats(result_dtype) != result_dtype:
             a = lax.convert_element_type(a, _upcast_16_bit_floats(result_dtype))
-        result = lax_reduce(a, axes)
+        logical = bool_reduce is not None and aval(a).dtype == dtypes.bool_
+        result = (bool_reduce if logical else lax_reduce)(a, axes)
         if initial is not None:
             combine = {"sum": lax.add, "prod": lax.mul, "max": lax.max, "min": lax.min}[name]
+            if logical:
+                combine = lax.bitwise_or if name == "sum" else lax.bitwise_and
             result = combine(result, lax.convert_element_type(initial, aval(result).dtype))
         if aval(result).dtype != result_dtype:
             result = lax.convert_element_type(result, result_dtype)
@@ -97,8 +103,8 @@ def _min_identity(dtype):
     return np.inf if dtypes.is_inexact(dtype) else (True if dtype == dtypes.bool_ else np.iinfo(dtype).max)
 
 
-sum = _reduction("sum", lax.reduce_sum, lambda _: 0, upcast=True)
-prod = _reduction("prod", lax.reduce_prod, lambda _: 1, upcast=True)
+sum = _reduction("sum", lax.reduce_sum, lambda _: 0, upcast=True, bool_reduce=lax.reduce_or)
+prod = _reduction("prod", lax.reduce_prod, lambda _: 1, upcast=True, bool_reduce=lax.reduce_and)
 max = _reduction("max", lax.reduce_max, _max_identity, has_identity=False)
 min = _reduction("min", lax.reduce_min, _min_identity, has_identity=False)
 amax, amin = max, min
@@ -127,7 +133,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     (a,) = promote_args("mean", a)
     a_aval = aval(a)
     if dtype is None:
-        dtype = a_aval.dtype if dtypes.is_inexact(a_aval.dtype) else dtypes.default_float_dtype()
+        dtype = dtypes.to_inexact_dtype(a_aval.dtype)
     dtype = requested_dtype(dtype, "mean")
     computation = _upcast_16_bit_floats(dtype)
     axes = canonicalize_axes(axis, a_aval.ndim)
@@ -144,7 +150,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         ddof = correction
     (a,) = promote_args("var", a)
     a_aval = aval(a)
-    given = a_aval.dtype if dtypes.is_inexact(a_aval.dtype) else dtypes.default_float_dtype()
+    given = dtypes.to_inexact_dtype(a_aval.dtype)
     computation = _upcast_16_bit_floats(given)  # 16-bit floats: computed in float32, returned in their dtype
     a = lax.convert_element_type(a, computation)
     axes = canonicalize_axes(axis, a_aval.ndim)
@@ -157,12 +163,17 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     count = _count(a_aval.shape, axes, where)
     real_dtype = aval(total).dtype
     if isinstance(count, int):
-        divisor = lax.convert_element_type(builtins.max(count - ddof, 0), real_dtype)
+        divisor = lax.convert_element_type(count - ddof, real_dtype)
     else:
         if where is not None and keepdims:
             count = _keep_dims(count, a_aval.shape, axes)
         divisor = lax.sub(lax.convert_element_type(count, real_dtype), lax.convert_element_type(ddof, real_dtype))
     result = lax.div(total, divisor)
+    if not (isinstance(count, int) and count - ddof > 0):
+        from ._logic import where as where_
+
+        # No degrees of freedom left: NaN, selected (not divided by zero), so that its tangent is 0 as in JAX.
+        result = where_(lax.gt(divisor, lax.full_like(divisor, 0)), result, np.nan)
     if dtype is None:
         return result if computation == given else lax.convert_element_type(result, given)
     return lax.convert_element_type(result, dtype)

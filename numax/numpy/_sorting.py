@@ -80,8 +80,8 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False,
 
 def sort_complex(a):
     (a,) = promote_args_inexact("sort_complex", a)
-    a = sort(a, axis=0)
-    dtype = dtypes.default_complex_dtype() if not dtypes.is_complex(aval(a).dtype) else aval(a).dtype
+    a = sort(a, axis=-1)
+    dtype = dtypes.to_complex_dtype(aval(a).dtype)
     return lax.convert_element_type(a, dtype)
 
 
@@ -308,7 +308,9 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     if method not in _methods:
         raise ValueError(f"{name}: method must be one of {_methods}, got {method!r}")
     check_arraylike(name, a, q)
-    a, q = promote_dtypes_inexact(a, q)
+    # `a` alone sets the result's dtype (median(int8) is float32 with x64 on, as in jax.numpy); q follows it.
+    (a,) = promote_dtypes_inexact(a)
+    q = lax.convert_element_type(to_array(q), aval(a).dtype)
     if dtypes.is_complex(aval(a).dtype):
         raise ValueError(f"{name} does not support complex input, as the operation is poorly defined.")
     a_shape = shape(a)
@@ -367,6 +369,8 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     # (rest..., k) -> q_shape + rest (+ kept size-1 axes)
     result = lax.transpose(result, (len(rest),) + tuple(range(len(rest))))
     out_rest = tuple(1 if d in axes else a_shape[d] for d in range(rank)) if keepdims else rest
+    if keepdims and rank == 0:
+        out_rest = (1,)  # jax.numpy reduces a 0-d array as its 1-d ravel, whose kept axis stays
     return lax.reshape(result, q_shape + out_rest)
 
 

@@ -35,7 +35,7 @@ def _unary_inexact(primitive, name):
         return primitive.bind(x)  # the lax function of `primitive`, less one call
 
     fn.__name__ = name
-    fn.__doc__ = f"Elementwise {name}, like numpy.{name} (integers become the default float type)."
+    fn.__doc__ = f"Elementwise {name}, like numpy.{name} (integers and bools become floats, as in jax.numpy)."
     return fn
 
 
@@ -437,17 +437,20 @@ def round(a, decimals=0, out=None):
     if dtype == dtypes.bool_:
         raise TypeError("round does not accept boolean arrays (data type bool is not inexact)")
     if dtypes.is_integer(dtype):
-        if decimals >= 0:
-            return a
-        factor = lax.convert_element_type(10 ** (-decimals), dtype)
-        return lax.mul(floor_divide(lax.add(a, lax.div(factor, lax.convert_element_type(2, dtype))), factor),
-                       factor)
+        if decimals < 0:
+            raise NotImplementedError("integer round is not implemented for decimals < 0 (as in jax.numpy)")
+        return a
+    if decimals > np.log10(dtypes.finfo(dtype).max):
+        return a  # rounding beyond the type's precision changes nothing
     if dtypes.is_complex(dtype):
         return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if decimals == 0:
         return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
-    factor = lax.convert_element_type(10.0 ** decimals, dtype)
-    return lax.div(lax.round(lax.mul(a, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
+    # float16 is scaled in float32, where 10**decimals times the value does not overflow (as jax.numpy does).
+    scaled = lax.convert_element_type(a, dtypes.float32) if dtype == dtypes.float16 else a
+    factor = lax.convert_element_type(10.0 ** decimals, aval(scaled).dtype)
+    out = lax.div(lax.round(lax.mul(scaled, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
+    return lax.convert_element_type(out, dtype) if dtype == dtypes.float16 else out
 
 
 around = round
@@ -498,6 +501,7 @@ def signbit(x, /):
         return lax.lt(x, np.zeros((), dtype))
     if dtype == dtypes.bool_:
         return lax.full(aval(x).shape, False, dtypes.bool_)
+    _reject_complex("signbit", x)
     int_type = {2: np.int16, 4: np.int32, 8: np.int64}[dtype.itemsize]
     return lax.lt(lax.bitcast_convert_type(x, int_type), 0)
 
@@ -565,10 +569,12 @@ def angle(z, deg=False):
     return lax.convert_element_type(result, aval(result).dtype)  # strongly typed, as in jax.numpy
 
 
-def _reject_complex(name, *args):
+def _reject_complex(name, *args, error=ValueError):
+    """jax.numpy's error for complex operands of a real function: a ValueError where it checks them (hypot,
+    isposinf), the TypeError of a real-only lax primitive elsewhere."""
     if any(dtypes.is_complex(aval(a).dtype) for a in args):
-        raise TypeError(f"{name} is not well defined for complex-valued inputs; convert to real values first "
-                        f"(for example with abs(x))")
+        raise error(f"{name} is not well defined for complex-valued inputs; convert to real values first "
+                    f"(for example with abs(x))")
 
 
 def hypot(x1, x2, /):
@@ -590,13 +596,14 @@ def _hypot(x1, x2):
 
 def logaddexp(x1, x2, /):
     x1, x2 = promote_args_inexact("logaddexp", x1, x2)
-    _reject_complex("logaddexp", x1)
     return _logaddexp(x1, x2)
 
 
 def _replace_inf(x):
-    """+inf replaced by 0: the logaddexp JVPs' exp(x - out) is then 1, not nan, where both are +inf."""
-    return lax.select(lax.eq(x, lax.full_like(x, np.inf)), lax.full_like(x, 0), x)
+    """+inf (in the real part) replaced by 0: the logaddexp JVPs' exp(x - out) is then 1, not nan, where both
+    are +inf."""
+    real_part = lax.real(x) if dtypes.is_complex(aval(x).dtype) else x
+    return lax.select(lax.eq(real_part, lax.full_like(real_part, np.inf)), lax.full_like(x, 0), x)
 
 
 # JAX defines logaddexp and logaddexp2 with custom JVPs: d out = sum_i dx_i * exp(x_i - out) (base 2 for
@@ -604,6 +611,10 @@ def _replace_inf(x):
 # values at ties and infinities.
 @custom_jvp
 def _logaddexp(x1, x2):
+    if dtypes.is_complex(aval(x1).dtype):
+        from numax.lax.cumulative import complex_logaddexp  # (loaded on first use, as lax's rarer families)
+
+        return complex_logaddexp(x1, x2)
     biggest = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     # delta is nan when both are infinite of the same sign (the sum is then right) or one is nan.
@@ -627,7 +638,6 @@ _logaddexp.defjvp(_logaddexp_jvp_rule(lax.exp, _logaddexp))
 
 def logaddexp2(x1, x2, /):
     x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
-    _reject_complex("logaddexp2", x1)
     return _logaddexp2(x1, x2)
 
 
@@ -685,9 +695,13 @@ def _sinc_maclaurin_jvp(k, primals, tangents):
 
 
 def _weak_if_all_weak(result, *args):
-    """Strips the weak type unless every argument was weakly typed (Python scalars, weak arrays); jax.numpy's
-    heaviside, hypot and logical functions type their results so."""
-    if all(dtypes.dtype_and_weak_of(to_array(a))[1] for a in args):
+    """Strips the weak type unless the promotion is weak and every argument was weakly typed (Python scalars,
+    weak arrays) or 0-d (`hypot(uint8_scalar_array, 2.5)`); jax.numpy's heaviside, hypot, power and logical
+    functions type their results so (an array of higher rank gives a strong result there)."""
+    arrays = [to_array(a) for a in args]
+    kinds = [dtypes.dtype_and_weak_of(a) for a in arrays]
+    if all(weak or aval(a).ndim == 0 for a, (_, weak) in zip(arrays, kinds)) and (
+            dtypes.result_type_and_weak(*kinds)[1]):
         return result
     return lax.convert_element_type(result, aval(result).dtype)
 
@@ -698,7 +712,7 @@ def heaviside(x1, x2, /):
 
 def _heaviside(x1, x2):
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
-    _reject_complex("heaviside", x1)
+    _reject_complex("heaviside", x1, error=TypeError)
     zero, one = lax.full_like(x1, 0), lax.full_like(x1, 1)
     step = where_(lax.lt(x1, zero), zero, where_(lax.gt(x1, zero), one, x2))
     return where_(isnan(x1), x1, step)
@@ -730,14 +744,14 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def ldexp(x1, x2, /):
-    """x1 * 2**x2 for an integer x2."""
+    """x1 * 2**x2 for a real x1 and an integer (or boolean) x2."""
     check_arraylike("ldexp", x1, x2)
-    if not dtypes.is_integer(aval(to_array(x2)).dtype):
-        raise TypeError(f"ldexp's second argument must be an integer array, got {aval(to_array(x2)).dtype}")
+    x1_dtype, x2_dtype = aval(to_array(x1)).dtype, aval(to_array(x2)).dtype
+    if dtypes.is_complex(x1_dtype) or dtypes.is_inexact(x2_dtype):
+        raise ValueError(f"ldexp not supported for input types {(x1_dtype, x2_dtype)}: x1 must be real and x2 an "
+                         "integer")
     (x1,) = promote_args_inexact("ldexp", x1)
     dtype = aval(x1).dtype
-    if dtypes.is_complex(dtype):
-        raise TypeError("ldexp does not support complex numbers")
     # Three exact powers of two (built from their bits) keep each factor finite where x1 * 2**x2 is.
     info = dtypes.finfo(dtype)
     nmant, bias = int(info.nmant), int(info.maxexp) - 1

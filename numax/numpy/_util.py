@@ -91,8 +91,9 @@ def device_array(value, weak_type=None):
         if type(scalar) is int and dtypes.is_integer(dtype):
             dtypes.check_int_fits(scalar, dtype)
         return scalar_array(scalar, dtype, weak)
-    if is_tracing():
+    if is_tracing() and not weak:
         # Under a transformation, host arrays stay host values: the trace captures each one once, by identity.
+        # (A weak one is put on the device all the same: a numpy array cannot say that it is weakly typed.)
         return value
     return put(np.asarray(value), weak_type=weak)
 
@@ -110,12 +111,11 @@ def promote_dtypes(*args):
 
 
 def promote_dtypes_inexact(*args):
-    """Like promote_dtypes, then integers and bools become the default float type."""
+    """Like promote_dtypes, then integers and bools become a float type of their width (`to_inexact_dtype`)."""
     arrays = promote_dtypes(*args)
     dtype, weak = dtypes.result_type(*arrays, return_weak_type_flag=True)
     if not dtypes.is_inexact(dtype):
-        dtype = dtypes.default_float_dtype()
-        return [lax.convert_element_type(a, dtype, weak) for a in arrays]
+        return [lax.convert_element_type(a, dtypes.to_inexact_dtype(dtype), weak) for a in arrays]
     return arrays
 
 
@@ -123,7 +123,7 @@ def promote_dtypes_numeric(*args):
     arrays = promote_dtypes(*args)
     dtype, weak = dtypes.result_type(*arrays, return_weak_type_flag=True)
     if dtype == dtypes.bool_:
-        return [lax.convert_element_type(a, dtypes.default_int_dtype(), weak) for a in arrays]
+        return [lax.convert_element_type(a, dtypes.to_numeric_dtype(dtype), weak) for a in arrays]
     return arrays
 
 
@@ -136,12 +136,17 @@ def index_dims(dims) -> list:
 
 
 def broadcast_shapes(*shapes):
+    """NumPy's broadcast of `shapes`; a mismatch is jax's ValueError ("Incompatible shapes for broadcasting")."""
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except InconclusiveDimensionOperation:  # symbolic dimensions (a shape-polymorphic export)
         return _symbolic_broadcast_shapes(shapes)
     except ValueError:
-        raise ValueError(f"operands could not be broadcast together with shapes {' '.join(map(str, shapes))}") from None
+        raise _incompatible(shapes) from None
+
+
+def _incompatible(shapes):
+    return ValueError(f"Incompatible shapes for broadcasting: shapes={[tuple(s) for s in shapes]}")
 
 
 def _symbolic_broadcast_shapes(shapes):
@@ -149,23 +154,36 @@ def _symbolic_broadcast_shapes(shapes):
     rank = max(len(shape) for shape in shapes)
     result = lax.typing.stretched_shape([(1,) * (rank - len(shape)) + tuple(shape) for shape in shapes])
     if result is None:
-        raise ValueError(f"operands could not be broadcast together with shapes {' '.join(map(str, shapes))}")
+        raise _incompatible(shapes)
     return result
 
 
 def promote_shapes(name, *args):
-    """Brings operands to one rank (scalars stay scalars: elementwise primitives accept them)."""
+    """NumPy's rank promotion as jax.numpy does it. Operands of one rank (scalars aside) go to lax as they are:
+    lax stretches size-1 dimensions and rejects other mismatches with a TypeError. Operands of several ranks are
+    first brought to the broadcast rank, where a mismatch is a ValueError, as `jax_numpy_rank_promotion` allows."""
     shapes = [shape(a) for a in args]
-    if len({len(s) for s in shapes if s}) <= 1 and all(
-        len({d for d in dims if d != 1}) <= 1 for dims in zip(*[s for s in shapes if s])
-    ):
+    if len({len(s) for s in shapes if s}) <= 1:
         return list(args)
-    try:
-        result = broadcast_shapes(*shapes)
-    except ValueError as error:
-        raise TypeError(f"{name}: {error}") from None  # (JAX's class: its lax op rejects the shapes)
-    rank = len(result)
+    check_rank_promotion(name, shapes)
+    rank = len(broadcast_shapes(*shapes))
     return [a if not s or len(s) == rank else lax.broadcast_to_rank(a, rank) for a, s in zip(args, shapes)]
+
+
+def check_rank_promotion(name, shapes):
+    """Implicit rank promotion under `jax_numpy_rank_promotion`: 'allow', 'warn' (a UserWarning) or 'raise'
+    (a ValueError), with jax's messages."""
+    mode = dtypes.config.numpy_rank_promotion
+    if mode == "allow":
+        return
+    listed = " ".join(str(tuple(s)) for s in shapes)
+    if mode == "warn":
+        warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {listed}. Set the "
+                      "jax_numpy_rank_promotion config option to 'allow' to disable this warning.",
+                      UserWarning, stacklevel=errors.user_stacklevel())
+    else:
+        raise ValueError(f"Operands could not be broadcast together for {name} on shapes {listed} and with the "
+                         "config option jax_numpy_rank_promotion='raise'.")
 
 
 def _uniform_arrays(args):

@@ -31,6 +31,7 @@ from ._keys import (  # noqa: F401
     split,
     wrap_key_data,
 )
+from ._out_sharding import takes_out_sharding as _takes_out_sharding
 from ._samplers import (  # noqa: F401
     bernoulli,
     bits,
@@ -53,3 +54,12 @@ from ._samplers import (  # noqa: F401
     uniform,
     weibull_min,
 )
+
+# The samplers that take JAX's `out_sharding=` keyword.
+for _name in ("bits", "uniform", "randint", "permutation", "normal", "multivariate_normal", "truncated_normal",
+              "bernoulli", "beta", "cauchy", "dirichlet", "exponential", "gamma", "loggamma", "poisson", "gumbel",
+              "categorical", "laplace", "logistic", "pareto", "t", "chisquare", "f", "rademacher", "maxwell",
+              "orthogonal", "generalized_normal", "ball", "rayleigh", "wald", "geometric", "triangular",
+              "lognormal"):
+    globals()[_name] = _takes_out_sharding(globals()[_name])
+del _name

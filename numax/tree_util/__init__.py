@@ -9,6 +9,7 @@ from numax.core.pytree import (  # noqa: F401
     GetAttrKey,
     KeyEntry,
     KeyPath,
+    Partial,
     PyTreeDef,
     SequenceKey,
     all_leaves,
@@ -39,25 +40,6 @@ from numax.core.pytree import (  # noqa: F401
     treedef_is_leaf,
     treedef_tuple,
 )
-
-Partial = None  # replaced below: functools.partial that is a pytree
-
-
-def _make_partial():
-    import functools
-
-    class Partial(functools.partial):
-        """A functools.partial whose bound arguments are pytree leaves (usable as jit arguments)."""
-
-    register_pytree_node(
-        Partial,
-        lambda p: ((p.args, p.keywords), p.func),
-        lambda func, children: Partial(func, *children[0], **children[1]),
-    )
-    return Partial
-
-
-Partial = _make_partial()
 
 
 def _static_field(**kwargs):

@@ -1,0 +1,87 @@
+"""Serialization of pytree node types beyond tuples, lists, dicts and None in an `Exported`'s `in_tree` and
+`out_tree`: jax.export's `register_pytree_node_serialization` and `register_namedtuple_serialization`.
+
+A registered node is written as its `serialized_name` and its auxiliary data as bytes (`serialize_auxdata`);
+reading looks the name up and rebuilds the node from the deserialized auxiliary data and its children
+(`from_children`, by default the unflatten function the type was registered with in `numax.tree_util`).
+`collections.OrderedDict` with string keys is registered here, as jax registers it.
+"""
+
+import collections
+import json
+
+from ..core import pytree as tree
+
+_by_type = {}  # node type -> (serialized name, serialize_auxdata)
+_by_name = {}  # serialized name -> (node type, deserialize_auxdata, from_children)
+
+
+def register_pytree_node_serialization(nodetype, *, serialized_name, serialize_auxdata, deserialize_auxdata,
+                                       from_children=None):
+    """Lets exports whose arguments or results hold `nodetype` nodes be serialized and deserialized; returns
+    `nodetype` (usable as a class decorator). `nodetype` must already be a registered pytree node unless
+    `from_children(aux_data, children)` is given."""
+    if nodetype in _by_type:
+        raise ValueError(f"Duplicate serialization registration for type `{nodetype}`. Previous registration was "
+                         f"with serialized_name `{_by_type[nodetype][0]}`.")
+    if serialized_name in _by_name:
+        raise ValueError(f"Duplicate serialization registration for serialized_name `{serialized_name}`. Previous "
+                         f"registration was for type `{_by_name[serialized_name][0]}`.")
+    if from_children is None:
+        if nodetype not in tree._registry:
+            raise ValueError(f"If `from_children` is not present, you must call first "
+                             f"`numax.tree_util.register_pytree_node` for `{nodetype}`")
+        from_children = tree._registry[nodetype].unflatten
+    _by_type[nodetype] = (serialized_name, serialize_auxdata)
+    _by_name[serialized_name] = (nodetype, deserialize_auxdata, from_children)
+    return nodetype
+
+
+def register_namedtuple_serialization(nodetype, *, serialized_name):
+    """`register_pytree_node_serialization` for a `collections.namedtuple` type: its field names are saved, and
+    on deserialization the registered type must have the same fields."""
+    if not tree._is_namedtuple_type(nodetype):
+        raise ValueError("Use `numax.export.register_pytree_node_serialization` for types other than "
+                         "`collections.namedtuple`.")
+
+    def from_children(field_names, children):
+        return nodetype(**dict(zip(field_names, children)))
+
+    return register_pytree_node_serialization(
+        nodetype, serialized_name=serialized_name,
+        serialize_auxdata=lambda _: json.dumps(nodetype._fields).encode(),
+        deserialize_auxdata=lambda data: json.loads(data.decode()), from_children=from_children)
+
+
+def serialized_node(node_type, aux_data):
+    """(serialized name, auxiliary data bytes) of a registered node type."""
+    if node_type not in _by_type:
+        raise ValueError(f"Cannot serialize PyTreeDef containing an unregistered type `{node_type}`. Use "
+                         "`export.register_pytree_node_serialization` or `export.register_namedtuple_serialization`.")
+    name, serialize_auxdata = _by_type[node_type]
+    data = serialize_auxdata(aux_data)
+    if not isinstance(data, bytes | bytearray):
+        raise ValueError(f"The custom serialization function for `{node_type}` must return a `bytes` object. It "
+                         f"returned a {type(data)}.")
+    return name, bytes(data)
+
+
+def deserialized_node(serialized_name, aux_data, children):
+    """The node a registered serialized name and its auxiliary data bytes stand for, over `children`."""
+    if serialized_name not in _by_name:
+        raise ValueError(f"Cannot deserialize a PyTreeDef containing an unregistered type `{serialized_name}`. Use "
+                         "`export.register_pytree_node_serialization` or `export.register_namedtuple_serialization`.")
+    _, deserialize_auxdata, from_children = _by_name[serialized_name]
+    return from_children(deserialize_auxdata(aux_data), children)
+
+
+def _ordered_dict_keys(keys):
+    if not all(isinstance(key, str) for key in keys):
+        raise NotImplementedError(f"Serialization of collections.OrderedDict is supported only when the keys are "
+                                  f"strings. Found keys: {keys}.")
+    return json.dumps(list(keys)).encode()
+
+
+register_pytree_node_serialization(
+    collections.OrderedDict, serialized_name="collections.OrderedDict", serialize_auxdata=_ordered_dict_keys,
+    deserialize_auxdata=lambda data: tuple(json.loads(data.decode())))
