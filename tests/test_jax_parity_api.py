@@ -339,7 +339,7 @@ def test_boolean_config_context_managers_set_their_option_for_the_block(name):
 
 def test_debug_nans_context_checks_jitted_results_as_in_jax():
     for lib in (jax, numax):
-        with getattr(lib, "debug_nans")(True), pytest.raises(FloatingPointError):
+        with lib.debug_nans(True), pytest.raises(FloatingPointError):
             lib.jit(lambda x: lib.numpy.log(x))(lib.numpy.float32(-1.0))
         assert bool(lib.numpy.isnan(lib.jit(lambda x: lib.numpy.log(x))(lib.numpy.float32(-1.0))))
 
@@ -351,3 +351,10 @@ def test_enum_config_context_managers_need_a_value_as_in_jax():
                 pass
         with lib.default_matmul_precision("float32"):
             pass
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "nancumsum", "nancumprod"])
+def test_running_reductions_of_weak_values_are_strong_as_in_jax(name):
+    for np_lib in (jnp, xnp):
+        result = getattr(np_lib, name)(np_lib.asarray(np.int32([1, 2, 3])) + 0.5)
+        assert not result.weak_type and result.dtype == np.float32

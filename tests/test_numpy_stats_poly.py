@@ -123,7 +123,7 @@ def _cases():
          lambda: (np.unwrap(PHASE), np.unwrap(PHASE, axis=0, period=3.0), np.unwrap(PHASE, discont=4.0),
                   np.unwrap(phase_int, period=8)), 1e-4),
         # An odd integer period: JAX (followed here) maps a step of +period//2 + 1 past the boundary, unlike numpy;
-        # an int input with the default float period is weakly typed float32, as in JAX.
+        # an int input with the default float period is float32 (not weakly typed), as in JAX.
         ("unwrap_jax_only", lambda n: (n.unwrap(phase_int, period=7), n.unwrap(phase_int[:4]),
                                        n.unwrap(np.float32([0.0, np.pi, 0.0, -np.pi])),
                                        n.unwrap(np.zeros((2, 0), np.float32))), None, 1e-5),

@@ -33,7 +33,8 @@ def _cumulative(name, lax_fn, nan_identity=None):
             a = lax.convert_element_type(a, requested_dtype(dtype, name))
         elif aval(a).dtype == dtypes.bool_:
             a = lax.convert_element_type(a, dtypes.default_int_dtype())
-        return lax_fn(a, axis)
+        result = lax_fn(a, axis)
+        return lax.convert_element_type(result, aval(result).dtype)  # strong, as jax.numpy's running reductions
 
     reduce.__name__ = name
     reduce.__doc__ = f"numpy.{name}: the running {name[:-3] if name.startswith('nan') else name} along `axis`."

@@ -225,9 +225,12 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     # A step of exactly +period/2 stays positive (numpy's rule).
     wrapped = where((wrapped == -half_period) & (step > 0), half_period, wrapped)
     correction = where(abs(step) < discont, 0, wrapped - step)
+    # The running correction is strongly typed (jax's cumsum drops a weak type), so the result is too: an int
+    # input with the default float period gives float32, not weakly typed float32.
+    running = cumsum(lax.convert_element_type(correction, aval(correction).dtype), axis=axis)
     n = shape(p)[axis]
     return concatenate((lax.slice_in_dim(p, 0, 1, axis=axis),
-                        lax.slice_in_dim(p, 1, n, axis=axis) + cumsum(correction, axis=axis)), axis=axis)
+                        lax.slice_in_dim(p, 1, n, axis=axis) + running), axis=axis)
 
 
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):

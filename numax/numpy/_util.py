@@ -91,6 +91,8 @@ def device_array(value, weak_type=None):
         if type(scalar) is int and dtypes.is_integer(dtype):
             dtypes.check_int_fits(scalar, dtype)
         return scalar_array(scalar, dtype, weak)
+    if type(value) in symbolic_dim_types:  # staged by lax from the dimension variables; it has no host value
+        return value
     if is_tracing() and not weak:
         # Under a transformation, host arrays stay host values: the trace captures each one once, by identity.
         # (A weak one is put on the device all the same: a numpy array cannot say that it is weakly typed.)

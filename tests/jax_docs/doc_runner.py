@@ -10,7 +10,8 @@ the cell raising, or neither raises and every value it leaves behind (its last e
 it binds) is the same pytree with the same leaves (arrays of the same kind, dtype and shape with values within a
 dtype's tolerance, Python scalars of the same type and value), and what it prints carries the same numbers and
 truth values in the same order (`compare_printed`). Values of other kinds (functions, jaxprs) are not compared.
-A cell that jax itself fails to run, and the page does not show raising, is reported too: it checks nothing.
+A cell that jax itself cannot run for want of a name, a package or valid syntax is reported too: it checks
+nothing.
 One JSON line per cell is appended to the report as soon as the cell is done.
 """
 
@@ -98,6 +99,15 @@ def _kind(value):
     return None
 
 
+def _readable(leaf_of, value):
+    """(host value, kind) of a leaf; an array that cannot be read (deleted by donation) is of kind 'unreadable
+    (its exception)', so that both sides must fail to read it alike."""
+    try:
+        return leaf_of(value)
+    except Exception as error:
+        return None, f"unreadable ({type(error).__name__})"
+
+
 def compare_values(jax_value, numax_value):
     """A description of the first difference between the two values, or None."""
     jax_leaves, jax_tree = jax.tree_util.tree_flatten(jax_value)
@@ -107,14 +117,14 @@ def compare_values(jax_value, numax_value):
     if len(jax_leaves) != len(numax_leaves):
         return f"pytree structure differs: jax {jax_tree}, numax {numax_tree}"
     for position, (jax_leaf, numax_leaf) in enumerate(zip(jax_leaves, numax_leaves)):
-        expected, kind = _jax_leaf(jax_leaf)
+        expected, kind = _readable(_jax_leaf, jax_leaf)
         if kind is None:
             continue
-        actual, numax_kind = _numax_leaf(numax_leaf)
+        actual, numax_kind = _readable(_numax_leaf, numax_leaf)
         where = f"leaf {position}" if len(jax_leaves) > 1 else "value"
         if numax_kind != kind:
             return f"{where}: jax gives a {kind} ({type(jax_leaf).__name__}), numax a {type(numax_leaf).__name__}"
-        if kind == "tracer":  # a leaked tracer: its kind is all there is to compare
+        if kind == "tracer" or kind.startswith("unreadable"):  # a leaked tracer, a deleted array: kinds only
             continue
         difference = _compare_leaf(np.asarray(expected), np.asarray(actual))
         if difference:
@@ -193,6 +203,7 @@ def compare_cell(cell, index, namespaces, stem):
         start = time.perf_counter()
         with contextlib.redirect_stdout(printed):
             value, error = run_cell(code, namespace, f"<{stem} cell {index} ({side})>")
+            (jax if side == "jax" else numax).effects_barrier()  # host callbacks print within their cell
         outcomes.append((value, error, bound_names(before, namespace), time.perf_counter() - start,
                          printed.getvalue()))
     (jax_value, jax_error, names, jax_seconds, jax_printed), (numax_value, numax_error, _, numax_seconds,
@@ -212,9 +223,13 @@ def _describe(error):
     return None if error is None else f"{type(error).__name__}: {str(error)[:300]}"
 
 
+_ENVIRONMENT_ERRORS = (NameError, ImportError, SyntaxError)
+
+
 def _problem(jax_value, jax_error, numax_value, numax_error, names, namespaces, expected_to_raise):
-    if jax_error is not None and not expected_to_raise:
-        # Agreeing on a failure the page does not show would check nothing: such a cell is listed, with why.
+    if not expected_to_raise and isinstance(jax_error, _ENVIRONMENT_ERRORS):
+        # A cell that cannot run here (a missing name or package, pseudo-code) checks nothing when both fail
+        # alike: such a cell is listed, with why. Other errors are compared as the page's own.
         return f"jax itself raised {_describe(jax_error)} (the cell is not exercised)"
     if jax_error is not None or numax_error is not None:
         if jax_error is None:

@@ -1,5 +1,6 @@
 """The test of one documentation page: its cells, run with jax and with numax in a fresh process, must agree
-except for the cells known_failures.py lists, and those must still fail (so the table stays true)."""
+except for the cells known_failures.py lists, and those must still fail (so the table stays true), unless listed
+as nondeterministic."""
 
 import json
 import os
@@ -18,7 +19,7 @@ def run_page(stem):
     with tempfile.TemporaryDirectory() as scratch:
         report_path = os.path.join(scratch, "report.jsonl")
         process = subprocess.run([sys.executable, _RUNNER, stem, report_path], capture_output=True, text=True,
-                                 timeout=TIMEOUT_SECONDS, cwd=scratch)
+                                 stdin=subprocess.DEVNULL, timeout=TIMEOUT_SECONDS, cwd=scratch)
         records = []
         if os.path.exists(report_path):
             with open(report_path) as report:
@@ -35,7 +36,8 @@ def check_page(stem):
     known = KNOWN_FAILURES.get(stem, {})
     failing = {record["line"]: record for record in records if record["problem"]}
     unexpected = [record for line, record in failing.items() if line not in known]
-    fixed = sorted(set(known) - set(failing))
+    # A nondeterministic cell (printing from unordered callbacks, say) may agree on one run and not the next.
+    fixed = sorted(line for line in set(known) - set(failing) if not known[line].startswith("nondeterministic"))
     messages = [f"cell at line {record['line']}: {record['problem']}\n{record.get('numax_traceback', '')}"
                 for record in unexpected]
     messages += [f"cell at line {line} is listed in known_failures.py ({known[line]}) but now agrees with jax: "

@@ -99,9 +99,19 @@ def _read_doctest_paragraph(lines, start, cells):
     return index
 
 
+# A plain block that says it raises: a comment naming the exception (`# ValueError: ...`, `# ==> raises
+# FloatingPointError`), or the exception's line quoted after the code.
+_RAISES_NOTE = re.compile(r"^\s*(.*#.*\braises\b.*(Error|Exception)|#\s*([\w.]+\.)?[A-Z]\w*(Error|Exception)\b|"
+                          r"([\w.]+\.)?[A-Z]\w*(Error|Exception):)")
+
+
 def _add_block(cells, first_line, body, tags):
-    found = _doctest_cells(first_line, body, tags) if any(line.lstrip().startswith(">>>") for line in body) else [
-        (first_line, "\n".join(body).strip("\n"), tags)]
+    if any(line.lstrip().startswith(">>>") for line in body):
+        found = _doctest_cells(first_line, body, tags)
+    else:
+        if not tags and any(_RAISES_NOTE.match(line) for line in body):
+            tags = ["raises-exception"]
+        found = [(first_line, "\n".join(body).strip("\n"), tags)]
     cells.extend(cell for cell in found if _has_code(cell[1]))
 
 
@@ -109,9 +119,13 @@ def _has_code(code):
     return any(line.strip() and not line.strip().startswith("#") for line in code.splitlines())
 
 
+# Expected output that shows an exception: a traceback, or the exception's line alone (IGNORE_EXCEPTION_DETAIL).
+_EXCEPTION_OUTPUT = re.compile(r"^(Traceback \(most recent call last\)|([\w.]+\.)?[A-Z]\w*(Error|Exception)\b)")
+
+
 def _doctest_cells(first_line, body, tags):
-    """One cell per `>>>` prompt (with its `...` continuations); expected output is dropped, but a traceback
-    marks the cell as raising."""
+    """One cell per `>>>` prompt (with its `...` continuations); expected output is dropped, but a traceback or
+    an exception line marks the cell as raising."""
     cells = []
     current = None
     for offset, line in enumerate(body):
@@ -123,7 +137,7 @@ def _doctest_cells(first_line, body, tags):
             current[1].append(stripped[4:])
         elif current is not None and stripped:
             current[2].append("output")
-            if stripped.startswith("Traceback") and "raises-exception" not in current[2]:
+            if _EXCEPTION_OUTPUT.match(stripped) and "raises-exception" not in current[2]:
                 current[2].append("raises-exception")
     return [(line, "\n".join(code), [tag for tag in cell_tags if tag != "output"]) for line, code, cell_tags in cells]
 
