@@ -389,10 +389,14 @@ def backend_of_device(device) -> Backend:
     """The backend whose device `device` is. A device of another runtime (jax's, say) looks the same but belongs
     to another client: XLA rejects numax's buffers and programs on it, and jaxlib can crash the process after
     that failure, so it is refused here, where every placement on a given device starts."""
-    backend = get_backend("cpu" if device.platform == "cpu" else "gpu")
-    if device not in backend.device_set:
-        raise ValueError(f"{device!r} is not one of numax's devices (a device of another runtime, such as jax's, "
-                         "cannot hold numax's arrays or run its programs): use numax.devices()")
+    platform = getattr(device, "platform", None)
+    try:
+        backend = None if platform is None else get_backend("cpu" if platform == "cpu" else "gpu")
+    except RuntimeError:  # numax has no backend of that platform in this process
+        backend = None
+    if backend is None or device not in backend.device_set:
+        raise ValueError(f"{device!r} is not a numax device (a device of another runtime, such as jax's, cannot "
+                         "hold numax's arrays or run its programs): use numax.devices()")
     return backend
 
 

@@ -346,25 +346,14 @@ def _global_arguments(leaves, axes, devices, axis_name):
 
 
 def _checked_devices(devices):
-    """`pmap(devices=...)` as a tuple, refused (as jax does) when empty, and when a device is not one of numax's:
-    another runtime's device (jax's, say) looks the same but belongs to another client, and a program run on it
-    with numax's buffers would crash the process."""
+    """`pmap(devices=...)` as a tuple, refused (as jax does) when empty, and when a device is not one of numax's
+    (`xla.backend_of_device` says so: a program run on another runtime's device would crash the process)."""
     devices = tuple(devices)
     if not devices:
         raise ValueError("'devices' argument to pmap must be non-empty, or None.")
     for device in devices:
-        platform = getattr(device, "platform", None)
-        if platform is None or device not in _numax_devices(platform):
-            raise ValueError(f"pmap devices: {device!r} is not a numax device; pass devices from numax.devices() "
-                             "(a device of another runtime, such as jax's, cannot run numax's programs)")
+        xla.backend_of_device(device)
     return devices
-
-
-def _numax_devices(platform):
-    try:
-        return frozenset(xla.get_backend(platform).global_devices)
-    except RuntimeError:  # no such backend in this process
-        return frozenset()
 
 
 class PmapFunction:
