@@ -250,3 +250,13 @@ for _flag in _FLAGS:
 _ConfigWithOverrides.check_numerics = _overridable("check_numerics")
 
 config = Config()
+
+TRACE_CONTEXT_NAMES = ("enable_x64", "default_device", "numpy_dtype_promotion", "numpy_rank_promotion")
+
+
+def trace_context():
+    """The flags a trace depends on, as the calling thread sees them (a context manager's value included): the
+    caches of traced programs (jit's, checkpoint's, pmap's, shard_map's) key on them, as jax's do, so that a
+    function called under other promotion rules traces again. (The native call path builds the same key:
+    lowering/_native_dispatch.c.)"""
+    return (config.enable_x64, config.default_device, config.numpy_dtype_promotion, config.numpy_rank_promotion)

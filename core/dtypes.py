@@ -236,9 +236,9 @@ _least_upper_bound_cache = {}  # (nodes, x64, strict) -> their least upper bound
 
 
 def _retrace_after_promotion_change(attribute, value):
-    # jit's caches key on the 64-bit flag but not on the promotion options: a new global value drops them, so that
-    # functions trace again under it (as jax's, whose cache keys hold the options). A thread's context manager
-    # does not reach functions already traced.
+    # The caches of traced programs key on the promotion options (config.trace_context), but other caches of
+    # traced work (custom rules', vmap's and grad's programs) do not: a new global value drops them all, so that
+    # functions trace again under it, as jax's do.
     if attribute in ("numpy_dtype_promotion", "numpy_rank_promotion"):
         caches.clear_all()
 

@@ -38,6 +38,11 @@ class Literal:
         self.aval = aval
         self.operand = value if operand is None else operand
 
+    @property
+    def val(self):
+        """jax's name for the value a literal stands for (what evaluating the program binds)."""
+        return self.operand
+
     def __repr__(self):
         return f"Literal({self.value!r})"
 

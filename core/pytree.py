@@ -214,6 +214,14 @@ def _node_kind(value):
 
 
 # --- treedefs --------------------------------------------------------------------------------
+class PrefixMismatchError(ValueError):
+    """A tree is not of a prefix's structure; `path` holds the keys down to the first node that differs."""
+
+    def __init__(self, message, path):
+        super().__init__(message)
+        self.path = path
+
+
 class PyTreeDef:
     """The structure of a pytree: hashable, comparable, and able to rebuild a tree from leaves."""
 
@@ -268,16 +276,14 @@ class PyTreeDef:
             return
         kind = _node_kind(tree)
         if kind is None or kind.type is not self.kind.type:
-            raise ValueError(
+            raise PrefixMismatchError(
                 f"pytree structure mismatch at {keystr(path) or 'the root'}: expected "
-                f"{_type_name(self.kind.type)}, got {type(tree).__name__} {_short_repr(tree)}"
-            )
+                f"{_type_name(self.kind.type)}, got {type(tree).__name__} {_short_repr(tree)}", path)
         children, keys, aux = _children_and_keys(kind, tree)
         if len(children) != len(self.child_defs) or not _same_aux(aux, self.aux):
-            raise ValueError(
+            raise PrefixMismatchError(
                 f"pytree structure mismatch at {keystr(path) or 'the root'}: expected {self}, got "
-                f"{tree_structure(tree)}"
-            )
+                f"{tree_structure(tree)}", path)
         for child_def, child, key in zip(self.child_defs, children, keys):
             child_def._flatten_up_to(child, out, path + (key,))
 

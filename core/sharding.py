@@ -381,6 +381,8 @@ class Sharding:
 
     def is_equivalent_to(self, other, ndim):
         """Whether both place the same blocks on the same devices (in the same memory)."""
+        if has_partial_sums(self) or has_partial_sums(other):  # (blocks of partial sums: only the same spec)
+            return self == other
         return (self._device_assignment == other._device_assignment and self.memory_kind == other.memory_kind
                 and self._block_layout(ndim) == other._block_layout(ndim))
 
@@ -499,6 +501,14 @@ class NamedSharding(Sharding):
         entries = tuple(self.spec) + (None,) * (ndim - len(self.spec))
         return [tuple(axis for axis in _entry_axes(entry) if self.mesh.shape[axis] != 1) for entry in entries]
 
+    def shard_shape(self, global_shape):
+        # Partial sums have the shape of the blocks the split axes make.
+        return (self.without_partial_sums() if has_partial_sums(self) else super()).shard_shape(global_shape)
+
+    def without_partial_sums(self):
+        """This sharding's blocks without the partial sums: its spec less the unreduced and reduced axes."""
+        return NamedSharding(self.mesh, PartitionSpec(*self.spec), memory_kind=self._memory_kind)
+
     def _block_layout(self, ndim):
         if self.spec.unreduced or self.spec.reduced:
             raise NotImplementedError(f"numax cannot yet lay out arrays as partial sums over mesh axes: {self.spec} "
@@ -528,6 +538,25 @@ class NamedSharding(Sharding):
         if isinstance(self.mesh, AbstractMesh):
             return f"NamedSharding(mesh={self.mesh}, spec={self.spec})"
         return f"NamedSharding(mesh={self.mesh}, spec={self.spec}, memory_kind={self._memory_kind})"
+
+
+def explicit_sharding_of(value):
+    """A value's layout over Explicit mesh axes (an array's, a traced jit argument's, a ShapeDtypeStruct's), or
+    None: jax keeps it in the value's type."""
+    return explicit_only(value.explicit_sharding if hasattr(value, "explicit_sharding") else
+                         getattr(value, "sharding", None))
+
+
+def explicit_only(sharding):
+    """`sharding` where it lays out over Explicit mesh axes (a NamedSharding), else None."""
+    explicit = isinstance(sharding, NamedSharding) and AxisType.Explicit in sharding.mesh.axis_types
+    return sharding if explicit else None
+
+
+def has_partial_sums(sharding):
+    """Whether `sharding` lays an array out as partial sums (or reduced copies) along some mesh axes."""
+    spec = getattr(sharding, "spec", None)
+    return isinstance(spec, PartitionSpec) and bool(spec.unreduced or spec.reduced)
 
 
 def _mixed_radix(digits, radices):
@@ -758,7 +787,14 @@ def type_text(aval, entries):
 def check_broadcasting_splits(name, avals, shardings, out_aval):
     """JAX's typing of an elementwise operation on operands split over Explicit mesh axes: each dimension of the
     result is split as every operand that splits it (size-1 dimensions aside) agrees, and no mesh axis may
-    split two of its dimensions; a ShardingTypeError otherwise."""
+    split two of its dimensions; a ShardingTypeError otherwise. An operand of partial sums (unreduced) needs the
+    other to be partial sums too: the sum would otherwise need communication that jax's types make explicit."""
+    unreduced = [has_partial_sums(sharding) for sharding in shardings]
+    if len(unreduced) == 2 and unreduced[0] != unreduced[1]:
+        which, other = ("lhs", "rhs") if unreduced[0] else ("rhs", "lhs")
+        raise ShardingTypeError(f"{which} is unreduced while {other} is not. `{name}` operation does not allow this "
+                                f"because there will be implicit communication. Please reduce {which} via `reshard` "
+                                f"before calling `{name}`.")
     typed = [(aval, explicit_entries(sharding, aval.ndim)) for aval, sharding in zip(avals, shardings)]
     if not any(entries and any(entries) for _, entries in typed):
         return

@@ -14,11 +14,16 @@ from .trace import Trace, Tracer, new_main
 
 
 class ProgramTracer(Tracer):
-    __slots__ = ("_aval",)
+    """A value of the program being traced. An argument laid out over Explicit mesh axes keeps that layout in
+    `explicit_sharding` (jax's sharding-in-types for a jit's arguments: what `typeof` shows and what shard_map
+    infers its in_specs from); the values computed from it carry none."""
+
+    __slots__ = ("_aval", "explicit_sharding")
 
     def __init__(self, trace, aval):
         self._trace = trace
         self._aval = aval
+        self.explicit_sharding = None
 
     @property
     def aval(self):
@@ -125,15 +130,18 @@ class ProgramTrace(Trace):
         return out_tracers if primitive.multiple_results else out_tracers[0]
 
 
-def trace_to_program(flat_fun, in_avals):
+def trace_to_program(flat_fun, in_avals, in_explicit_shardings=None):
     """Traces `flat_fun(*tracers) -> list of outputs` into (Program, const values).
 
     Const values are the arrays the function closed over, and tracers of outer interpreters it used.
+    `in_explicit_shardings` (one per argument, or None) are the arguments' layouts over Explicit mesh axes.
     """
     builder = ProgramBuilder()
     with new_main(ProgramTrace, builder, dynamic=True) as main:
         trace = ProgramTrace(main)
         in_tracers = [builder.new_arg(trace, aval) for aval in in_avals]
+        for tracer, sharding in zip(in_tracers, in_explicit_shardings or ()):
+            tracer.explicit_sharding = sharding
         outs = flat_fun(*in_tracers)
         out_tracers = [trace.full_raise(out) for out in outs]
         program, consts = builder.build(in_tracers, out_tracers)

@@ -95,6 +95,7 @@ class Tracer:
 
     __slots__ = ("_trace",)
     __array_priority__ = 1000
+    explicit_sharding = None  # the layout over Explicit mesh axes a jit's argument keeps (core/staging.py)
 
     @property
     def aval(self):

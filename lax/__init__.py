@@ -152,7 +152,7 @@ _defer_imports(globals(), {
     "callbacks": ("pure_callback", "debug_callback"),
     "collectives": ("all_gather", "axis_index", "axis_size", "pcast", "pmax", "pmean", "pmin", "psum", "psum_scatter",
                     "pvary"),
-    "collectives_permute": ("all_to_all", "ppermute", "pshuffle"),
+    "collectives_permute": ("all_to_all", "ppermute", "pshuffle", "pswapaxes"),
     "convolution": ("ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_permutations",
         "conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose", "conv_general_dilated_p"),
     "cumulative": ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "cumsum_p", "cumprod_p", "cummax_p",

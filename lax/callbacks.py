@@ -460,6 +460,24 @@ def _io_callback_batch(values, dims, callback, ordered):
     return outs, [0] * len(outs)
 
 
+def io_callback_kinds(programs):
+    """Which io callbacks `programs` (Programs or ClosedPrograms) and the programs nested in their equations
+    call: a subset of {"ordered", "unordered"}. (jax's IO effects, which its control flow's batching rules
+    refuse in some places.)"""
+    from ..core.ir import ClosedProgram, programs_in
+
+    kinds = set()
+    pending = list(programs)
+    while pending:
+        program = pending.pop()
+        for eqn in (program.program if isinstance(program, ClosedProgram) else program).equations:
+            if eqn.primitive is io_callback_p:
+                kinds.add("ordered" if eqn.params["ordered"] else "unordered")
+            for value in eqn.params.values():
+                pending.extend(programs_in(value))
+    return kinds
+
+
 batching_rules[pure_callback_p] = _pure_callback_batch
 batching_rules[io_callback_p] = _io_callback_batch
 batching_rules[debug_callback_p] = _debug_callback_batch

@@ -7,7 +7,9 @@ axis size; a closed-over value is the same for every example), so these primitiv
 `bind_collective`, which lifts the operands into that vmap's trace and runs its batching rule directly.
 
 Params name the axes as a tuple (`axes`) so that a pmap lowering can later turn the same primitives
-into `stablehlo.all_reduce` / `all_gather` / `reduce_scatter` over replica groups.
+into `stablehlo.all_reduce` / `all_gather` / `reduce_scatter` over replica groups. Over the axes of pmaps and
+shard_maps (not vmaps, as in JAX) a collective may run within `axis_index_groups`: lists of positions along
+its axes, each group its own collective (the replica groups split accordingly).
 
 Inside a shard_map with check_vma=True, values are typed by the mesh axes they may vary over (the `vma` of
 their ShapedArray, JAX's "varying manual axes"): `pvary` (`pcast(x, axes, to='varying')`) makes an invariant
@@ -53,6 +55,47 @@ def replica_groups(axis_env, axes):
     grouped = ids.transpose(others + positions).reshape(-1, int(np.prod([sizes[i] for i in positions],
                                                                         dtype=np.int64)))
     return grouped.tolist()
+
+
+def grouped_replica_groups(axis_env, axes, axis_index_groups):
+    """The replica groups of a collective over `axes` run within each of `axis_index_groups` (positions along
+    `axes`; None: the whole axes): every replica group splits into one group per index group."""
+    groups = replica_groups(axis_env, axes)
+    if axis_index_groups is None:
+        return groups
+    return [[group[i] for i in members] for group in groups for members in axis_index_groups]
+
+
+def replica_groups_attr(groups):
+    """StableHLO's dense replica_groups; uneven groups are padded with -1, which XLA reads as no replica."""
+    width = max(len(group) for group in groups)
+    padded = [list(group) + [-1] * (width - len(group)) for group in groups]
+    return f"dense<{padded}> : tensor<{len(padded)}x{width}xi64>"
+
+
+def index_groups(axis_index_groups, size, collective, equal_sizes):
+    """`axis_index_groups` (positions along a collective's axes, of `size` positions) as a tuple of tuples, or
+    None; ValueError unless they cover every position once (and, with `equal_sizes`, all have one size)."""
+    if axis_index_groups is None:
+        return None
+    groups = tuple(tuple(int(i) for i in group) for group in axis_index_groups)
+    outside = [i for group in groups for i in group if not 0 <= i < size]
+    if outside:
+        raise IndexError(f"{collective}: axis_index_groups {axis_index_groups} name position {outside[0]}, out of "
+                         f"range for an axis of size {size}")
+    if sorted(i for group in groups for i in group) != list(range(size)):
+        raise ValueError(f"{collective}: axis_index_groups must cover all indices exactly once (the positions "
+                         f"0..{size - 1} of the axis), got {axis_index_groups}")
+    if equal_sizes and len({len(group) for group in groups}) != 1:
+        raise ValueError(f"{collective}: axis_index_groups must all be the same size, got {axis_index_groups}")
+    return groups
+
+
+def _no_groups_under_vmap(collective, axis_index_groups):
+    # As in jax: index groups split the devices of a pmap or shard_map, not the examples of a vmap.
+    if axis_index_groups is not None:
+        raise NotImplementedError(f"{collective}: axis_index_groups is not supported in vmap collectives (only "
+                                  "over the axes of pmaps and shard_maps)")
 
 
 # --- binding: find the transformation that names the axis -------------------------------------------------
@@ -181,11 +224,11 @@ def channel_handle(ctx):
     return f"#stablehlo.channel_handle<handle = {ctx.module.next_channel()}, type = 1>"
 
 
-def collective_attributes(ctx, axes):
-    """replica_groups, channel_handle and use_global_device_ids for a collective over `axes`."""
-    groups = replica_groups(ctx.module.axis_env, axes)
-    return {"channel_handle": channel_handle(ctx),
-            "replica_groups": f"dense<{groups}> : tensor<{len(groups)}x{len(groups[0])}xi64>",
+def collective_attributes(ctx, axes, axis_index_groups):
+    """replica_groups, channel_handle and use_global_device_ids for a collective over `axes` (within each of
+    `axis_index_groups`)."""
+    groups = grouped_replica_groups(ctx.module.axis_env, axes, axis_index_groups)
+    return {"channel_handle": channel_handle(ctx), "replica_groups": replica_groups_attr(groups),
             "use_global_device_ids": "unit"}
 
 
@@ -200,7 +243,7 @@ def _all_reduce_lowering(op_name):
         for operand, aval in zip(operands, ctx.avals_out):
             region = _reduction_region(ctx.builder, aval.dtype, op_name)
             results.append(ctx.builder.op1("stablehlo.all_reduce", [operand], aval_type(aval),
-                                           collective_attributes(ctx, axes), [region]))
+                                           collective_attributes(ctx, axes, axis_index_groups), [region]))
         return results
 
     return rule
@@ -223,6 +266,7 @@ def _define_reduction(name, op_name, reduce_batched, reduce_unbatched):
     def rule(values, dims, axis, axes, axis_index_groups=None):
         if axis.name not in axes:  # a collective over an outer axis: this batch dimension rides along
             return primitive.bind(*values, axes=axes, axis_index_groups=axis_index_groups), list(dims)
+        _no_groups_under_vmap(name, axis_index_groups)
         reduced = [reduce_unbatched(v, axis.size) if d is None else reduce_batched(v, d) for v, d in zip(values, dims)]
         out = primitive.bind(*reduced, axes=_others(axes, axis), axis_index_groups=axis_index_groups)
         return out, [None] * len(out)
@@ -240,9 +284,9 @@ def _sum_batched(x, dim):
 
 
 def _sum_unbatched(x, size):
-    from .elementwise import mul
+    from .elementwise import mul, scalar_like
 
-    return mul(x, size)  # a Python int: weakly typed, so x keeps its dtype and weak type
+    return mul(x, scalar_like(size, x))  # weakly typed, so x keeps its weak type
 
 
 def _max_batched(x, dim):
@@ -263,14 +307,13 @@ pmin_p = _define_reduction("pmin", "stablehlo.minimum", _min_batched, lambda x, 
 
 
 def _bind_over_leaves(primitive, x, axis_name, axis_index_groups, prepare=None):
-    if axis_index_groups is not None:
-        raise NotImplementedError(f"{primitive.name}: axis_index_groups is not supported under vmap")
     names = _axis_names(axis_name)
     for name in names:
         axis_main(name)  # a clear error for unbound names, before anything is traced
+    groups = index_groups(axis_index_groups, axis_size(names), primitive.name, equal_sizes=False)
     leaves, treedef = tree.tree_flatten(x)
     leaves = [prepare(leaf) if prepare else leaf for leaf in leaves]
-    out = primitive.bind(*leaves, axes=names, axis_index_groups=None)
+    out = primitive.bind(*leaves, axes=names, axis_index_groups=groups)
     return treedef.unflatten(out)
 
 
@@ -298,7 +341,13 @@ def _as_array(x):
 
 
 def psum(x, axis_name, *, axis_index_groups=None):
-    """The sum of `x` (a pytree of arrays) over the named axis (or tuple of axes)."""
+    """The sum of `x` (a pytree of arrays) over the named axis (or tuple of axes), or within each of
+    `axis_index_groups` (lists of positions along the axes, covering each once) over pmap and shard_map axes."""
+    if axis_index_groups is not None and varying_typed(_axis_names(axis_name)):
+        # A sum within groups is not the same on every device along the axes: it has no invariant type (jax
+        # refuses it alike).
+        raise NotImplementedError("psum: axis_index_groups is not supported inside a shard_map with "
+                                  "check_vma=True; pass check_vma=False to the shard_map")
     return _bind_over_leaves(psum_p, x, axis_name, axis_index_groups, _bools_as_int32)
 
 
@@ -314,16 +363,17 @@ def pmin(x, axis_name, *, axis_index_groups=None):
 
 def pmean(x, axis_name, *, axis_index_groups=None):
     """The mean of `x` (a pytree of arrays) over the named axis (or tuple of axes); integers give floats."""
-    from .elementwise import convert_element_type, div
+    from .elementwise import convert_element_type, div, scalar_like
 
-    size = axis_size(axis_name)
+    # Within index groups, the size of the first group (jax's choice, the same for uneven groups).
+    size = axis_size(axis_name) if axis_index_groups is None else len(axis_index_groups[0])
     total = psum(x, axis_name, axis_index_groups=axis_index_groups)
 
     def mean(leaf):
         aval = get_aval_of(leaf)
         if not dtypes.is_inexact(aval.dtype):
             leaf = convert_element_type(leaf, dtypes.canonicalize_dtype(np.float64), weak_type=aval.weak_type)
-        return div(leaf, size)
+        return div(leaf, scalar_like(size, leaf))
 
     return _map_leaves(mean, total)
 
@@ -367,7 +417,7 @@ def _gathered_shape(shape, all_gather_dimension, axis_size, tiled):
     return shape[:all_gather_dimension] + (axis_size,) + shape[all_gather_dimension:]
 
 
-def _all_gather_abstract_eval(x, axes, all_gather_dimension, axis_size, tiled):
+def _all_gather_abstract_eval(x, axes, all_gather_dimension, axis_size, tiled, axis_index_groups):
     if not 0 <= all_gather_dimension < (x.ndim if tiled else x.ndim + 1):
         raise TypeError(f"all_gather: axis {all_gather_dimension} is out of bounds for an operand of shape {x.shape}"
                         f"{' (tiled)' if tiled else ''}")
@@ -378,14 +428,16 @@ all_gather_p = CollectivePrimitive("all_gather")
 all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
 
 
-def _all_gather_batching(values, dims, axis, axes, all_gather_dimension, axis_size, tiled):
+def _all_gather_batching(values, dims, axis, axes, all_gather_dimension, axis_size, tiled, axis_index_groups):
     from .shapes import reshape
 
     (x,), (dim,) = values, dims
     if axis.name not in axes:  # gathering over an outer axis: this batch dimension rides along
         inner = all_gather_dimension + (dim <= all_gather_dimension)
         out_dim = dim if dim < inner or tiled else dim + 1
-        return all_gather_p.bind(x, axes=axes, all_gather_dimension=inner, axis_size=axis_size, tiled=tiled), out_dim
+        return all_gather_p.bind(x, axes=axes, all_gather_dimension=inner, axis_size=axis_size, tiled=tiled,
+                                 axis_index_groups=axis_index_groups), out_dim
+    _no_groups_under_vmap("all_gather", axis_index_groups)
     # The examples of this vmap become the gathered dimension; every example sees the same result.
     gathered = move_axis(batch_at_front(x, dim, axis.size), 0, all_gather_dimension)
     if tiled:
@@ -407,11 +459,11 @@ def _all_gather_jvp(primals, tangents, **params):
     return out, all_gather_p.bind(t, **params)
 
 
-def _all_gather_transpose(ct, x, axes, all_gather_dimension, axis_size, tiled):
+def _all_gather_transpose(ct, x, axes, all_gather_dimension, axis_size, tiled, axis_index_groups):
     if type(ct) is Zero:
         return [None]
     scattered = psum_scatter_p.bind(ct, axes=axes, scatter_dimension=all_gather_dimension, axis_size=axis_size,
-                                    tiled=tiled)
+                                    tiled=tiled, axis_index_groups=axis_index_groups)
     return [scattered]
 
 
@@ -425,7 +477,7 @@ def _scattered_shape(shape, scatter_dimension, axis_size, tiled):
     return shape[:scatter_dimension] + shape[scatter_dimension + 1:]
 
 
-def _psum_scatter_abstract_eval(x, axes, scatter_dimension, axis_size, tiled):
+def _psum_scatter_abstract_eval(x, axes, scatter_dimension, axis_size, tiled, axis_index_groups):
     if not 0 <= scatter_dimension < x.ndim:
         raise TypeError(f"psum_scatter: scatter_dimension {scatter_dimension} is out of bounds for an operand of "
                         f"shape {x.shape}")
@@ -440,7 +492,7 @@ psum_scatter_p = CollectivePrimitive("psum_scatter")
 psum_scatter_p.def_abstract_eval(_psum_scatter_abstract_eval)
 
 
-def _psum_scatter_batching(values, dims, axis, axes, scatter_dimension, axis_size, tiled):
+def _psum_scatter_batching(values, dims, axis, axes, scatter_dimension, axis_size, tiled, axis_index_groups):
     from .reductions import reduce_sum
     from .shapes import reshape
 
@@ -449,7 +501,8 @@ def _psum_scatter_batching(values, dims, axis, axes, scatter_dimension, axis_siz
         inner_dim = scatter_dimension + (dim <= scatter_dimension)
         out_dim = dim if dim < inner_dim or tiled else dim - 1
         return psum_scatter_p.bind(x, axes=axes, scatter_dimension=inner_dim, axis_size=axis_size,
-                                   tiled=tiled), out_dim
+                                   tiled=tiled, axis_index_groups=axis_index_groups), out_dim
+    _no_groups_under_vmap("psum_scatter", axis_index_groups)
     # Example e keeps block e of the sum over examples: sum over the batch, then split the scattered
     # dimension into (examples, block) and put the examples dimension in front as the new batch dim.
     x = batch_at_front(x, dim, axis.size)
@@ -475,11 +528,11 @@ def _psum_scatter_jvp(primals, tangents, **params):
     return out, psum_scatter_p.bind(t, **params)
 
 
-def _psum_scatter_transpose(ct, x, axes, scatter_dimension, axis_size, tiled):
+def _psum_scatter_transpose(ct, x, axes, scatter_dimension, axis_size, tiled, axis_index_groups):
     if type(ct) is Zero:
         return [None]
     return [all_gather_p.bind(ct, axes=axes, all_gather_dimension=scatter_dimension, axis_size=axis_size,
-                              tiled=tiled)]
+                              tiled=tiled, axis_index_groups=axis_index_groups)]
 
 
 jvp_rules[psum_scatter_p] = _psum_scatter_jvp
@@ -499,10 +552,9 @@ def _single_axis(name, axis_name):
 def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     """Every example's `x` (a pytree), stacked along a new dimension `axis` (concatenated along `axis` when
     `tiled`), the same for every example along the named axis."""
-    if axis_index_groups is not None:
-        raise NotImplementedError("all_gather: axis_index_groups is not supported under vmap")
     names = _single_axis("all_gather", axis_name)
-    size = axis_size(names)
+    groups = index_groups(axis_index_groups, axis_size(names), "all_gather", equal_sizes=True)
+    size = axis_size(names) if groups is None else len(groups[0])
 
     def gather_leaf(leaf):
         leaf = _as_array(leaf)
@@ -512,7 +564,8 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
             raise ValueError("all_gather with tiled=True needs operands of rank at least 1")
         if not -limit <= axis < limit:
             raise ValueError(f"all_gather: axis {axis} is out of bounds for an operand of rank {ndim}")
-        return all_gather_p.bind(leaf, axes=names, all_gather_dimension=axis % limit, axis_size=size, tiled=tiled)
+        return all_gather_p.bind(leaf, axes=names, all_gather_dimension=axis % limit, axis_size=size, tiled=tiled,
+                                 axis_index_groups=groups)
 
     return _map_leaves(gather_leaf, x)
 
@@ -520,10 +573,9 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
 def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
     """The sum of `x` (a pytree) over the named axis, of which each example keeps its own slice along
     `scatter_dimension` (a block of it when `tiled`)."""
-    if axis_index_groups is not None:
-        raise NotImplementedError("psum_scatter: axis_index_groups is not supported under vmap")
     names = _single_axis("psum_scatter", axis_name)
-    size = axis_size(names)
+    groups = index_groups(axis_index_groups, axis_size(names), "psum_scatter", equal_sizes=True)
+    size = axis_size(names) if groups is None else len(groups[0])
 
     def scatter_leaf(leaf):
         leaf = _as_array(leaf)
@@ -536,7 +588,8 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         if (tiled and length % size) or (not tiled and length != size):
             raise ValueError(f"psum_scatter: dimension {dim} of the operand (shape {get_aval_of(leaf).shape}) must "
                              f"be {'a multiple of' if tiled else 'equal to'} the size {size} of axis {names[0]!r}")
-        return psum_scatter_p.bind(leaf, axes=names, scatter_dimension=dim, axis_size=size, tiled=tiled)
+        return psum_scatter_p.bind(leaf, axes=names, scatter_dimension=dim, axis_size=size, tiled=tiled,
+                                   axis_index_groups=groups)
 
     return _map_leaves(scatter_leaf, x)
 
@@ -564,21 +617,23 @@ def axis_index(axis_name):
     return axis_index_p.bind(axes=names)
 
 
-def _all_gather_lowering(ctx, x, axes, all_gather_dimension, axis_size, tiled):
+def _all_gather_lowering(ctx, x, axes, all_gather_dimension, axis_size, tiled, axis_index_groups):
     aval_in = ctx.avals_in[0]
     if not tiled:  # a new dimension of size 1 to gather along
         shape = aval_in.shape[:all_gather_dimension] + (1,) + aval_in.shape[all_gather_dimension:]
         x = ctx.builder.op1("stablehlo.reshape", [x], tensor_type(shape, aval_in.dtype))
-    attributes = {"all_gather_dim": i64_attr(all_gather_dimension), **collective_attributes(ctx, axes)}
+    attributes = {"all_gather_dim": i64_attr(all_gather_dimension),
+                  **collective_attributes(ctx, axes, axis_index_groups)}
     return ctx.builder.op1("stablehlo.all_gather", [x], aval_type(ctx.aval_out), attributes)
 
 
-def _psum_scatter_lowering(ctx, x, axes, scatter_dimension, axis_size, tiled):
+def _psum_scatter_lowering(ctx, x, axes, scatter_dimension, axis_size, tiled, axis_index_groups):
     aval_in, aval_out = ctx.avals_in[0], ctx.aval_out
     shape = aval_in.shape[:scatter_dimension] + (aval_in.shape[scatter_dimension] // axis_size,) + \
         aval_in.shape[scatter_dimension + 1:]
     region = _reduction_region(ctx.builder, aval_in.dtype, "stablehlo.add")
-    attributes = {"scatter_dimension": i64_attr(scatter_dimension), **collective_attributes(ctx, axes)}
+    attributes = {"scatter_dimension": i64_attr(scatter_dimension),
+                  **collective_attributes(ctx, axes, axis_index_groups)}
     out = ctx.builder.op1("stablehlo.reduce_scatter", [x], tensor_type(shape, aval_in.dtype), attributes, [region])
     if not tiled:
         out = ctx.builder.op1("stablehlo.reshape", [out], aval_type(aval_out))

@@ -24,13 +24,16 @@ from .collectives import (
     _as_array,
     _axis_names,
     _map_leaves,
+    _no_groups_under_vmap,
     axis_size,
     channel_handle,
+    grouped_replica_groups,
+    index_groups,
     register_varying_collective,
     replica_groups,
 )
 
-__all__ = ["all_to_all", "ppermute", "pshuffle"]
+__all__ = ["all_to_all", "ppermute", "pshuffle", "pswapaxes"]
 
 
 def _vmapped_axis_alone(name, axes):
@@ -189,8 +192,7 @@ def _all_to_all_batching(values, dims, axis, axes, split_axis, concat_axis, axis
                                  concat_axis=concat_axis + (dim <= concat_axis), axis_size=axis_size,
                                  axis_index_groups=axis_index_groups), dim
     _vmapped_axis_alone("all_to_all", axes)
-    if axis_index_groups is not None:
-        raise NotImplementedError("all_to_all: axis_index_groups is not supported under vmap")
+    _no_groups_under_vmap("all_to_all", axis_index_groups)
     return _exchange_blocks(batch_at_front(x, dim, axis.size), split_axis, concat_axis, axis.size), 0
 
 
@@ -209,9 +211,7 @@ deflinear(all_to_all_p, _all_to_all_transpose)
 
 
 def _all_to_all_lowering(ctx, x, axes, split_axis, concat_axis, axis_size, axis_index_groups):
-    groups = replica_groups(ctx.module.axis_env, axes)
-    if axis_index_groups is not None:
-        groups = [[group[i] for i in members] for group in groups for members in axis_index_groups]
+    groups = grouped_replica_groups(ctx.module.axis_env, axes, axis_index_groups)
     if len(groups[0]) == 1:
         return x
     return ctx.builder.op1("stablehlo.all_to_all", [x], aval_type(ctx.aval_out), {**_channel(ctx),
@@ -223,25 +223,14 @@ def _all_to_all_lowering(ctx, x, axes, split_axis, concat_axis, axis_size, axis_
 register_lowering(all_to_all_p, _all_to_all_lowering)
 
 
-def _group_size(names, axis_index_groups):
-    """The number of examples one all_to_all exchanges among: the axis size, or that of each index group."""
-    size = axis_size(names)
-    if axis_index_groups is None:
-        return size
-    members = sorted(i for group in axis_index_groups for i in group)
-    if members != list(range(size)) or len({len(group) for group in axis_index_groups}) != 1:
-        raise ValueError(f"all_to_all: axis_index_groups {axis_index_groups} must cover every position 0..{size - 1} "
-                         "of the axis once, in groups of one size")
-    return len(axis_index_groups[0])
-
-
 def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
     """Trades dimension `split_axis` of `x` (a pytree) for the named axis: the example at position i receives
     slice (block, when `tiled`) i of every example's split dimension, stacked (concatenated, when `tiled`)
     along `concat_axis` in the order of the sending examples."""
     names = _axis_names(axis_name)
-    groups = None if axis_index_groups is None else tuple(tuple(int(i) for i in g) for g in axis_index_groups)
-    size = _group_size(names, groups)
+    groups = index_groups(axis_index_groups, axis_size(names), "all_to_all", equal_sizes=True)
+    # The number of examples one all_to_all exchanges among: the axis size, or that of each index group.
+    size = axis_size(names) if groups is None else len(groups[0])
 
     def exchange_leaf(leaf):
         from .shapes import expand_dims, squeeze
@@ -271,3 +260,10 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         return out if tiled or split == concat else squeeze(out, (split,))
 
     return _map_leaves(exchange_leaf, x)
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+    """Swaps the named axis with dimension `axis` of `x` (a pytree), whose size must be the axis size (or that
+    of each index group): the example at position i receives slice i of every example's `axis`, stacked along
+    `axis` in the order of the senders (`all_to_all(x, axis_name, axis, axis)`)."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)

@@ -452,9 +452,12 @@ transpose_rules[cond_p] = _cond_transpose
 def _cond_batch(values, dims, axis, branches):
     from ..transforms.vmap import batch_program
     from .batching import move_axis
+    from .callbacks import io_callback_kinds
     from .elementwise import select_n
     from .shapes import broadcast_in_dim
 
+    if io_callback_kinds(branches):  # (as jax: whether or not the index is batched)
+        raise NotImplementedError("IO effect not supported in vmap-of-cond.")
     index, operands = values[0], values[1:]
     index_dim, operand_dims = dims[0], dims[1:]
     if index_dim is not None:

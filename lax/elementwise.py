@@ -33,8 +33,9 @@ def _scalars_like(args):
 
 
 def scalar_as(value, dtype):
-    """A Python scalar as a value of `dtype`: itself when that is its weak type, else a weakly typed array
-    (so that `lax.mul(weak_float16_array, 2.0)` stays weak, as a Python scalar operand would in JAX)."""
+    """A Python scalar as a value of `dtype`: itself when that is its weak type, else a weakly typed array (so
+    that a weak float16 array times `scalar_as(2.0, float16)` stays weak, as it would times a Python scalar in
+    jax.numpy)."""
     if type(value) is not bool and dtypes.python_scalar_dtype(value) == dtype:
         return value
     if type(value) is int and dtypes.is_integer(dtype):
@@ -42,6 +43,12 @@ def scalar_as(value, dtype):
     if type(value) is builtins.complex and not dtypes.is_complex(dtype):
         raise TypeError(f"cannot convert the complex scalar {value} to {dtype}")
     return put(np.asarray(value, dtype=dtype), weak_type=type(value) is not bool)
+
+
+def scalar_like(value, like):
+    """The Python scalar `value` as an operand of `like`'s dtype (see `scalar_as`): how numax's own code writes
+    a constant beside an array, since lax takes a bare Python scalar at its own default dtype."""
+    return scalar_as(value, get_aval_of(like).dtype)
 
 
 def _define(name, abstract_eval, lowering, arity):
@@ -55,7 +62,7 @@ def _define(name, abstract_eval, lowering, arity):
             return primitive.bind(x)
     else:
         def wrapper(*args):
-            return primitive.bind(*_scalars_like(args))
+            return primitive.bind(*args)
     wrapper.__name__ = name
     wrapper.__doc__ = f"Elementwise `{name}` (the `{name}` primitive)."
     return primitive, wrapper
@@ -316,12 +323,8 @@ pow_p, _ = _define("pow", _pow_abstract_eval, _lower_pow, 2)
 
 
 def pow(x, y):
-    """`x ** y` elementwise; `y` has `x`'s dtype or is an integer array."""
-    if type(y) in dtypes.python_scalar_types and type(x) not in dtypes.python_scalar_types:
-        y = scalar_as(y, get_aval_of(x).dtype)
-    elif type(x) in dtypes.python_scalar_types and type(y) not in dtypes.python_scalar_types:
-        y_dtype = get_aval_of(y).dtype
-        x = scalar_as(x, dtypes.default_float_dtype() if dtypes.is_integer(y_dtype) else y_dtype)
+    """`x ** y` elementwise; `y` has `x`'s dtype or is an integer array (a Python scalar has its own default
+    dtype, as in jax)."""
     return pow_p.bind(x, y)
 
 
@@ -425,7 +428,7 @@ register_lowering(select_n_p, _lower_select_n)
 
 def select_n(which, *cases):
     """Picks, elementwise, `cases[which]` (a boolean `which` picks cases[1] where True)."""
-    return select_n_p.bind(which, *_scalars_like(cases))
+    return select_n_p.bind(which, *cases)
 
 
 def select(pred, on_true, on_false):

@@ -254,9 +254,6 @@ register_lowering(pad_p, lambda ctx, x, value, padding_config: dynamic_shapes.pa
 
 def pad(operand, padding_value, padding_config):
     """Pads with (low, high, interior) per dimension; negative low/high crop."""
-    from .elementwise import _scalars_like
-
-    operand, padding_value = _scalars_like((operand, padding_value))
     config = tuple((*canonical_shape((lo, hi)), int(mid)) for lo, hi, mid in padding_config)
     return pad_p.bind(operand, padding_value, padding_config=config)
 

@@ -7,7 +7,7 @@ its sign or payload, is equal to the others and last). Complex keys sort by real
 import numpy as np
 
 from ..core import dtypes
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, canonical_shape
 from ..core.primitives import Primitive
 from ..core.trace import get_aval_of
 from ..lowering import dynamic_shapes
@@ -198,10 +198,11 @@ register_lowering(top_k_p, _lower_top_k)
 
 
 def top_k(operand, k, *, axis=-1):
-    """The `k` largest entries along `axis` (descending, ties in index order) and their int32 indices."""
+    """The `k` largest entries along `axis` (descending, ties in index order) and their int32 indices. `k` may
+    be a symbolic dimension (in a shape-polymorphic export, say `x.shape[0]` of another argument)."""
     from .shapes import transpose
 
-    k = int(k)
+    k, = canonical_shape((k,))
     rank = get_aval_of(operand).ndim
     if rank == 0:
         raise TypeError("top_k needs an operand of rank at least 1, got a 0-d operand")

@@ -20,7 +20,6 @@ from ..lowering.lower import broadcast_operands, elementwise_lowering, register_
 from . import ad, batching
 from . import typing as T
 from .elementwise import (
-    _scalars_like,
     abs,
     add,
     bitwise_and,
@@ -131,7 +130,7 @@ def _define(name, arity, lowering, doc):
     register_lowering(primitive, lowering)
 
     def wrapper(*args):
-        return primitive.bind(*_scalars_like(args))
+        return primitive.bind(*args)
 
     wrapper.__name__ = name
     wrapper.__doc__ = doc

@@ -387,7 +387,11 @@ transpose_rules[while_p] = _while_transpose
 def _while_batch(values, dims, axis, cond_program, body_program, cond_nconsts, body_nconsts):
     from ..transforms.vmap import batch_program
     from .batching import batch_at, move_axis
+    from .callbacks import io_callback_kinds
 
+    io_kinds = io_callback_kinds((cond_program, body_program))
+    if "ordered" in io_kinds:  # (jax's plain Exception, here and below)
+        raise Exception("Ordered IO effects not supported in vmap.")
     values = [v if d is None else move_axis(v, d, 0) for v, d in zip(values, dims)]
     dims = [None if d is None else 0 for d in dims]
     cond_dims, body_dims, carry_dims = _split(dims, cond_nconsts, body_nconsts)
@@ -400,6 +404,8 @@ def _while_batch(values, dims, axis, cond_program, body_program, cond_nconsts, b
         carry_batched = joined
     _, (pred_dim,) = batch_program(cond_program, cond_dims + [0 if b else None for b in carry_batched], axis)
     if pred_dim is not None:
+        if io_kinds:  # a step would call it for examples whose loop has ended
+            raise Exception("Unordered IO effects not supported in while_loop with batched predicate")
         carry_batched = [True] * len(carry_batched)
     new_carry_dims = [0 if b else None for b in carry_batched]
     cond_consts, body_consts, carries = _split(values, cond_nconsts, body_nconsts)

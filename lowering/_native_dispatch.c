@@ -41,7 +41,8 @@ static Py_ssize_t ex_compiled, ex_backend, ex_device, ex_const_buffers, ex_handl
 static Py_ssize_t entry_executable, entry_out_tree, entry_donated, entry_out_kind;
 static Py_ssize_t statistics_cache_hits;
 
-static PyObject *s_disable_jit, *s_native_dispatch, *s_check_numerics, *s_enable_x64, *s_default_device;
+static PyObject *s_disable_jit, *s_native_dispatch, *s_check_numerics, *s_enable_x64, *s_default_device,
+    *s_numpy_dtype_promotion, *s_numpy_rank_promotion;
 static PyObject *empty_tuple, *one; /* the cache key's "no static arguments", and a hit's increment */
 static PyObject *s_stack, *s_cache_hits, *s_call, *s_execute_sharded, *s_consume_with_handlers, *s_run_on,
     *s_unflatten, *s_is_deleted, *s_is_ready, *s_block_until_ready, *s_python_block_until_ready, *s_python_array,
@@ -353,12 +354,17 @@ static PyObject *call_cached(CachedCall *self, PyObject *args) {
     PyObject *result = NULL, *executable = NULL;
     if (leaves == NULL || (signature = signature_of(args, leaves)) == NULL)
         goto done;
+    /* The flags a trace depends on, read as the calling thread sees them (a context manager's value included). */
     PyObject *x64 = config_value(s_enable_x64);
     PyObject *device = x64 == NULL ? NULL : config_value(s_default_device);
-    if (device != NULL)
-        key = PyTuple_Pack(5, signature, Py_None, empty_tuple, x64, device); /* as JitFunction._call's */
+    PyObject *dtype_promotion = device == NULL ? NULL : config_value(s_numpy_dtype_promotion);
+    PyObject *rank_promotion = dtype_promotion == NULL ? NULL : config_value(s_numpy_rank_promotion);
+    if (rank_promotion != NULL) /* as JitFunction._call's */
+        key = PyTuple_Pack(7, signature, Py_None, empty_tuple, x64, device, dtype_promotion, rank_promotion);
     Py_XDECREF(x64);
     Py_XDECREF(device);
+    Py_XDECREF(dtype_promotion);
+    Py_XDECREF(rank_promotion);
     if (key == NULL)
         goto done;
     /* New references: another thread may clear the cache while the program runs. */
@@ -741,7 +747,8 @@ static int exec_module(PyObject *module) {
     struct { PyObject **name; const char *text; } names[] = {
         {&s_disable_jit, "disable_jit"}, {&s_native_dispatch, "native_dispatch"},
         {&s_check_numerics, "check_numerics"}, {&s_enable_x64, "enable_x64"},
-        {&s_default_device, "default_device"}, {&s_stack, "stack"}, {&s_cache_hits, "cache_hits"},
+        {&s_default_device, "default_device"}, {&s_numpy_dtype_promotion, "numpy_dtype_promotion"},
+        {&s_numpy_rank_promotion, "numpy_rank_promotion"}, {&s_stack, "stack"}, {&s_cache_hits, "cache_hits"},
         {&s_call, "_call"}, {&s_execute_sharded, "execute_sharded"},
         {&s_consume_with_handlers, "consume_with_handlers"}, {&s_run_on, "run_on"}, {&s_unflatten, "unflatten"},
         {&s_is_deleted, "is_deleted"}, {&s_is_ready, "is_ready"}, {&s_block_until_ready, "block_until_ready"},

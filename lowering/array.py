@@ -172,8 +172,9 @@ class Array(_ArrayBase):
         self._host_value = None
 
     def _check_alive(self):
-        if xla.is_deleted(self._buffer):
-            raise RuntimeError("this array was deleted (donated to a jitted function, or deleted explicitly)")
+        if xla.is_deleted(self._buffer):  # (jax's words; donation deletes an argument too)
+            shape = ",".join(map(str, self.shape))
+            raise RuntimeError(f"Array has been deleted with shape={self.dtype.name}[{shape}].")
 
     def copy_to_host_async(self):
         """Starts the copy to the host, so that a later read does not wait for it."""

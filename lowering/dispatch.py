@@ -5,6 +5,8 @@ compilation entry point used by jit, and eager execution: a primitive applied to
 compiled alone once per (primitive, params, avals) and cached.
 """
 
+import weakref
+
 import numpy as np
 
 from ..core import caches, dtypes, trace
@@ -59,9 +61,9 @@ class Executable:
         try:  # `run_buffers`, inlined: one Python frame less on every call
             return self.execute(self.compiled, buffers, self.handlers)
         except Exception:
-            if any(type(value) is Array and value.is_deleted() for value in values):
-                raise RuntimeError("an argument array was deleted (donated to an earlier call?)") from None
-            raise
+            if not any(type(value) is Array and value.is_deleted() for value in values):
+                raise
+        refuse_deleted(values)  # (raises: an argument was deleted)
 
     def run_buffers(self, buffers):
         if self.const_buffers:
@@ -84,17 +86,45 @@ class Executable:
         return self.compiled.get_hlo_text() if hasattr(self.compiled, "get_hlo_text") else self.text
 
 
+# Arrays donated to a compiled call, by id (Arrays are unhashable): a compiled program run again on one fails as
+# jax's cached-call path does, with the runtime's ValueError about an invalid buffer. jax's other paths (an eager
+# op, the first call of a signature) and any array deleted explicitly raise the array's own RuntimeError.
+_donated_arrays = weakref.WeakValueDictionary()
+
+
+def mark_donated(array):
+    _donated_arrays[id(array)] = array
+
+
+def refuse_deleted(values):
+    """Raises for the first deleted Array among a compiled program's arguments: ValueError for a donated one."""
+    for index, value in enumerate(values):
+        if type(value) is Array and value.is_deleted():
+            if _donated_arrays.get(id(value)) is value:
+                raise ValueError(f"Invalid buffer passed to a compiled program as argument {index}: the buffer has "
+                                 "been deleted or donated (an array donated to an earlier call cannot be used "
+                                 "again)") from None
+            value._check_alive()
+
+
+def deleted_as_eager(values):
+    """Where jax checks the arguments before running (eager ops, the first call of a signature), the RuntimeError
+    of a deleted one instead of `refuse_deleted`'s ValueError."""
+    for value in values:
+        if type(value) is Array:
+            value._check_alive()
+
+
 def to_buffer(value, aval, backend, device):
     """The device buffer for an argument, transferring host values (checked against the aval)."""
     if type(value) is Array:
         if value.aval.dtype != aval.dtype or value.aval.shape != aval.shape:
             raise TypeError(f"argument of type {value.aval.str_short()} passed where {aval.str_short()} is expected")
+        value._check_alive()
         if value._backend is not backend:  # another platform's client: through the host
             return xla.device_put(value._value(), backend, device)
         if value._device is not device:
             return xla.copy_to_device(value._buffer, aval.shape, aval.dtype, backend, device)
-        if xla.is_deleted(value._buffer):
-            raise RuntimeError("an argument array was deleted (donated to an earlier call?)")
         return value._buffer
     if type(value) in dtypes.python_scalar_types:
         return _scalar_buffer(value, aval.dtype, backend, device)
@@ -302,7 +332,11 @@ def apply_primitive(primitive, args, params):
     else:
         executable = primitive_cache.get(primitive, params, in_avals, backend, device)
     # The avals were read off the arguments themselves, so their buffers can be passed as they are.
-    outs = executable.wrap_outputs(executable.run_on(args))
+    try:
+        outs = executable.wrap_outputs(executable.run_on(args))
+    except ValueError:
+        deleted_as_eager(args)
+        raise
     if committed and device is not None:
         _commit(outs)
     if config.check_numerics:

@@ -1,7 +1,7 @@
 """StableHLO for modules with symbolic dimensions (shape-polymorphic exports).
 
-Such a module's types print `?` for a symbolic dimension. Its `main` reads each dimension variable from an
-argument (`stablehlo.get_dimension_size`), and ops whose result shape is symbolic take their dynamic forms
+Such a module's types print `?` for a symbolic dimension. Its `main` solves each dimension variable from the
+argument dimensions (`stablehlo.get_dimension_size`), and ops whose result shape is symbolic take their dynamic forms
 (`dynamic_broadcast_in_dim`, `dynamic_iota`, `dynamic_reshape`, `real_dynamic_slice`, `dynamic_pad`) with shape
 operands computed from those values.
 Before XLA compiles a caller, the runtime refines every shape to a static one (`xla.refined_module`).
@@ -9,6 +9,7 @@ Before XLA compiles a caller, the runtime refines every shape to a static one (`
 Symbolic dimensions are duck-typed here (`variables()`, `evaluate_with(...)`, see numax/export/_shape_poly.py):
 lowering does not import the export package. Only primitives in `polymorphic_primitives` (rules known to
 emit the dynamic forms, or whose ops accept dynamic types) are lowered with symbolic shapes; others raise.
+A dimension variable that no argument shape gives raises jax's `UnexpectedDimVar` where it is computed.
 """
 
 import numpy as np
@@ -19,28 +20,65 @@ from .stablehlo import i64_array, tensor_type
 polymorphic_primitives = set()  # primitives whose lowering rules handle symbolic shapes
 _I64 = "tensor<i64>"
 _BOOL = "tensor<i1>"
+_SOLVABLE_DOCS = ("https://docs.jax.dev/en/latest/export/shape_poly.html"
+                  "#dimension-variables-must-be-solvable-from-the-input-shapes")
+
+
+class UnexpectedDimVar(Exception):
+    """jax's error for a dimension variable that no argument shape determines, met when the module computes a
+    symbolic dimension that came from elsewhere (a static argument, say)."""
+
+
+def solving_plan(dims) -> tuple:
+    """jax's order of solving dimension variables from symbolic dimensions `dims` (those of the arguments, in
+    order): sweeps over the dimensions, each one linear in a single variable not yet known solving it
+    (`(size - rest) // coefficient`, see DimExpr.linear_in_one_unknown). Returns (steps, unsolved): steps are
+    (index, (variable, coefficient, rest)) for a dimension that solves a variable, or (index, None) for one whose
+    variables were all known by then (to check); unsolved are the indices of the dimensions no sweep could use.
+    A call binds the variables by this plan (numax/export/_shape_binding.py), and a module computes them by it."""
+    steps, known, pending = [], set(), list(range(len(dims)))
+    while pending:
+        unsolved = []
+        for index in pending:
+            if dims[index].variables() <= known:
+                steps.append((index, None))
+            elif (form := dims[index].linear_in_one_unknown(known)) is not None:
+                steps.append((index, form))
+                known.add(form[0])
+            else:
+                unsolved.append(index)
+        if len(unsolved) == len(pending):
+            break
+        pending = unsolved
+    return steps, pending
 
 
 def dimension_variable_values(builder, args, in_avals):
-    """{variable name: its tensor<i64> value}, read from the first argument dimension that is the variable."""
+    """{variable name: its tensor<i64> value}, solved from the argument dimensions by `solving_plan`: so `b + 15`
+    and `2*d` give `b` and `d`. ValueError, as jax's, for variables that no dimension solves (`a^2`)."""
+    symbolic = [(arg, axis, dim) for arg, aval in zip(args, in_avals) for axis, dim in enumerate(aval.shape)
+                if not is_static_shape((dim,))]
+    steps, unsolved = solving_plan([dim for _, _, dim in symbolic])
+    if unsolved:
+        variables = set().union(*(symbolic[i][2].variables() for i in unsolved)) - {f[0] for _, f in steps if f}
+        unprocessed = ", ".join(f"'{symbolic[i][2]}'" for i in unsolved)
+        raise ValueError(f"Cannot solve for values of dimension variables {variables}. We can only solve linear "
+                         f"uni-variate constraints. The argument shapes are {[a.str_short() for a in in_avals]}; "
+                         f"unprocessed dimensions: {unprocessed}. Please see {_SOLVABLE_DOCS} for more details.")
     values = {}
-    wanted = set()
-    for arg, aval in zip(args, in_avals):
-        for axis, dim in enumerate(aval.shape):
-            if is_static_shape((dim,)):
-                continue
-            wanted |= dim.variables()
-            name = str(dim)
-            if dim.variables() == {name} and name not in values:
-                size = builder.op1("stablehlo.get_dimension_size", [arg], tensor_type((), np.dtype(np.int32)),
-                                   {"dimension": f"{axis} : i64"})
-                values[name] = builder.op1("stablehlo.convert", [size], _I64)
-    missing = sorted(wanted - set(values))
-    if missing:
-        raise NotImplementedError(
-            f"export: the dimension variables {missing} appear only inside expressions of the argument shapes "
-            f"{[a.str_short() for a in in_avals]}; numax needs each variable to be a whole dimension of some "
-            "argument (e.g. 'b' as well as '2*b')")
+    arithmetic = _arithmetic(builder)
+    for index, form in steps:
+        if form is None:
+            continue  # a check, which the call makes (`bind_dimensions`) before running the module
+        (arg, axis, _), (variable, coefficient, rest) = symbolic[index], form
+        size = builder.op1("stablehlo.get_dimension_size", [arg], tensor_type((), np.dtype(np.int32)),
+                           {"dimension": f"{axis} : i64"})
+        size = builder.op1("stablehlo.convert", [size], _I64)
+        if rest != 0:
+            size = arithmetic["add"](size, _computed(builder, -rest, values))
+        if coefficient != 1:
+            size = arithmetic["divide"](size, builder.scalar(coefficient, np.int64), "floordiv")
+        values[variable] = size
     return values
 
 
@@ -52,11 +90,8 @@ def check_polymorphic(primitive, avals):
                                   f"(its operands and results: {shapes}); export it with static shapes")
 
 
-def dimension_value(builder, dim):
-    """A tensor<i64> holding `dim` (an int, or a symbolic dimension computed from the dimension variables)."""
-    if is_static_shape((dim,)):
-        return builder.scalar(int(dim), np.int64)
-
+def _arithmetic(builder):
+    """The tensor<i64> operations `evaluate_with` computes a symbolic dimension with."""
     def binary(name):
         return lambda a, b: builder.op1(name, [a, b], _I64)
 
@@ -77,9 +112,32 @@ def dimension_value(builder, dim):
         adjusted = binary("stablehlo.add")(remainder, denominator)
         return builder.op1("stablehlo.select", [adjust, adjusted, remainder], _I64)
 
-    return dim.evaluate_with(builder.dimension_values, add=binary("stablehlo.add"),
-                             multiply=binary("stablehlo.multiply"), divide=divide,
-                             constant=lambda value: builder.scalar(value, np.int64))
+    return {"add": binary("stablehlo.add"), "multiply": binary("stablehlo.multiply"), "divide": divide,
+            "constant": lambda value: builder.scalar(value, np.int64)}
+
+
+def _computed(builder, dim, values):
+    """A tensor<i64> holding `dim` (an int, or a symbolic dimension) computed from the variables' `values`;
+    jax's UnexpectedDimVar when it has a variable that the argument shapes do not give."""
+    if is_static_shape((dim,)):
+        return builder.scalar(int(dim), np.int64)
+    missing = dim.variables() - values.keys()
+    if missing:
+        raise unexpected_dim_var(missing, values)
+    return dim.evaluate_with(values, **_arithmetic(builder))
+
+
+def unexpected_dim_var(missing, known) -> UnexpectedDimVar:
+    """jax's UnexpectedDimVar for the first of the variables `missing` (the argument shapes give those `known`)."""
+    return UnexpectedDimVar(
+        f"Encountered dimension variable '{min(missing)}' that is not appearing in the shapes of the function "
+        f"arguments.\nThe following dimension variables are appearing in the shapes of the function arguments: "
+        f"{sorted(known)}.\nPlease see {_SOLVABLE_DOCS} for more details.")
+
+
+def dimension_value(builder, dim):
+    """A tensor<i64> holding `dim` (an int, or a symbolic dimension computed from the dimension variables)."""
+    return _computed(builder, dim, builder.dimension_values or {})
 
 
 def shape_value(builder, shape):

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..core import caches
 from ..core.ir import open_program, programs_in
-from ..core.sharding import Mesh, NamedSharding, P, check_broadcasting_splits, sharding_with_layout
+from ..core.partial_sums import partial_sum_blocks
+from ..core.sharding import Mesh, NamedSharding, P, check_broadcasting_splits, has_partial_sums, sharding_with_layout
 from . import xla
 from .array import Array, is_committed
 from .lower import hoist_large_consts, lower_to_module
@@ -81,6 +82,11 @@ def put_sharded(value, sharding, aval):
         return ShardedArray(aval, value._shards, value._backend, sharding)
     host = np.asarray(value, dtype=aval.dtype)
     backend = xla.backend_of_device(next(iter(sharding.device_set)))
+    if has_partial_sums(sharding):  # each device holds its share of a sum (P(..., unreduced=...)), as jax splits it
+        source = value._sharding if type(value) is ShardedArray else None
+        blocks = partial_sum_blocks(sharding, host, source)
+        return ShardedArray(aval, [xla.device_put(np.ascontiguousarray(block), backend, device)
+                                   for device, block in blocks.items()], backend, sharding)
     return ShardedArray(aval, block_buffers(host, sharding, backend), backend, sharding)
 
 

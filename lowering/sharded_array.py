@@ -11,6 +11,7 @@ import numpy as np
 from ..core import avals as avals_module
 from ..core import caches
 from ..core.avals import ShapedArray
+from ..core.sharding import has_partial_sums
 from . import xla
 from .array import Array, Shard
 
@@ -76,7 +77,8 @@ class ShardedArray(Array):
     def _addressable_indices(self):
         """(device, index into the global array) per shard, in the order of `_shards`."""
         if self._indices is None:
-            self._indices = list(self._sharding.addressable_devices_indices_map(self.aval.shape).items())
+            blocks = _block_sharding(self._sharding)
+            self._indices = list(blocks.addressable_devices_indices_map(self.aval.shape).items())
         return self._indices
 
     def has_layout(self, sharding):
@@ -158,9 +160,20 @@ class ShardedArray(Array):
             for shard in self._shards:
                 xla.copy_to_host_async(shard, self._backend)
 
+    def __repr__(self):
+        if has_partial_sums(self._sharding) and not self.is_deleted():  # (no value to show, as in jax)
+            return f"Array(shape={self.shape}, dtype={self.dtype.name}, sharding={self._sharding})"
+        return super().__repr__()
+
+    def __str__(self):
+        return repr(self) if has_partial_sums(self._sharding) and not self.is_deleted() else super().__str__()
+
     def _value(self) -> np.ndarray:
         if self._host_value is None:
             self._check_alive()
+            if has_partial_sums(self._sharding):  # (its value is a sum over devices: reading one copy is wrong)
+                raise NotImplementedError(f"reading the value of an array laid out as partial sums "
+                                          f"({self._sharding.spec}) is not possible: reduce it first")
             if not self._sharding.is_fully_addressable and not self._sharding.is_fully_replicated:
                 raise RuntimeError("reading the value of an array that spans devices of other processes is not "
                                    "possible: read its addressable_shards, or gather it first")
@@ -190,10 +203,16 @@ class ShardedArray(Array):
         return (_rebuild, (self._value(), self.aval.weak_type))
 
 
+def _block_sharding(sharding):
+    """The sharding that says where each block of `sharding` lies: itself, or for partial sums the same split
+    without them (a device's partial sum covers the block the split gives it)."""
+    return sharding.without_partial_sums() if has_partial_sums(sharding) else sharding
+
+
 def _replica_ids(sharding, shape):
     """Device -> which copy of its block it holds (the devices holding one block numbered in the sharding's order)."""
     seen, ids = {}, {}
-    for device, index in sharding.devices_indices_map(shape).items():
+    for device, index in _block_sharding(sharding).devices_indices_map(shape).items():
         key = tuple((piece.start, piece.stop) for piece in index)
         ids[device] = seen.get(key, 0)
         seen[key] = ids[device] + 1

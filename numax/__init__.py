@@ -77,7 +77,8 @@ __version__ = "0.1.0"
 # Loaded on first use (`numax.random.key`, `from numax import nn`, `numax.distributed.initialize`,
 # `import numax.scipy.special`, `numax.remat`).
 _defer_imports(globals(), {"_device": ("Device",), "debug": ("pure_callback",), "distributed": (), "dtypes": (),
-                          "export": (), "nn": (), "experimental": (), "random": (), "scipy": (),
+                          "export": (), "extend": (), "interpreters": (), "nn": (), "experimental": (), "random": (),
+                          "scipy": (),
                           "transforms.checkpoint": ("checkpoint", "checkpoint_policies", "remat"),
                           "transforms.pmap": ("pmap",), "transforms.shard_map": ("shard_map",),
                           "sharding": ("make_mesh", "P", "NamedSharding", "set_mesh", "reshard"),

@@ -126,10 +126,10 @@ def named_call(fun, *, name=None):
 def typeof(x):
     """The abstract value (ShapedArray: shape, dtype, weak type) of an array, tracer or scalar. For an array
     laid out over a mesh with Explicit axes, the type also shows how those axes split it (`float32[8@x,4]`,
-    and `.sharding`), as JAX's does; numax carries no shardings in the types of traced values (inside jit,
-    Explicit axes propagate through XLA's partitioner as Auto ones do)."""
+    and `.sharding`), as JAX's does. Inside jit, a traced argument's type keeps its layout; the values computed from
+    it carry none (their Explicit axes propagate through XLA's partitioner as Auto ones do)."""
     aval = get_aval_of(x)
-    sharding = getattr(x, "_sharding", None)
+    sharding = getattr(x, "explicit_sharding" if isinstance(x, Tracer) else "_sharding", None)
     if isinstance(sharding, NamedSharding) and AxisType.Explicit in sharding.mesh.axis_types:
         return ShardedType(aval, sharding)
     return aval

@@ -30,10 +30,15 @@ def _persistent_cache():
     processes and notebooks they start, inherit it through the environment): a directory in pytest's own
     cache folder of this checkout, so that a clean clone starts cold and a second run loads what the first
     compiled. Every compile is written (no minimum compile time). NUMAX_COMPILATION_CACHE_DIR set in the
-    environment wins; set it empty to run the suite without the cache."""
+    environment wins; set it empty to run the suite without the cache (and JAX_COMPILATION_CACHE_DIR for jax's)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ.setdefault("NUMAX_COMPILATION_CACHE_DIR", os.path.join(root, ".pytest_cache", "numax-compilation-cache"))
     os.environ.setdefault("NUMAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    # jax, the oracle, the same way: the documentation pages run each in a fresh process, and compile many of the
+    # same small programs (jax's eager operations) again in each.
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(root, ".pytest_cache", "jax-compilation-cache"))
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 
 _persistent_cache()

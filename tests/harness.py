@@ -1,4 +1,5 @@
-"""Shared test helpers: random inputs per dtype, dtype-aware tolerances, the jax oracle, the vmap checks
+"""Shared test helpers: random inputs per dtype, dtype-aware tolerances, the jax oracle (and the same call's
+outcome under both libraries), the vmap checks
 (numax.vmap against jax.vmap and a loop over examples; counting ops in a program), a data-parallel training
 step written once for numax and jax, and a script run in a fresh CPU-only process."""
 
@@ -13,7 +14,7 @@ import numpy as np
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402  (the oracle: tests only)
-import jax.numpy as jnp  # noqa: E402, F401
+import jax.numpy as jnp  # noqa: E402
 from numax.core import dtypes  # noqa: E402
 
 import numax  # noqa: E402
@@ -119,3 +120,50 @@ def run_in_fresh_process(script):
                           env={**os.environ, "NUMAX_PLATFORMS": "cpu"})
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
+
+
+# (numpy, lax, the top-level API) of each library, for calls written once as `call(np_, lax_, api)`
+NUMAX_LIBS = (xnp, numax.lax, numax)
+JAX_LIBS = (jnp, jax.lax, jax)
+
+
+def raised(call, libs):
+    """The exception `call(*libs)` raises, or None."""
+    try:
+        call(*libs)
+    except Exception as error:  # noqa: BLE001  (the class is what callers compare)
+        return error
+    return None
+
+
+def same_outcome(call):
+    """numax and jax both succeed, or raise exceptions of the same class: (numax's, jax's) exception."""
+    ours, theirs = raised(call, NUMAX_LIBS), raised(call, JAX_LIBS)
+    assert type(ours) is type(theirs), (ours, theirs)
+    return ours, theirs
+
+
+def assert_same_pytrees(ours, theirs, rtol=1e-5, atol=1e-6):
+    """numax's result and jax's have the same leaves: shapes, dtypes, and values (exact for bools, integers,
+    strings and bytes, such as the dtype names cases may return; within tolerance otherwise)."""
+    ours_leaves, theirs_leaves = numax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)
+    assert len(ours_leaves) == len(theirs_leaves), (ours, theirs)
+    for a, b in zip(ours_leaves, theirs_leaves):
+        a, b = np.asarray(a), np.asarray(b)
+        assert (a.shape, a.dtype) == (b.shape, b.dtype), (a.shape, a.dtype, b.shape, b.dtype)
+        if a.dtype.kind in "biuUSV":
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+def case_registry():
+    """(cases, case): `@case` registers a function `case_<name>` as `cases[<name>]`, named after the jax test it
+    ports."""
+    cases = {}
+
+    def case(fn):
+        cases[fn.__name__.removeprefix("case_")] = fn
+        return fn
+
+    return cases, case

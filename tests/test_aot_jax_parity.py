@@ -137,3 +137,22 @@ def test_traced_jaxpr_is_usable_where_a_program_is():
     np.testing.assert_allclose(traced.lower().compile()(np.ones(3, np.float32)), np.sin(1.0) * 2 * np.ones(3),
                                rtol=1e-6)
     assert len(traced.jaxpr.eqns) == len(jax.jit(lambda x: jnp.sin(x) * 2).trace(jnp.ones(3)).jaxpr.eqns)
+
+
+def test_shape_dtype_struct_shardings_are_lowered_for_and_reported_as_jax():
+    """`jit(f).lower(ShapeDtypeStruct(..., sharding=s))` compiles for `s`: the compiled function's input and output
+    shardings are jax's, and it runs on an array laid out by `s` and on a host array (single-device too)."""
+    reports = []
+    for api, _ in LIBS:
+        mesh = api.sharding.Mesh(np.array(api.devices()[:4]), ("x",))
+        sharding = api.sharding.NamedSharding(mesh, api.sharding.PartitionSpec("x"))
+        struct = api.ShapeDtypeStruct((8, 2), np.float32, sharding=sharding)
+        compiled = api.jit(lambda a, b: (a * 2, b + 1)).lower(struct, np.float32(1)).compile()
+        host = np.arange(16, dtype=np.float32).reshape(8, 2)
+        outs = [compiled(api.device_put(host, sharding), np.float32(1)), compiled(host, np.float32(2))]
+        single = api.jit(lambda a: a).lower(host).compile()
+        reports.append((repr(compiled.input_shardings).replace("numax", "jax"),
+                        repr(compiled.output_shardings).replace("numax", "jax"),
+                        [(np.asarray(a).tolist(), np.asarray(b).tolist(), repr(a.sharding)) for a, b in outs],
+                        type(single.input_shardings[0][0]).__name__, type(single.output_shardings).__name__))
+    assert reports[0] == reports[1]

@@ -280,7 +280,7 @@ def test_delete():
 def test_readback_of_a_deleted_array_says_so(dtype):
     x = xnp.arange(3.0, dtype=dtype)
     x.delete()
-    with pytest.raises(RuntimeError, match="this array was deleted"):
+    with pytest.raises(RuntimeError, match="Array has been deleted"):
         np.asarray(x)
 
 

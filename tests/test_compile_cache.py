@@ -10,7 +10,6 @@ import sys
 import threading
 import warnings
 
-import jax
 import numpy as np
 import pytest
 from numax.core.config import Config
@@ -287,12 +286,17 @@ def test_an_unusable_entry_is_reported_deleted_and_recompiled(cache_dir, damage)
 def test_thresholds_default_to_jax_s():
     names = ["jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes",
              "jax_compilation_cache_max_size", "jax_enable_compilation_cache"]
+    variables = [name.upper() for name in names] + [name.replace("jax_", "numax_").upper() for name in names]
     with pytest.MonkeyPatch.context() as patch:
-        for name in names:
-            patch.delenv(name.upper(), raising=False)
-            patch.delenv(name.replace("jax_", "numax_").upper(), raising=False)
+        for variable in variables:
+            patch.delenv(variable, raising=False)
         fresh = Config()
-    assert [fresh.read(name) for name in names] == [getattr(jax.config, name) for name in names]
+    # jax's defaults, read in a process whose environment sets none of them (the suite sets some for its caches)
+    environment = {k: v for k, v in os.environ.items() if k not in variables}
+    script = f"import jax, json; print(json.dumps([getattr(jax.config, name) for name in {names!r}]))"
+    jax_defaults = json.loads(subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True,
+                                             text=True, check=True).stdout.splitlines()[-1])
+    assert [fresh.read(name) for name in names] == jax_defaults
 
 
 def test_fast_compiles_and_small_executables_are_not_written(cache_dir):

@@ -90,7 +90,7 @@ def test_deleted_arrays_raise_through_the_fast_paths():
     m.delete()
     assert expected[0] is RuntimeError
     assert error_of(xnp.sin, x) == expected
-    assert error_of(lambda a: a @ a, m) == expected
+    assert error_of(lambda a: a @ a, m) == error_of(lax.sin_p.bind, m)  # (the message names the array's type)
     assert error_of(lambda a: a + a, x) == expected
 
 

@@ -144,3 +144,16 @@ def test_pmap_of_grad_with_integer_argument():
     ours = numax.pmap(numax.grad(f, argnums=(0, 1), allow_int=True))
     for _ in range(2):  # the second call takes pmap's fast path
         _same(ours(x, i), jax.pmap(jax.grad(f, argnums=(0, 1), allow_int=True))(x, i))
+
+
+def test_float0_arrays_are_created_on_the_host_as_in_jax():
+    """jnp.array/zeros of dtype float0 give a host array of float0 values (no device holds them), eagerly and as a
+    jitted function's result, as jax does."""
+    for lib, np_ in ((numax, mnp), (jax, jnp)):
+        made = [np_.array(b"", dtype=lib.dtypes.float0), np_.zeros((2, 3), dtype=lib.dtypes.float0),
+                lib.jit(lambda: np_.array(b"", dtype=lib.dtypes.float0))()]  # noqa: B023  (called at once)
+        if lib is numax:
+            ours = made
+        else:
+            assert [(a.shape, a.dtype) for a in ours] == [(a.shape, a.dtype) for a in made]
+    assert all(isinstance(a, np.ndarray) for a in ours)

@@ -9,29 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax import lax as jlax
+from harness import JAX_LIBS, NUMAX_LIBS, raised, same_outcome
 
 import numax
 import numax.numpy as xnp
-from numax import lax
-
-NUMAX = (xnp, lax, numax)
-JAX = (jnp, jlax, jax)
-
-
-def _raised(call, libs):
-    try:
-        call(*libs)
-    except Exception as error:  # noqa: BLE001  (the class is what is compared)
-        return error
-    return None
-
-
-def _same_outcome(call):
-    """numax and jax both succeed, or raise exceptions of the same class; returns numax's exception."""
-    ours, theirs = _raised(call, NUMAX), _raised(call, JAX)
-    assert type(ours) is type(theirs), (ours, theirs)
-    return ours
 
 
 # --- broadcasting errors ------------------------------------------------------------------------------------
@@ -69,7 +50,7 @@ _BROADCASTS = {
 
 @pytest.mark.parametrize("name", list(_BROADCASTS))
 def test_broadcasting_error_types_match_jax(name):
-    error = _same_outcome(_BROADCASTS[name])
+    error, _ = same_outcome(_BROADCASTS[name])
     if isinstance(error, ValueError):
         assert "Incompatible shapes for broadcasting" in str(error)
     elif error is not None and name.startswith(("jnp", "operator", "lax op")):
@@ -107,6 +88,7 @@ _RANK_CASES = [
 
 
 def _rank_outcome(np_, api, mode, case):
+    api.clear_caches()  # (jax warns when it traces: a jnp function traced before under this mode would not)
     with api.numpy_rank_promotion(mode), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -171,8 +153,8 @@ def test_numpy_dtype_promotion_matches_jax(mode):
     assert _promotions(xnp, numax, mode) == _promotions(jnp, jax, mode)
     with numax.numpy_dtype_promotion(mode), jax.numpy_dtype_promotion(mode):  # and through an operation
         for a, b in (("int8", "int"), ("int8", "float"), ("float32", "bfloat16"), ("bool", "int")):
-            ours = _raised(lambda np_, lax_, api: np_.add(_OPERANDS[a](np_), _OPERANDS[b](np_)), NUMAX)
-            theirs = _raised(lambda np_, lax_, api: np_.add(_OPERANDS[a](np_), _OPERANDS[b](np_)), JAX)
+            ours = raised(lambda np_, lax_, api: np_.add(_OPERANDS[a](np_), _OPERANDS[b](np_)), NUMAX_LIBS)
+            theirs = raised(lambda np_, lax_, api: np_.add(_OPERANDS[a](np_), _OPERANDS[b](np_)), JAX_LIBS)
             assert type(ours).__name__ == type(theirs).__name__
 
 
@@ -198,8 +180,8 @@ def test_strict_promotion_error_and_option():
         numax.config.update("jax_numpy_dtype_promotion", "standard")
     assert (xnp.ones(2, np.int8) + xnp.ones(2, np.int16)).dtype == np.int16
     for bad in ("lenient", 3):
-        assert type(_raised(lambda np_, lax_, api: api.numpy_dtype_promotion(bad), NUMAX)) is type(
-            _raised(lambda np_, lax_, api: api.numpy_dtype_promotion(bad), JAX))
+        assert type(raised(lambda np_, lax_, api: api.numpy_dtype_promotion(bad), NUMAX_LIBS)) is type(
+            raised(lambda np_, lax_, api: api.numpy_dtype_promotion(bad), JAX_LIBS))
 
 
 # --- vjp's pullback is a pytree ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from harness import assert_same_pytrees, case_registry
 
 import numax
 import numax.numpy as mnp
@@ -50,26 +51,10 @@ def _random(shape, seed=0, dtype=np.float32):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
-def _assert_same(ours, theirs, rtol=1e-5, atol=1e-6):
-    ours_leaves, theirs_leaves = NUMAX.tree_leaves(ours), JAX.tree_leaves(theirs)
-    assert len(ours_leaves) == len(theirs_leaves), (ours, theirs)
-    for a, b in zip(ours_leaves, theirs_leaves):
-        a, b = np.asarray(a), np.asarray(b)
-        assert (a.shape, a.dtype) == (b.shape, b.dtype), (a.shape, a.dtype, b.shape, b.dtype)
-        if a.dtype.kind in "biu":
-            np.testing.assert_array_equal(a, b)
-        else:
-            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
 
 
 # --- cases that compute: each returns a pytree of arrays --------------------------------------------------------
-CASES = {}
-
-
-def case(fn):
-    """Registers `fn` under the name of the jax test it ports (its own name without `case_`)."""
-    CASES[fn.__name__.removeprefix("case_")] = fn
-    return fn
+CASES, case = case_registry()
 
 
 def _collective_case(name, body, shape=(N, 4), dtype=np.float32, **pmap_options):
@@ -255,7 +240,7 @@ def case_testArrays(m):
 @pytest.mark.parametrize("in_shape,out_shape", [((1, 1), (1,)), ((1,), (1, 1)), ((1,), ())])
 def test_testArrayReshape(in_shape, out_shape):
     x = np.arange(math.prod(in_shape)).reshape(in_shape)
-    _assert_same(*(m.pmap(lambda v: v)(x).reshape(out_shape) for m in (NUMAX, JAX)))
+    assert_same_pytrees(*(m.pmap(lambda v: v)(x).reshape(out_shape) for m in (NUMAX, JAX)))
 
 
 def _grad_of(m, prim, tiled, groups):
@@ -822,30 +807,10 @@ def case_testDefaultDeviceOrdering(m):
     return out
 
 
-_NO_INDEX_GROUPS = ("numax's collectives refuse axis_index_groups (NotImplementedError, worded 'not supported under "
-                    "vmap' even under pmap); jax reduces within each group")
-KNOWN_GAPS = {  # numax differs from jax here, and the fix lies outside pmap (see the note of issue 29)
-    "testPswapaxes": "numax.lax has no pswapaxes",
-    "testGradOfPswapaxes": "numax.lax has no pswapaxes",
-    "testPsumConstantReplicaGroups": _NO_INDEX_GROUPS,
-    "testPsumUnevenReplicaGroups": _NO_INDEX_GROUPS,
-    "testPsumReplicaGroups": _NO_INDEX_GROUPS,
-    "testGatherReplicaGroups": _NO_INDEX_GROUPS,
-    "testGatherReplicaGroupsInterleaved": _NO_INDEX_GROUPS,
-    "testReduceScatterReplicaGroupsTiled": _NO_INDEX_GROUPS,
-    "testGradOfGatherIndexGroups": _NO_INDEX_GROUPS,
-    "testGradOfReduceScatterIndexGroups": _NO_INDEX_GROUPS,
-    "test_float0_dtype_input": "numax cannot take float0 arrays into any program (jit too): 'numax cannot lower "
-                               "arrays of dtype float0' (TypeError)",
-    "test_float0_dtype_output": "numax.numpy.array(b'', dtype=float0) fails even eagerly (XLA: 'Unknown NumPy dtype')",
-}
-
-
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[name]))
-                                  if name in KNOWN_GAPS else name for name in CASES])
+@pytest.mark.parametrize("name", list(CASES))
 def test_case_matches_jax(name):
     ours, theirs = CASES[name](NUMAX), CASES[name](JAX)
-    _assert_same(ours, theirs, rtol=1e-4, atol=1e-5)
+    assert_same_pytrees(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
 def test_delete_is_idempotent():
@@ -871,6 +836,8 @@ ERRORS = {
     "testMismatchedAxisSizes": (ValueError, None, lambda m: m.pmap(lambda x, y: x + y)(_random(N), _random(N - 1))),
     "testInAxesPyTreePrefixMismatchError": (ValueError, r"pmap in_axes\[0\]\[0\]", lambda m: m.pmap(
         lambda x, y: x, in_axes=((0, 0, 0), 0))((m.np.array([3.14]),) * 2, m.np.array([3.14]))),
+    "testVmapInAxesPyTreePrefixMismatchError": (ValueError, r"vmap in_axes\[0\]\W", lambda m: m.vmap(
+        lambda x, y: x, in_axes=((0, 0, 0), 0))((m.np.array([3.14]),) * 2, m.np.array([3.14]))),
     "testInAxesPyTreePrefixMismatchErrorKwargs": (ValueError, "each argument passed by keyword is mapped", lambda m: (
         m.pmap(lambda x, y: x, in_axes=((0, 0), 0))(x=(m.np.array([3.14]),) * 2, y=m.np.array([3.14])))),
     "testOutAxesPyTreePrefixMismatchError": (ValueError, None, lambda m: m.pmap(
@@ -890,14 +857,7 @@ ERRORS = {
         lambda x: x - m.lax.psum(x, "i"), axis_name="i", devices=[])),
 }
 
-KNOWN_ERROR_GAPS = {
-    "testInAxesPyTreePrefixMismatchError": "numax names the key path '[0][0]' but not as jax's 'pmap in_axes[0][0]' "
-                                           "(the message comes from transforms/vmap.py _axes_of_leaves)",
-}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_ERROR_GAPS[n]))
-                                  if n in KNOWN_ERROR_GAPS else n for n in ERRORS])
+@pytest.mark.parametrize("name", list(ERRORS))
 def test_error_matches_jax(name):
     error, match, run = ERRORS[name]
     for m in (JAX, NUMAX):

@@ -13,6 +13,7 @@ from ..core import dtypes
 from ..core import pytree as tree
 from ..core.avals import ShapedArray, get_aval
 from ..core.ir import ClosedProgram
+from ..core.sharding import SingleDeviceSharding
 from ..core.trace import Tracer
 from ..lowering import dispatch, sharded, xla
 from ..lowering.lower import lower_to_module
@@ -21,12 +22,13 @@ from ..lowering.lower import lower_to_module
 class ShapeDtypeStruct:
     """A shape and dtype standing for an array (what `eval_shape` returns, and a valid jit argument)."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, weak_type=False, *, sharding=None):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
+        self.sharding = sharding  # a Sharding (NamedSharding over a Mesh or AbstractMesh) or None; export reads it
 
     @property
     def ndim(self):
@@ -54,15 +56,16 @@ class ShapeDtypeStruct:
         return self.shape[0]
 
     def __eq__(self, other):
-        return (isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type)
-                == (other.shape, other.dtype, other.weak_type))
+        return (isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type, self.sharding)
+                == (other.shape, other.dtype, other.weak_type, other.sharding))
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
+        return hash((self.shape, self.dtype, self.weak_type, self.sharding))
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+        sharding = f", sharding={self.sharding}" if self.sharding is not None else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak}{sharding})"
 
 
 def _abstract(x):
@@ -274,6 +277,24 @@ class Compiled(_Stage):
             raise TypeError("Argument types differ from the types for which this computation was compiled: "
                             + "; ".join(mismatches))
         return self.out_tree.unflatten(self.executable(*(leaf for _, leaf in paths_and_leaves)))
+
+    @property
+    def input_shardings(self):
+        """Each argument's sharding, as (positional, keyword) trees of the lowered arguments, as jax's."""
+        shardings = getattr(self.executable, "in_shardings", None)
+        return self.in_tree.unflatten(self._leaf_shardings(shardings, len(self._in_avals)))
+
+    @property
+    def output_shardings(self):
+        """Each result's sharding, in the results' tree."""
+        shardings = getattr(self.executable, "out_shardings", None)
+        return self.out_tree.unflatten(self._leaf_shardings(shardings, len(self._out_avals)))
+
+    def _leaf_shardings(self, shardings, count):
+        if shardings:  # (a program over several devices: the layouts XLA takes and gives)
+            return list(shardings)
+        device = self.executable.device or self.executable.backend.default_device
+        return [SingleDeviceSharding(device)] * count
 
     def as_text(self):
         return self.executable.hlo_text()

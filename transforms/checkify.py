@@ -9,6 +9,8 @@ result composes with jit, vmap and grad like any other value; `Error.get()` turn
 `check` outside checkify is the primitive `check`: eagerly it raises at once; staged without checkify it
 cannot be lowered (as in JAX). Control flow is rewritten so that the error is carried through it: the
 bodies of jit, cond, while and scan are checkified programs taking and returning the error's leaves.
+Calls that carry rules or devices of their own (custom_jvp, custom_vjp, pmap, shard_map) have their rules in
+transforms/checkify_calls.py.
 """
 
 import dataclasses
@@ -193,7 +195,9 @@ class Error:
             if failed:
                 codes = {e: int(np.broadcast_to(np.asarray(self._code[e]), shape)[index]) for e in failed}
                 first = min(failed, key=codes.get)
-                by_index[index] = self._exception(first, lambda leaf, i=index: np.asarray(leaf)[i])
+                # (a kind recorded outside the map that batched the others is the same at every index)
+                position = index[:np.ndim(self._pred[first])]
+                by_index[index] = self._exception(first, lambda leaf, i=position: np.asarray(leaf)[i])
         return BatchedError(by_index) if by_index else None
 
     def tree_flatten(self):
@@ -235,7 +239,11 @@ def _update(error, effect, failed, code, metadata, payload):
     else:
         pred = xnp.logical_or(already, failed)
         code = xnp.where(already, error._code[effect], _strong(code, dtypes.int32))
-        payload = [xnp.where(already, old, new) for old, new in zip(error._payload[effect], payload)]
+        # A kind recorded per device (a mapped error) keeps its leading axes; the payload's own come after.
+        batch_ndim = get_aval_of(already).ndim
+        payload = [xnp.where(xnp.reshape(already, get_aval_of(already).shape + (1,) * (get_aval_of(old).ndim
+                                                                                        - batch_ndim)), old, new)
+                   for old, new in zip(error._payload[effect], payload)]
     return Error({**error._pred, effect: pred}, {**error._code, effect: code}, {**error._metadata, **metadata},
                  {**error._payload, effect: payload})
 
@@ -652,11 +660,12 @@ def _install_program_rules():
     from ..lax.conditionals import cond_p
     from ..lax.loops import scan_p
     from ..lax.while_loop import while_p
+    from .checkify_calls import call_rules
     from .checkpoint import checkpoint_p
     from .jit import jit_p
 
     error_checks.update({check_p: _check_rule, jit_p: _call_rule(jit_p), checkpoint_p: _call_rule(checkpoint_p),
-                         cond_p: _cond_rule, scan_p: _scan_rule, while_p: _while_rule})
+                         cond_p: _cond_rule, scan_p: _scan_rule, while_p: _while_rule, **call_rules()})
 
 
 _install_automatic_rules()

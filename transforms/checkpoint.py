@@ -21,7 +21,7 @@ import weakref
 from ..core import caches
 from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
-from ..core.config import config
+from ..core.config import trace_context
 from ..core.dce import dce_program, has_effects
 from ..core.ir import ClosedProgram, Program, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
@@ -433,7 +433,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
             kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
         leaves, in_tree = tree.tree_flatten((tuple(args), kwargs))
         static_key = tuple(sorted(static.items(), key=lambda item: (type(item[0]) is str, item[0])))
-        key = (in_tree, tuple(get_aval_of(leaf) for leaf in leaves), static_key, config.enable_x64)
+        key = (in_tree, tuple(get_aval_of(leaf) for leaf in leaves), static_key, *trace_context())
         cache = _traces_of(fun) if _hashable(static_key) else None
         entry = cache.get(key) if cache is not None else None
         if entry is None:

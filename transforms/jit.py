@@ -15,10 +15,19 @@ from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray, get_aval
-from ..core.config import check_fusion, config
+from ..core.config import TRACE_CONTEXT_NAMES, check_fusion, config, trace_context
 from ..core.ir import ClosedProgram, Equation, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
-from ..core.sharding import PartitionSpec, Sharding, SingleDeviceSharding, as_sharding
+from ..core.sharding import (
+    Mesh,
+    NamedSharding,
+    PartitionSpec,
+    Sharding,
+    SingleDeviceSharding,
+    as_sharding,
+    explicit_only,
+    explicit_sharding_of,
+)
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, is_tracing
 from ..lowering import dispatch, native_dispatch, xla
@@ -173,7 +182,17 @@ def leaf_signature(leaf):
 
 
 def traced_leaf_signature(leaf):
-    return leaf.aval if isinstance(leaf, Tracer) else leaf_signature(leaf)
+    if isinstance(leaf, Tracer):
+        sharding = explicit_sharding_of(leaf)
+        return leaf.aval if sharding is None else LaidOut((leaf.aval, sharding))
+    return leaf_signature(leaf)
+
+
+def _struct_sharding(struct):
+    """The layout a ShapeDtypeStruct asks its argument to have, where it names devices (a NamedSharding over a
+    concrete Mesh): jit lowers for it, as for an array laid out so."""
+    sharding = struct.sharding
+    return sharding if isinstance(sharding, NamedSharding) and isinstance(sharding.mesh, Mesh) else None
 
 
 def _leaf_aval(leaf, signature):
@@ -350,7 +369,11 @@ class JitFunction(native_dispatch.CachedCall):
         in_avals = [leaf.aval if isinstance(leaf, Tracer) else _leaf_aval(leaf, leaf_signature(leaf))
                     for leaf in leaves]
         flat_fun = self._flat_fun(static, in_tree)
-        program, consts = trace_to_program(flat_fun, in_avals)
+        layouts = [explicit_sharding_of(leaf) for leaf in leaves]
+        if self.in_shardings is not None:
+            asked = self._leaf_in_shardings(dynamic_args, len(leaves))
+            layouts = [layout if a is None else explicit_only(a) for a, layout in zip(asked, layouts)]
+        program, consts = trace_to_program(flat_fun, in_avals, layouts)
         donated = self._donated_mask(dynamic_args, dynamic_kwargs, static)
         return program, consts, in_tree, flat_fun.out_tree, donated
 
@@ -384,15 +407,21 @@ class JitFunction(native_dispatch.CachedCall):
             return self._call_traced(args, kwargs)
         if is_tracing():
             return self._call_traced(args, kwargs)
-        key = (signature, kw_signature, static, config.enable_x64, config.default_device)
+        key = (signature, kw_signature, static, *trace_context())
         entry = self.cache.entries.get(key)
-        if entry is None:
-            entry = self.cache.get(key, lambda: self._compile(key, args, kwargs, leaves))
-        else:
+        hit = entry is not None
+        if hit:
             self.stats.cache_hits += 1
             global_statistics.cache_hits += 1
+        else:
+            entry = self.cache.get(key, lambda: self._compile(key, args, kwargs, leaves))
         executable = entry.executable
-        outs = executable.wrap_outputs(executable.run_on(leaves))
+        try:
+            outs = executable.wrap_outputs(executable.run_on(leaves))
+        except ValueError:
+            if not hit:
+                dispatch.deleted_as_eager(leaves)
+            raise
         if any(type(leaf) is Array and leaf._committed for leaf in leaves):  # as jax: committed in, committed out
             for out in outs:
                 if type(out) is Array:
@@ -401,8 +430,10 @@ class JitFunction(native_dispatch.CachedCall):
             self._check_numerics(outs, args, kwargs)
         if entry.donated:
             for leaf, donated in zip(leaves, entry.donated):
-                if donated and type(leaf) is Array and not leaf.is_deleted():
-                    leaf.delete()
+                if donated and type(leaf) is Array:
+                    dispatch.mark_donated(leaf)
+                    if not leaf.is_deleted():
+                        leaf.delete()
         return entry.out_tree.unflatten(outs)
 
     def _check_numerics(self, outs, args, kwargs):
@@ -422,7 +453,7 @@ class JitFunction(native_dispatch.CachedCall):
     def _compile(self, key, args, kwargs, leaves):
         start = time.perf_counter()
         description = CallDescription(self.signature, args, kwargs, self.static_argnums, self.static_argnames,
-                                      {"enable_x64": key[3], "default_device": key[4]})
+                                      dict(zip(TRACE_CONTEXT_NAMES, key[3:])))
         changes = explain_miss(self._descriptions, description)
         if self._descriptions and config.explain_cache_misses:
             log_explanation(self.name, self.fun, changes)
@@ -466,7 +497,8 @@ class JitFunction(native_dispatch.CachedCall):
     def _shardings(self, args, kwargs, leaves, out_tree):
         """(in, out) shardings per leaf for a call: those asked for, else an argument's own layout over
         devices; both empty when nothing asks for more than one device."""
-        in_shardings = dispatch.in_shardings_of(leaves)
+        in_shardings = tuple(_struct_sharding(leaf) if isinstance(leaf, ShapeDtypeStruct) else sharding
+                             for leaf, sharding in zip(leaves, dispatch.in_shardings_of(leaves)))
         if self.in_shardings is not None:
             asked = self._leaf_in_shardings(self._split(args, kwargs)[0], len(leaves))
             in_shardings = tuple(a if a is not None else s for a, s in zip(asked, in_shardings))
@@ -486,7 +518,7 @@ class JitFunction(native_dispatch.CachedCall):
         dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
         leaves = []
         signature = tree.flatten_with_signature((dynamic_args, dynamic_kwargs), leaves, traced_leaf_signature)
-        key = (signature, static, config.enable_x64)
+        key = (signature, static, *trace_context())
         entry = self.traced_cache.entries.get(key)
         if entry is not None:
             closed, out_tree = entry

@@ -13,6 +13,7 @@ from ..core.ad_util import Zero, tangent_aval
 from ..core.evaluation import eval_closed_program
 from ..core.ir import ClosedProgram
 from ..core.primitives import jvp_rules
+from ..core.sharding import explicit_sharding_of
 from ..core.staging import trace_to_closed_program
 from ..core.trace import Trace, Tracer, full_lower, get_aval_of, new_main
 from ..lax.ad import instantiate as instantiate_zeros
@@ -30,6 +31,10 @@ class JVPTracer(Tracer):
     @property
     def aval(self):
         return get_aval_of(self.primal)
+
+    @property
+    def explicit_sharding(self):  # (the primal's layout: see core/staging.py's ProgramTracer)
+        return explicit_sharding_of(self.primal)
 
     def full_lower(self):
         if type(self.tangent) is Zero:

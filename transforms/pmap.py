@@ -20,7 +20,7 @@ from ..core import caches
 from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.avals import ShapedArray
-from ..core.config import config
+from ..core.config import trace_context
 from ..core.ir import ClosedProgram, Equation, Program, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.sharding import pmap_sharding
@@ -433,7 +433,7 @@ class PmapFunction:
         if across_processes:
             leaves, size = _global_arguments(leaves, axes, devices, self.axis_name), len(devices)
         avals = tuple(_unmapped_aval(leaf, axis) for leaf, axis in zip(leaves, axes))
-        key = (in_tree, avals, axes, size, tuple((i, _hashable(v)) for i, v in static), config.enable_x64)
+        key = (in_tree, avals, axes, size, tuple((i, _hashable(v)) for i, v in static), *trace_context())
         traced = []
 
         def trace():
@@ -466,7 +466,7 @@ class PmapFunction:
             signature = tree.flatten_with_signature((args, kwargs), leaves, leaf_signature)
         except TracerArgument:
             return None
-        return (signature, config.enable_x64, config.default_device), leaves
+        return (signature, *trace_context()), leaves
 
     def _trace(self, static, in_tree, avals, size):
         static_positional = dict(static)

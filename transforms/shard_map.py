@@ -5,6 +5,9 @@ a per-shard program (each argument's dimensions divided by the mesh axes its Par
 mesh axes bound (`lax.collectives.extend_axis_env`) so that collectives over them are staged as equations.
 The primitive holds that program, the mesh and one spec per input and output; its params name the mesh, so
 a program holding it is compiled once for the mesh's devices (lowering/sharded.py), eagerly or under jit.
+Called outside every transformation, as in JAX, the function instead runs once in Python on per-device values
+(transforms/shard_map_eager.py), each operation compiled as such a primitive: `print(x)` in it shows each
+device's block.
 It lowers to an `sdy.manual_computation` whose body is the per-shard program, with the mesh axes in
 `module.axis_env` so that collectives lower to groups of partition ids in the mesh's device order.
 
@@ -24,16 +27,18 @@ import contextlib
 import functools
 import math
 
+import numpy as np
+
 from ..core import caches, dtypes
 from ..core import pytree as tree
 from ..core.ad_util import Zero, is_undefined, tangent_aval
-from ..core.config import config
+from ..core.config import trace_context
 from ..core.evaluation import eval_closed_program
 from ..core.ir import Equation, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
-from ..core.sharding import AxisType, Mesh, NamedSharding, P, current_mesh
+from ..core.sharding import AbstractMesh, AxisType, Mesh, NamedSharding, P, current_mesh
 from ..core.staging import hoist_tracer_consts, trace_to_closed_program, trace_to_program
-from ..core.trace import Tracer, get_aval_of
+from ..core.trace import Tracer, get_aval_of, is_tracing, trace_state
 from ..lax import collectives
 from ..lax.collectives import extend_axis_env
 from ..lax.elementwise import div
@@ -44,6 +49,7 @@ from ..lowering.sharded_array import ShardedArray
 from ..lowering.stablehlo import aval_type
 from .jvp import jvp_program
 from .partial_eval import partial_eval_program, partial_eval_rules
+from .shard_map_eager import run_eager
 from .transpose import transpose_program
 
 __all__ = ["shard_map", "Infer"]
@@ -158,14 +164,30 @@ register_lowering(shard_map_p, _shard_map_lowering)
 
 
 # --- residuals: values a forward shard_map hands to a later one ---------------------------------------------
-def _residual_spec(manual_axes):
-    """Each device's own residual, the blocks concatenated along dimension 0 over every manual axis."""
-    return P(manual_axes[0] if len(manual_axes) == 1 else tuple(manual_axes))
+def _except_spmd(manual_axes):
+    """The manual axes less those that an enclosing vmap splits its batch over (its spmd_axis_name): along those,
+    devices hold different batch elements, so the per-shard program's values are not to be laid out or summed
+    over them."""
+    from .vmap import BatchTrace
+
+    spmd = set()
+    for main in trace_state.stack:
+        if main.trace_type is BatchTrace and (name := main.global_data.spmd_name) is not None:
+            spmd.update(name if isinstance(name, tuple | list) else (name,))
+    return tuple(axis for axis in manual_axes if axis not in spmd)
+
+
+def _residual_spec(manual_axes, aval, check_vma):
+    """A residual's layout: its blocks concatenated along dimension 0 over the manual axes it varies over (its type's,
+    with check_vma; else every manual axis but an enclosing vmap's spmd axes, which the batch dimension it adds
+    splits), and the same along the others."""
+    axes = tuple(a for a in manual_axes if a in aval.vma) if check_vma else _except_spmd(manual_axes)
+    return P(axes[0] if len(axes) == 1 else axes or None)
 
 
 def _split_by_residuals(closed, mesh, unknowns, instantiate, manual_axes, check_vma):
     """Partial evaluation of a per-shard program, with rank-0 residuals given a dimension of size 1 (so that they
-    can be laid out per device). Returns (known, unknown, out_unknowns, residual global avals)."""
+    can be laid out per device). Returns (known, unknown, out_unknowns, residual specs, residual global avals)."""
     with _mesh_axes_bound(mesh, check_vma):
         known, unknown, out_unknowns, num_res = partial_eval_program(closed, unknowns, instantiate)
         n_known = len(known.out_avals) - num_res
@@ -182,9 +204,9 @@ def _split_by_residuals(closed, mesh, unknowns, instantiate, manual_axes, check_
             residual_avals = [a.update(shape=(1,)) if s else a for a, s in zip(known.out_avals[n_known:], scalars)]
             known = trace_to_closed_program(known_with_vectors, known.in_avals)
             unknown = trace_to_closed_program(unknown_from_vectors, residual_avals + unknown.in_avals[num_res:])
-    spec = _residual_spec(manual_axes)
-    residual_avals = [_unshard_aval(mesh, spec, a) for a in known.out_avals[len(known.out_avals) - num_res:]]
-    return known, unknown, out_unknowns, residual_avals
+    block_avals = known.out_avals[len(known.out_avals) - num_res:]
+    specs = tuple(_residual_spec(manual_axes, aval, check_vma) for aval in block_avals)
+    return known, unknown, out_unknowns, specs, [_unshard_aval(mesh, s, a) for s, a in zip(specs, block_avals)]
 
 
 # --- transformation rules -------------------------------------------------------------------------------------
@@ -199,11 +221,10 @@ def _shard_map_jvp(primals, tangents, program, mesh, in_specs, out_specs, manual
     n_in, n_out = len(primals), len(program.out_avals)
     with _mesh_axes_bound(mesh, check_vma):
         jvp_closed, out_nonzeros = jvp_program(program, nonzeros)
-    known, unknown, _, residual_avals = _split_by_residuals(
+    known, unknown, _, residual_specs, _ = _split_by_residuals(
         jvp_closed, mesh, [False] * n_in + [True] * sum(nonzeros), [False] * n_out + [True] * sum(out_nonzeros),
         manual_axes, check_vma)
     common = dict(mesh=mesh, manual_axes=manual_axes, check_vma=check_vma)
-    residual_specs = (_residual_spec(manual_axes),) * len(residual_avals)
     outs = shard_map_p.bind(*primals, program=known, in_specs=in_specs, out_specs=out_specs + residual_specs,
                             **common)
     primal_out, residuals = outs[:n_out], outs[n_out:]
@@ -221,10 +242,9 @@ def _shard_map_partial_eval(eqn, in_unknowns):
     own) and an unknown shard_map that takes them back."""
     params = dict(eqn.params)
     program, in_specs, out_specs = params.pop("program"), params.pop("in_specs"), params.pop("out_specs")
-    known, unknown, out_unknowns, residual_avals = _split_by_residuals(
+    known, unknown, out_unknowns, residual_specs, residual_avals = _split_by_residuals(
         program, params["mesh"], in_unknowns, False, params["manual_axes"], params["check_vma"])
     residuals = [Var(a) for a in residual_avals]
-    residual_specs = (_residual_spec(params["manual_axes"]),) * len(residuals)
     known_eqn = Equation(shard_map_p, list(_kept(eqn.inputs, in_unknowns, False)),
                          list(_kept(eqn.outvars, out_unknowns, False)) + residuals,
                          dict(params, program=known, in_specs=_kept(in_specs, in_unknowns, False),
@@ -239,9 +259,10 @@ def _shard_map_partial_eval(eqn, in_unknowns):
 def _share_of(ct, mesh, axes):
     """One device's share of a cotangent that every device along `axes` holds whole."""
     count = math.prod(mesh.shape[axis] for axis in axes)
-    if count == 1 or not dtypes.is_inexact(get_aval_of(ct).dtype):
+    dtype = get_aval_of(ct).dtype
+    if count == 1 or not dtypes.is_inexact(dtype):
         return ct
-    return div(ct, count)
+    return div(ct, np.array(count, dtype))
 
 
 def _shard_map_transpose(cts, *args, program, mesh, in_specs, out_specs, manual_axes, check_vma):
@@ -251,23 +272,44 @@ def _shard_map_transpose(cts, *args, program, mesh, in_specs, out_specs, manual_
     cotangents."""
     linear = [is_undefined(a) for a in args]
     nonzero_cts = [type(ct) is not Zero for ct in cts]
-    given = [ct if check_vma else _share_of(ct, mesh, _unmentioned(manual_axes, spec))
+    reduced_axes = _except_spmd(manual_axes)
+    given = [ct if check_vma else _share_of(ct, mesh, _unmentioned(reduced_axes, spec))
              for ct, spec, nz in zip(cts, out_specs, nonzero_cts) if nz]
     linear_specs = _kept(in_specs, linear)
     with _mesh_axes_bound(mesh, check_vma):
         transposed = transpose_program(program, linear, nonzero_cts)
         if check_vma:
+            transposed = _fanout_cotangents_summed(transposed, program, out_specs, nonzero_cts, manual_axes)
             return _bind_transposed(transposed, args, linear, nonzero_cts, given, mesh, in_specs, out_specs,
                                     manual_axes, check_vma)
 
         def summed_over_replicas(*values):
             outs = eval_closed_program(transposed, *values)
-            return [collectives.psum(ct, axes) if (axes := _unmentioned(manual_axes, spec)) else ct
+            return [collectives.psum(ct, axes) if (axes := _unmentioned(reduced_axes, spec)) else ct
                     for ct, spec in zip(outs, linear_specs)]
 
         transposed = trace_to_closed_program(summed_over_replicas, transposed.in_avals)
     return _bind_transposed(transposed, args, linear, nonzero_cts, given, mesh, in_specs, out_specs, manual_axes,
                             check_vma)
+
+
+def _fanout_cotangents_summed(transposed, program, out_specs, nonzero_cts, manual_axes):
+    """With check_vma, an output whose out_spec names axes its type does not vary over was implicitly pvary'd
+    (its one value fanned out to every device along them); the transpose of that fan-out sums the devices'
+    cotangents over those axes before they enter the transposed body."""
+    fanned = [tuple(axis for axis in manual_axes if axis in _named_axes_of(spec) and axis not in aval.vma)
+              for spec, aval, nonzero in zip(out_specs, program.out_avals, nonzero_cts) if nonzero]
+    if not any(fanned):
+        return transposed
+    n_other = len(transposed.in_avals) - len(fanned)
+
+    def summed(*values):
+        cts = [collectives.psum(ct, axes) if axes else ct for ct, axes in zip(values[n_other:], fanned)]
+        return eval_closed_program(transposed, *values[:n_other], *cts)
+
+    ct_avals = [aval.update(vma=aval.vma | frozenset(axes))
+                for aval, axes in zip(transposed.in_avals[n_other:], fanned)]
+    return trace_to_closed_program(summed, list(transposed.in_avals[:n_other]) + ct_avals)
 
 
 def _bind_transposed(transposed, args, linear, nonzero_cts, given, mesh, in_specs, out_specs, manual_axes, check_vma):
@@ -278,6 +320,24 @@ def _bind_transposed(transposed, args, linear, nonzero_cts, given, mesh, in_spec
     return [next(outs) if is_linear else None for is_linear in linear]
 
 
+def _explicit_batch_axes(values, dims, mesh):
+    """The Explicit mesh axes that the batch dimension of the vmapped arguments is split over: vmap then splits the
+    shard_map's batch over them, as with spmd_axis_name, so that the batch keeps its layout."""
+    from .jit import explicit_sharding_of
+
+    found = set()
+    for value, dim in zip(values, dims):
+        sharding = None if dim is None else explicit_sharding_of(value)
+        if sharding is None or dim >= len(sharding.spec) or sharding.spec[dim] is None:
+            continue
+        entry = sharding.spec[dim]
+        axes = tuple(entry) if isinstance(entry, tuple) else (entry,)
+        types = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_types))
+        if all(a in mesh.axis_names and types.get(a) == AxisType.Explicit for a in axes):
+            found.add(axes)
+    return found.pop() if len(found) == 1 else ()
+
+
 def _shard_map_batch(values, dims, axis, program, mesh, in_specs, out_specs, manual_axes, check_vma):
     """vmap of a shard_map: a shard_map of the batched per-shard program, the batch dimension not split (or, with
     vmap's spmd_axis_name, split over those mesh axes)."""
@@ -285,6 +345,11 @@ def _shard_map_batch(values, dims, axis, program, mesh, in_specs, out_specs, man
 
     spmd = axis.spmd_name
     spmd_axes = () if spmd is None else tuple(spmd) if isinstance(spmd, tuple | list) else (spmd,)
+    explicit = _explicit_batch_axes(values, dims, mesh)
+    if explicit and spmd_axes and explicit != spmd_axes:
+        raise ValueError(f"Only one of spmd_axis_name or arrays sharded on `Explicit` mesh axis type is allowed. Got "
+                         f"spmd_axis_name={spmd!r} and arrays sharded on {explicit}")
+    spmd_axes = spmd_axes or explicit
     entry = None if not spmd_axes else spmd_axes[0] if len(spmd_axes) == 1 else spmd_axes
     if set(spmd_axes) & set().union(*map(_named_axes_of, in_specs + out_specs)):
         raise ValueError("vmap spmd_axis_name cannot appear in shard_map in_specs or out_specs")
@@ -376,6 +441,24 @@ def _context_mesh(mesh):
     return mesh
 
 
+def _mesh_of_arguments(abstract, leaves):
+    """The concrete mesh a shard_map given an AbstractMesh runs over: the one its arguments are laid out on."""
+    meshes = []
+    for leaf in leaves:
+        sharding = (getattr(leaf, "explicit_sharding", None) if isinstance(leaf, Tracer)
+                    else getattr(leaf, "sharding", None) if type(leaf) is ShardedArray else None)
+        if isinstance(sharding, NamedSharding) and isinstance(sharding.mesh, Mesh):
+            meshes.append(sharding.mesh)
+    if not meshes:
+        raise ValueError("Please pass `numax.Array`s with a `NamedSharding` as input to `shard_map` when passing "
+                         "`AbstractMesh` to the mesh argument.")
+    for mesh in meshes:
+        if tuple(mesh.shape.items()) != abstract.shape_tuple:
+            raise ValueError(f"Mesh shape of the input {tuple(mesh.shape.items())} does not match the mesh shape "
+                             f"passed to shard_map {abstract.shape_tuple}")
+    return meshes[0]
+
+
 def _manual_axes(mesh, axis_names):
     if not isinstance(axis_names, frozenset | set):
         raise TypeError(f"`axis_names` argument of shard_map should be of type `frozenset` or `set`. Got type: "
@@ -406,18 +489,31 @@ def _check_specs(what, specs, manual_axes):
 
 
 def _specs_per_leaf(specs, values, what):
+    is_leaf = lambda x: x is None or isinstance(x, P)  # noqa: E731
     try:
-        return tree.broadcast_prefix_leaves(specs, values, is_leaf=lambda x: x is None or isinstance(x, P))
+        return tree.broadcast_prefix_leaves(specs, values, is_leaf=is_leaf)
     except ValueError as error:
+        where, problem = what, error
+        if what == "in_specs" and isinstance(specs, tuple) and len(specs) == len(values):  # name the argument
+            for k, (spec, value) in enumerate(zip(specs, values)):
+                try:
+                    tree.broadcast_prefix_leaves(spec, value, is_leaf=is_leaf)
+                except ValueError as inner:
+                    where, problem = f"{what}[{k}]", inner
+                    break
         values_name = "arguments" if what == "in_specs" else "outputs"
-        raise ValueError(f"shard_map {what} must be a tree prefix of the {values_name}: {error}") from None
+        raise ValueError(f"shard_map {where} must be a tree prefix of the {values_name}: {problem}") from None
 
 
 def _inferred_spec(leaf, mesh):
     if isinstance(leaf, Tracer):
-        raise NotImplementedError("shard_map with in_specs inferred from traced arguments: numax does not keep "
-                                  "shardings in the types of traced values; pass in_specs")
-    sharding = getattr(leaf, "sharding", None) if type(leaf) is ShardedArray else None
+        sharding = getattr(leaf, "explicit_sharding", None)
+        if sharding is None:
+            raise NotImplementedError("shard_map with in_specs inferred from a traced value: numax keeps the layout "
+                                      "of a jit's arguments in their types, not of values computed from them; pass "
+                                      "in_specs")
+    else:
+        sharding = getattr(leaf, "sharding", None) if type(leaf) is ShardedArray else None
     if isinstance(sharding, NamedSharding) and sharding.mesh == mesh:
         return sharding.spec
     return P()
@@ -428,10 +524,11 @@ def _check_arguments(fun, mesh, specs, avals):
         if len(spec) > aval.ndim:
             raise ValueError(
                 f"shard_map applied to the function '{_name(fun)}' was given an in_specs entry which is too long to "
-                f"be compatible with the corresponding input value: in_specs {spec} has length {len(spec)}, but "
-                f"argument {k} has shape {aval.str_short()}, which has rank {aval.ndim}. Entries in in_specs must be "
-                f"of length no greater than the number of axes in the corresponding input value"
-                + (" (for scalar values use P())." if aval.ndim == 0 else "."))
+                f"be compatible with the corresponding input value: in_specs[{k}] is {spec} which has length "
+                f"{len(spec)}, but argument {k} has shape {aval.str_short()}, which has rank {aval.ndim}. Entries in "
+                f"in_specs must be of length no greater than the number of axes in the corresponding input value."
+                + (" For scalar values (rank 0), consider using an in_specs entry of `P()`, where "
+                   "`P = numax.sharding.PartitionSpec`." if aval.ndim == 0 else ""))
         for dim, (size, count) in enumerate(zip(aval.shape, _blocks_per_dimension(mesh, spec, aval.ndim))):
             if size % count:
                 raise ValueError(
@@ -440,6 +537,27 @@ def _check_arguments(fun, mesh, specs, avals):
                     f"{aval.str_short()} corresponds to in_specs {spec}, which maps array axis {dim} (of size {size}) "
                     f"to mesh axes {_dimension_axes(spec, aval.ndim)[dim]} (of total size {count}), but {count} does "
                     f"not evenly divide {size}. The mesh has shape {dict(mesh.shape)}.")
+
+
+def _padded(spec, ndim):
+    return P(*(tuple(spec) + (None,) * (ndim - len(spec))))
+
+
+def _check_specs_match_layouts(in_specs, arguments, avals):
+    """On a mesh of Explicit axes an argument's layout is part of its type: JAX's ValueError when an in_spec asks
+    for another one (numax's traced values carry no layout, so only arrays are checked)."""
+    for spec, value, aval in zip(in_specs, arguments, avals):
+        if isinstance(value, Tracer):
+            continue
+        sharding = getattr(value, "sharding", None) if type(value) is ShardedArray else None
+        own = _padded(sharding.spec if isinstance(sharding, NamedSharding) else P(), aval.ndim)
+        asked = _padded(spec, aval.ndim)
+        if own != asked:
+            raise ValueError(
+                f"in_specs passed to shard_map: {asked} does not match the specs of the input: {own} for arg: "
+                f"{aval.str_short()}. `in_specs` is an optional argument so you can omit specifying it and shard_map "
+                "will infer the in_specs from the arguments. If you want to reshard your inputs, you can use "
+                "`numax.reshard` on the arguments and then pass those args to shard_map.")
 
 
 class ShardMapFunction:
@@ -453,9 +571,10 @@ class ShardMapFunction:
         self.traced = caches.ComputeOnceCache()
 
     def __call__(self, *args):
-        mesh = _context_mesh(self.mesh)
-        manual_axes = _manual_axes(mesh, self.axis_names)
         leaves, in_tree = tree.tree_flatten(args)
+        mesh = _context_mesh(_mesh_of_arguments(self.mesh, leaves) if isinstance(self.mesh, AbstractMesh)
+                             else self.mesh)
+        manual_axes = _manual_axes(mesh, self.axis_names)
         if self.in_specs is Infer:
             if not all(t == AxisType.Explicit for t in mesh.axis_types):
                 raise TypeError(f"shard_map in_specs argument must be a pytree of `numax.sharding.PartitionSpec` "
@@ -471,8 +590,15 @@ class ShardMapFunction:
         arguments = _kept(leaves, dynamic)
         avals = tuple(get_aval_of(leaf) for leaf in arguments)
         _check_arguments(self.fun, mesh, in_specs, avals)
+        if self.in_specs is not Infer and all(t == AxisType.Explicit for t in mesh.axis_types):
+            _check_specs_match_layouts(in_specs, arguments, avals)
         static = _kept(leaves, dynamic, False)
-        key = (in_tree, avals, in_specs, tuple(dynamic), mesh, config.enable_x64)
+        if not is_tracing() and not any(isinstance(leaf, Tracer) for leaf in leaves):
+            # Called outside every transformation: the body runs now, on each device's blocks, as in JAX.
+            return run_eager(self.fun, mesh, manual_axes, self.check_vma, in_tree, dynamic, static, in_specs,
+                             arguments, lambda out: tuple(_specs_per_leaf(self.out_specs, out, "out_specs")),
+                             functools.partial(self._check_outputs, mesh))
+        key = (in_tree, avals, in_specs, tuple(dynamic), mesh, *trace_context())
         traced = []
 
         def trace():
@@ -507,17 +633,23 @@ class ShardMapFunction:
                                                           for spec, aval in zip(in_specs, avals)])
         closed, hoisted = hoist_tracer_consts(program, consts)
         out_specs = tuple(out_info["specs"])
-        for k, (spec, aval) in enumerate(zip(out_specs, closed.out_avals)):
+        self._check_outputs(mesh, closed.out_avals, out_specs)
+        return closed, out_info["tree"], out_specs, tuple(hoisted)
+
+    def _check_outputs(self, mesh, avals, out_specs):
+        """shard_map's errors for outputs (of per-device types `avals`) that do not fit their out specs."""
+        for k, (spec, aval) in enumerate(zip(out_specs, avals)):
             if len(spec) > aval.ndim:
                 raise ValueError(
                     f"shard_map applied to the function '{_name(self.fun)}' was given an out_specs entry which is too "
-                    f"long to be compatible with the corresponding output value: out_specs {spec} has length "
-                    f"{len(spec)}, but output {k} has shape {aval.str_short()}, which has rank {aval.ndim}"
-                    + (". For rank 0 outputs which are not constant over the mesh, add at least one (singleton) "
-                       "axis to them so that they can be concatenated using out_specs." if aval.ndim == 0 else "."))
+                    f"long to be compatible with the corresponding output value: out_specs entry {k} is {spec} which "
+                    f"has length {len(spec)}, but output {k} has shape {aval.str_short()}, which has rank {aval.ndim}"
+                    + (". For scalar values (rank 0), consider using an out_specs entry of `P()`, where "
+                       "`P = numax.sharding.PartitionSpec`. In particular, for rank 0 outputs which are not constant "
+                       "over the mesh, add at least one (singleton) axis to them so that they can be concatenated "
+                       "using out_specs." if aval.ndim == 0 else "."))
         if self.check_vma:
-            _check_output_types(self.fun, mesh, closed.out_avals, out_specs)
-        return closed, out_info["tree"], out_specs, tuple(hoisted)
+            _check_output_types(self.fun, mesh, avals, out_specs)
 
     def __repr__(self):
         return f"<numax.shard_map of {_name(self.fun)}>"
@@ -533,9 +665,13 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     `check_vma=True` types the values of `f` by the mesh axes they may vary over (`numax.typeof(x)`'s
     `manual_axis_type.varying`, changed by collectives and `lax.pcast`) and checks that promise when `f` is
     traced (a ValueError names the output); gradients with respect to invariant values are then summed over
-    the devices. `check_vma=False` trusts the promise, and such gradients are each device's own. `mesh` defaults
-    to the one `numax.set_mesh` set; `in_specs` left out are read from the arguments' shardings (mesh axes of
-    type Explicit only). Used as `@shard_map(out_specs=..., ...)` when `f` is not given.
+    the devices. `check_vma=False` trusts the promise, and such gradients are each device's own. Called outside
+    jit (and every other transformation), `f` runs eagerly, as in JAX: its values are each device's blocks, which
+    `print` shows, and a value the same on every device is concrete (Python control flow may read it). On a mesh
+    of Explicit axes an argument's in_spec must match its layout (jax's ValueError). `mesh` defaults to the one
+    `numax.set_mesh` set; given an `AbstractMesh`, the call runs over the mesh of its arguments' NamedShardings
+    (which must have that shape); `in_specs` left out are read from the arguments' shardings (mesh axes of type Explicit
+    only). Used as `@shard_map(out_specs=..., ...)` when `f` is not given.
     """
     if f is None:
         return lambda fun: shard_map(fun, out_specs=out_specs, in_specs=in_specs, mesh=mesh, axis_names=axis_names,

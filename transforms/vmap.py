@@ -119,7 +119,14 @@ def _axes_of_leaves(axes, args, what, transform="vmap"):
     prefix = tree.tree_structure(axes, is_leaf=lambda x: x is None)
     try:
         subtrees = prefix.flatten_up_to(args)
-    except (TypeError, ValueError) as error:
+    except tree.PrefixMismatchError as error:
+        # jax names the spot as a path into the transform's argument: vmap's in_axes within the positional
+        # arguments, pmap's within (positional, keyword) arguments, as numax flattens both.
+        path = error.path[1:] if (transform, what) == ("vmap", "in_axes") else error.path
+        raise ValueError(f"{transform} {what} specification must be a tree prefix of the corresponding value, got "
+                         f"specification {axes} for value tree {tree.tree_structure(args)}: pytree structure "
+                         f"error at key path {transform} {what}{tree.keystr(path)}: {error}") from None
+    except TypeError as error:
         raise ValueError(f"{transform} {what} specification must be a tree prefix of the corresponding value, got "
                          f"specification {axes} for value tree {tree.tree_structure(args)}: {error}") from None
     axis_leaves = tree.tree_leaves(axes, is_leaf=lambda x: x is None)

@@ -14,6 +14,12 @@ the supported calling convention versions, and `symbolic_shape`:
 module's dynamic shapes are refined to the caller's static ones before compiling); `symbolic_args_specs`
 builds such structs for a pytree of arguments; `register_pytree_node_serialization` and
 `register_namedtuple_serialization` let other pytree node types cross serialization.
+
+A sharded function (jit's `in_shardings`/`out_shardings`, arrays laid out over devices, `ShapeDtypeStruct`s with a
+`sharding`) exports for `exported.nr_devices` devices; `exported.in_shardings_jax(mesh)` gives the shardings to
+place its arguments with on any mesh of the same shape (`_shardings.py`), and a call in a program over another
+number of devices raises jax's ValueError. numax library functions (`numax.numpy.cos`) export without `jit`, as
+jax's jitted ones do.
 """
 
 from ._exported import (  # noqa: F401
@@ -32,6 +38,7 @@ from ._pytree_serialization import (  # noqa: F401
 from ._shape_poly import (  # noqa: F401
     InconclusiveDimensionOperation,
     SymbolicScope,
+    is_symbolic_dim,
     symbolic_args_specs,
     symbolic_shape,
 )
@@ -39,5 +46,5 @@ from ._shape_poly import (  # noqa: F401
 __all__ = ["Exported", "export", "deserialize", "DisabledSafetyCheck", "default_export_platform",
            "minimum_supported_calling_convention_version", "maximum_supported_calling_convention_version",
            "SERIALIZATION_VERSION", "symbolic_shape", "symbolic_args_specs", "SymbolicScope",
-           "InconclusiveDimensionOperation", "register_namedtuple_serialization",
+           "InconclusiveDimensionOperation", "is_symbolic_dim", "register_namedtuple_serialization",
            "register_pytree_node_serialization"]

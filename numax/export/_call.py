@@ -4,7 +4,8 @@ It is lowered by pasting the module's functions into the enclosing module as pri
 its `main`, so eager calls (the primitive compiled alone) and calls inside jit share one path. Under vmap it
 runs once per example (the module has fixed shapes); it has no JVP rule: `Exported.call` wraps it in a
 `custom_vjp` whose backward pass calls the exported VJP. It takes and returns the module's types (`i1` where the
-`Exported` has float0).
+`Exported` has float0). A sharded export's arguments and results are constrained to its shardings around the
+call (`_shardings.py`).
 """
 
 import itertools
@@ -16,6 +17,7 @@ from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type
 from ._platforms import NUMAX_PLATFORMS, platform_index_operands
 from ._shape_binding import bind_dimensions, substitute_shape
+from ._shardings import check_device_count, constrained, paste_meshes
 
 call_exported_p = Primitive("call_exported", multiple_results=True)
 
@@ -45,22 +47,27 @@ def _lower_call_exported(ctx, *args, exported):
     if platform not in exported.platforms:
         raise ValueError(f"Function {exported.fun_name!r} was exported for platforms {exported.platforms} and "
                          f"cannot run on {platform!r}: export it with platforms=({platform!r},)")
+    check_device_count(exported, ctx.module)
     static = all(is_static_shape(a.shape) for a in exported.in_avals)
     # A shape-polymorphic module gets a copy per call: refining its shapes specializes it to the call's.
     prefix = exported.symbol_prefix if static else symbol_prefix(exported.fun_name)
     main = prefix + "main"
     if main not in ctx.module.functions:
-        ctx.module.functions[main] = xla.private_functions(exported.mlir_module(), prefix)
+        text = exported.mlir_module()
+        ctx.module.functions[main] = paste_meshes(ctx.module, text, xla.private_functions(text, prefix), prefix)
+    args = constrained(ctx, args, ctx.avals_in, exported._in_named_shardings)
     kept = exported.module_kept_var_idx  # jax drops unused arguments from `main`
     args, kept_avals = [args[i] for i in kept], [exported._module_in_avals[i] for i in kept]
     index = platform_index_operands(ctx, exported, platform)
     if static:
-        return ctx.builder.op("func.call", index + args, [aval_type(a) for a in ctx.avals_out], {"callee": f"@{main}"})
-    # As JAX does: static arguments converted to the module's dynamic types, results back to static ones.
-    args = [_converted(ctx.builder, x, aval_type(a)) for x, a in zip(args, kept_avals)]
-    outs = ctx.builder.op("func.call", index + args, [aval_type(a) for a in exported._module_out_avals],
-                          {"callee": f"@{main}"})
-    return [_converted(ctx.builder, x, aval_type(a)) for x, a in zip(outs, ctx.avals_out)]
+        outs = ctx.builder.op("func.call", index + args, [aval_type(a) for a in ctx.avals_out], {"callee": f"@{main}"})
+    else:
+        # As JAX does: static arguments converted to the module's dynamic types, results back to static ones.
+        args = [_converted(ctx.builder, x, aval_type(a)) for x, a in zip(args, kept_avals)]
+        outs = ctx.builder.op("func.call", index + args, [aval_type(a) for a in exported._module_out_avals],
+                              {"callee": f"@{main}"})
+        outs = [_converted(ctx.builder, x, aval_type(a)) for x, a in zip(outs, ctx.avals_out)]
+    return constrained(ctx, outs, ctx.avals_out, exported._out_named_shardings)
 
 
 def _converted(builder, value, type_text):

@@ -6,7 +6,14 @@ Differentiation follows jax.export: `Exported.call` is a `custom_vjp` whose back
 blob written with `serialize(vjp_order=k)` carries k orders of VJP, so it can be differentiated k times; one more
 raises jax's ValueError "No VJP is available". The cotangents of integer and bool values are float0 (in the
 `in_avals`/`out_avals` of a VJP), which a StableHLO module holds as `i1` tensors of the same shape, as jax's do.
+
+A sharded function (arguments laid out by jit's `in_shardings`, by `ShapeDtypeStruct(sharding=...)` or by their
+own layout) exports for `nr_devices` devices, with the sharding of each leaf (`_shardings.py`); its VJP takes
+and gives the cotangents with the shardings of the values they are cotangents of.
 """
+
+import types
+import typing
 
 import numpy as np
 
@@ -18,10 +25,12 @@ from ..core.evaluation import eval_closed_program
 from ..core.trace import Tracer
 from ..lax.shapes import full
 from ..lowering import xla
-from ..transforms.jit import JitFunction, ShapeDtypeStruct
+from ..transforms.jit import JitFunction, ShapeDtypeStruct, jit
+from . import _shardings
 from ._call import call_exported_p, symbol_prefix
+from ._custom_calls import check_custom_calls
 from ._platforms import GENERIC_PLATFORMS, NUMAX_PLATFORMS, lower_for_platforms
-from ._shape_binding import bind_dimensions
+from ._shape_binding import bind_dimensions, check_solvable
 
 # The version of jax's calling convention that numax's modules follow (jax.export reads 9 and 10): `main`
 # takes the kept argument leaves (no platform index, dimension or effect token arguments) and returns the
@@ -33,7 +42,8 @@ maximum_supported_calling_convention_version = 10
 
 class DisabledSafetyCheck:
     """jax's safety check that an export skips: `platform()` lets the module run on a platform it was not
-    exported for; `custom_call(target)` and `shape_assertions()` are recorded (numax makes neither check)."""
+    exported for; `custom_call(target)` lets the module call that custom-call target (`_custom_calls.py`);
+    `shape_assertions()` is recorded (numax makes no such check)."""
 
     def __init__(self, _impl: str):
         self._impl = _impl  # "platform", "shape_assertions" or "custom_call:<target>", as jax serializes it
@@ -79,11 +89,15 @@ class Exported:
     `out_avals` are the result's. `platforms` are the ones the module was lowered for ("cpu", "cuda").
     As in JAX, `module_kept_var_idx` are the indices of the `in_avals` leaves that the module's `main` takes
     (jax drops unused arguments; numax keeps all), and `calling_convention_version`, `nr_devices`,
-    `uses_global_constants` and `disabled_safety_checks` (`DisabledSafetyCheck`s) describe the module for jax."""
+    `uses_global_constants` and `disabled_safety_checks` (`DisabledSafetyCheck`s) describe the module for jax.
+    `nr_devices` is the number of devices the module was lowered for; `in_shardings_jax(mesh)` and
+    `out_shardings_jax(mesh)` give each leaf's sharding on a mesh of the export mesh's shape (None:
+    unspecified). As in jax's exports since 2026, `in_shardings_hlo` and `out_shardings_hlo` are all None."""
 
     def __init__(self, fun_name, in_tree, in_avals, out_tree, out_avals, platforms, module_text, *, vjp=None,
                  make_vjp=None, module_kept_var_idx=None, calling_convention_version=CALLING_CONVENTION_VERSION,
-                 nr_devices=1, uses_global_constants=False, disabled_safety_checks=()):
+                 nr_devices=1, uses_global_constants=False, disabled_safety_checks=(), in_shardings=None,
+                 out_shardings=None):
         self.fun_name = fun_name
         self.in_tree, self.in_avals = in_tree, tuple(in_avals)
         self.out_tree, self.out_avals = out_tree, tuple(out_avals)
@@ -92,6 +106,11 @@ class Exported:
         self.module_kept_var_idx = all_leaves if module_kept_var_idx is None else tuple(module_kept_var_idx)
         self.calling_convention_version = calling_convention_version
         self.nr_devices = nr_devices
+        # Each leaf's sharding, a NamedSharding over an AbstractMesh or None (unspecified), as jax keeps them
+        self._in_named_shardings = tuple(in_shardings or (None,) * len(self.in_avals))
+        self._out_named_shardings = tuple(out_shardings or (None,) * len(self.out_avals))
+        self.in_shardings_hlo = (None,) * len(self.in_avals)
+        self.out_shardings_hlo = (None,) * len(self.out_avals)
         # jax's flag: the module has a platform index argument or symbolic shapes, which a caller refines
         self.uses_global_constants = uses_global_constants or len(self.platforms) > 1 or not all(
             is_static_shape(a.shape) for a in self.in_avals)
@@ -114,7 +133,17 @@ class Exported:
     @property
     def mlir_module_serialized(self) -> bytes:
         """The module as a StableHLO portable artifact (MLIR bytecode), as serialized blobs hold it."""
-        return xla.serialize_portable_artifact(self.mlir_module())
+        return portable_artifact(self.mlir_module())
+
+    def in_shardings_jax(self, mesh):
+        """The sharding of each argument leaf on `mesh` (a Mesh or AbstractMesh of the export mesh's axis sizes,
+        names and types; ValueError otherwise), None where unspecified: for `device_put` or jit's
+        `in_shardings`."""
+        return tuple(_shardings.on_mesh(s, mesh) for s in self._in_named_shardings)
+
+    def out_shardings_jax(self, mesh):
+        """The sharding of each result leaf on `mesh`, as `in_shardings_jax`."""
+        return tuple(_shardings.on_mesh(s, mesh) for s in self._out_named_shardings)
 
     def has_vjp(self) -> bool:
         return self._vjp is not None or self._make_vjp is not None
@@ -192,7 +221,11 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
     """`export(numax.jit(f))(*args)`: an `Exported` of `f` for these arguments (arrays or ShapeDtypeStructs;
     static arguments as the jit function declares them). `platforms`: where it will run ("cpu", "cuda", or a
     sequence of them: one module dispatching on the platform it runs on); by default the default backend's.
-    `disabled_checks`: `DisabledSafetyCheck`s the export skips (and its VJPs too)."""
+    `disabled_checks`: `DisabledSafetyCheck`s the export skips (and its VJPs too).
+
+    numax's own library functions (`numax.numpy.cos`, ...) export as they are, as jax's jitted ones do."""
+    if _is_library_function(fun_jit):
+        fun_jit = jit(fun_jit)
     if not isinstance(fun_jit, JitFunction):
         raise ValueError(f"Function to be exported must be the result of `jit` but is: {fun_jit!r} (wrap it with "
                          "numax.jit)")
@@ -203,10 +236,57 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
 
     def do_export(*args, **kwargs):
         lowered = fun_jit.lower(*args, **kwargs)
+        check_solvable(lowered.closed, lowered.in_tree)  # jax's errors, naming the leaves
         return _exported_program(lowered.name, lowered.closed, lowered.in_tree, lowered.out_tree, platforms,
-                                 disabled_checks)
+                                 disabled_checks, _sharding_of(fun_jit, lowered, args, kwargs))
 
     return do_export
+
+
+def _is_library_function(fun):
+    """numax's own functions (numax.numpy's, numax.lax's, ...), which jax's counterparts are jitted (a user's
+    custom_jvp or partial object is not one, even though its class is numax's)."""
+    return isinstance(fun, types.FunctionType) and (fun.__module__ or "").startswith("numax.")
+
+
+class _Sharding(typing.NamedTuple):
+    """How an exported program is laid out: the devices it is lowered over (None: one device or an abstract
+    mesh), their number, and each argument's and result's recorded sharding (None: all unspecified)."""
+    devices: list | None
+    nr_devices: int
+    in_shardings: tuple | None
+    out_shardings: tuple | None
+
+
+_UNSHARDED = _Sharding(None, 1, None, None)
+
+
+def _sharding_of(fun_jit, lowered, args, kwargs):
+    """The `_Sharding` of an export: each argument leaf's from jit's `in_shardings`, else its own (an array's
+    layout over several devices, a ShapeDtypeStruct's `sharding`); each result's from jit's `out_shardings`."""
+    program = lowered.closed.program
+    leaves = tree.tree_leaves(fun_jit._split(args, kwargs)[:2])
+    asked = lowered.in_shardings or [None] * len(leaves)
+    in_shardings = [a if a is not None else getattr(leaf, "sharding", None) if isinstance(leaf, ShapeDtypeStruct)
+                    else None for a, leaf in zip(asked, leaves)]  # (an array's own layout is in `asked`)
+    out_shardings = list(lowered.out_shardings or [None] * len(program.out_avals))
+    mesh, nr_devices = _shardings.export_mesh(program, in_shardings, out_shardings)
+    if nr_devices == 1 and mesh is None:
+        return _UNSHARDED
+    return _Sharding(None if mesh is None else list(mesh.devices.flat), nr_devices,
+                     tuple(map(_shardings.abstract_sharding, in_shardings, program.in_avals)),
+                     tuple(map(_shardings.abstract_sharding, out_shardings, program.out_avals)))
+
+
+def portable_artifact(text):
+    """A module's StableHLO portable artifact; a module with Shardy meshes is serialized as jax serializes
+    one, with the Shardy dialect beside VHLO (which `deserialize_portable_artifact` reads)."""
+    if "sdy.mesh" not in text:
+        return xla.serialize_portable_artifact(text)
+    from jaxlib import _jax
+    from jaxlib.mlir.dialects import stablehlo
+
+    return bytes(_jax.mlir.serialize_portable_artifact(text, stablehlo.get_current_version(), True))
 
 
 def _checked_platforms(platforms):
@@ -222,26 +302,30 @@ def _checked_platforms(platforms):
     return platforms
 
 
-def _exported_program(name, closed, in_tree, out_tree, platforms, disabled_checks, in_avals=None, out_avals=None):
-    """The Exported of a closed program (its constants written into the module). `in_avals`/`out_avals`: the
-    avals the Exported shows when they differ from the program's (float0 where the program has bool)."""
-    text, modules = lower_for_platforms(closed, name, platforms)
+def _exported_program(name, closed, in_tree, out_tree, platforms, disabled_checks, sharding=_UNSHARDED,
+                      in_avals=None, out_avals=None):
+    """The Exported of a closed program (its constants written into the module), laid out by `sharding`.
+    `in_avals`/`out_avals`: the avals the Exported shows when they differ from the program's (float0 where the
+    program has bool)."""
+    text, modules = lower_for_platforms(closed, name, platforms, sharding.devices)
     if any(module.host_callbacks for module in modules):
         raise ValueError(f"export: {name!r} calls back into Python (a callback, debug.print), which a "
                          "serialized module cannot hold")
+    check_custom_calls(text, disabled_checks)
     in_avals = closed.program.in_avals if in_avals is None else in_avals
     out_avals = closed.program.out_avals if out_avals is None else out_avals
     return Exported(name, in_tree, in_avals, out_tree, out_avals, platforms, text,
-                    make_vjp=lambda: _export_vjp(name, closed, in_avals, out_avals, platforms, disabled_checks),
-                    disabled_safety_checks=disabled_checks)
+                    make_vjp=lambda: _export_vjp(name, closed, in_avals, out_avals, platforms, disabled_checks,
+                                                 sharding),
+                    disabled_safety_checks=disabled_checks, nr_devices=sharding.nr_devices,
+                    in_shardings=sharding.in_shardings, out_shardings=sharding.out_shardings)
 
 
-def _export_vjp(name, closed, in_avals, out_avals, platforms, disabled_checks):
+def _export_vjp(name, closed, in_avals, out_avals, platforms, disabled_checks, sharding):
     """The Exported of `(primals..., cotangents...) -> primal cotangents` for a closed program with avals
     `in_avals -> out_avals`. As in jax, a cotangent of an integer or bool value has dtype float0: the module
     takes and returns it as i1 zeros; only the inexact primals are differentiated."""
     from ..transforms.autodiff import vjp
-    from ..transforms.jit import jit
 
     num_primals = len(in_avals)
     inexact = [i for i, aval in enumerate(in_avals) if is_differentiable(aval)]
@@ -264,8 +348,11 @@ def _export_vjp(name, closed, in_avals, out_avals, platforms, disabled_checks):
     vjp_out_avals = tuple(map(tangent_aval, in_avals))
     structs = [ShapeDtypeStruct(a.shape, a.dtype) for a in map(_module_aval, vjp_in_avals)]
     lowered = jit(flat_vjp).lower(*structs)
+    if sharding.in_shardings is not None:  # cotangents laid out as the values they are cotangents of
+        sharding = sharding._replace(in_shardings=sharding.in_shardings + sharding.out_shardings,
+                                     out_shardings=sharding.in_shardings)
     return _exported_program(f"vjp_{name}", lowered.closed, lowered.in_tree, lowered.out_tree, platforms,
-                             disabled_checks, vjp_in_avals, vjp_out_avals)
+                             disabled_checks, sharding, vjp_in_avals, vjp_out_avals)
 
 
 def _module_aval(aval):

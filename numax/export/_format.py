@@ -1,29 +1,34 @@
-"""numax's serialization format for `Exported` (format version 3).
+"""numax's serialization format for `Exported` (format version 4).
 
 A blob is a fixed header, a JSON metadata block, then StableHLO portable artifacts, all little-endian:
 
     bytes 0-7    magic b"NUMAXEXP"
-    bytes 8-11   format version (uint32): 3
+    bytes 8-11   format version (uint32): 4
     bytes 12-15  metadata length in bytes (uint32)
     bytes 16-19  CRC-32 of everything after the header (uint32)
     metadata     UTF-8 JSON: {"functions": [function, ...]}; functions[0] is the exported function and
                  functions[k] its k-th order VJP. A function is {"fun_name", "platforms", "in_tree", "in_avals",
                  "out_tree", "out_avals", "artifact_size"} and, for a module that drops unused arguments (as
                  jax's do), "module_kept_var_idx" (the argument leaves `main` takes), and, when the export
-                 skips safety checks, "disabled_checks" (as jax names them: "platform", "custom_call:<target>").
+                 skips safety checks, "disabled_checks" (as jax names them: "platform", "custom_call:<target>"),
+                 and, for a sharded export, "nr_devices" and "in_shardings"/"out_shardings" (one per leaf: null,
+                 unspecified, or {"mesh": [axis sizes, axis names, axis type names], "spec": [entry, ...]}, an
+                 entry null, an axis name or a list of them; see `_shardings.py`).
                  An aval is [shape, dtype name ("float0" for the cotangents of integers in a VJP), weak_type],
                  where a symbolic dimension of a shape-polymorphic export is a string ("b", "2*b"). A tree is
                  "leaf", null (None), {"tuple": [tree, ...]}, {"list": [...]}, {"dict": [[keys], [...]]}
                  (string keys, sorted) or {"custom": [serialized name, auxiliary data in base64, [...]]} (a
                  node type registered with `register_pytree_node_serialization`, `_pytree_serialization.py`).
-    artifacts    each function's StableHLO portable artifact (MLIR bytecode), in order, `artifact_size` each.
+    artifacts    each function's StableHLO portable artifact (MLIR bytecode), in order, `artifact_size` each
+                 (a module with Shardy meshes holds the Shardy dialect beside VHLO, as jax's do).
 
 Version 2 added symbolic dimensions (strings in shapes), "module_kept_var_idx", and modules for several
-platforms (whose `main` takes a platform index first); version 3 added "custom" tree nodes. A blob using none
-of what a version added reads as in the version before, so numax reads them all (tests/data/export_v1.bin and
-export_v2.bin check it), and an older numax refuses a newer blob by its version instead of failing on a field
-it does not know. StableHLO reads artifacts of older StableHLO versions. `deserialize` also reads jax.export's
-format (`_jax_format.py`). Deserializing compiles the module: load only blobs you trust.
+platforms (whose `main` takes a platform index first); version 3 added "custom" tree nodes; version 4 added
+shardings and Shardy in the artifacts. A blob using none of what a version added reads as in the version before,
+so numax reads them all (tests/data/export_v<N>.bin check it), and an older numax refuses a newer blob by its
+version instead of failing on a field it does not know. StableHLO reads artifacts of older StableHLO versions.
+`deserialize` also reads jax.export's format (`_jax_format.py`). Deserializing compiles the module: load only
+blobs you trust.
 """
 
 import base64
@@ -38,12 +43,13 @@ from ..core import pytree as tree
 from ..core.avals import ShapedArray
 from ..lowering import xla
 from ..transforms.jit import ShapeDtypeStruct
+from . import _shardings
 from ._exported import Exported
 from ._pytree_serialization import deserialized_node, serialized_node
 from ._shape_poly import parse_dim
 
 MAGIC = b"NUMAXEXP"
-SERIALIZATION_VERSION = 3
+SERIALIZATION_VERSION = 4
 _HEADER = struct.Struct("<8sIII")
 
 
@@ -51,7 +57,7 @@ def serialize(exported, vjp_order=0) -> bytes:
     functions = [exported]
     for _ in range(vjp_order):
         functions.append(vjp_for_serialization(functions[-1]))
-    artifacts = [xla.serialize_portable_artifact(f.mlir_module()) for f in functions]
+    artifacts = [f.mlir_module_serialized for f in functions]
     metadata = json.dumps({"functions": [_describe_function(f, len(a)) for f, a in zip(functions, artifacts)]},
                           sort_keys=True).encode()
     payload = metadata + b"".join(artifacts)
@@ -101,7 +107,7 @@ def _describe_function(exported, artifact_size):
             "in_tree": _describe_tree(exported.in_tree), "in_avals": [_describe_aval(a) for a in exported.in_avals],
             "out_tree": _describe_tree(exported.out_tree),
             "out_avals": [_describe_aval(a) for a in exported.out_avals], "artifact_size": artifact_size,
-            **_describe_kept_vars(exported), **_describe_disabled_checks(exported)}
+            **_describe_kept_vars(exported), **_describe_disabled_checks(exported), **_describe_shardings(exported)}
 
 
 def _describe_kept_vars(exported):
@@ -118,6 +124,18 @@ def _describe_disabled_checks(exported):
         else {}
 
 
+def _describe_shardings(exported):
+    """The keys "nr_devices", "in_shardings" and "out_shardings", only for a sharded export."""
+    described = {}
+    if exported.nr_devices != 1:
+        described["nr_devices"] = exported.nr_devices
+    for key, recorded in (("in_shardings", exported._in_named_shardings),
+                          ("out_shardings", exported._out_named_shardings)):
+        if any(s is not None for s in recorded):
+            described[key] = [_shardings.describe(s) for s in recorded]
+    return described
+
+
 def _function_of(description, artifact):
     text = xla.deserialize_portable_artifact(artifact)
     in_avals = [_aval_of(a) for a in description["in_avals"]]
@@ -125,7 +143,14 @@ def _function_of(description, artifact):
     return Exported(description["fun_name"], _tree_of(description["in_tree"], in_avals), in_avals,
                     _tree_of(description["out_tree"], out_avals), out_avals, description["platforms"], text,
                     module_kept_var_idx=description.get("module_kept_var_idx"),
-                    disabled_safety_checks=description.get("disabled_checks", ()))
+                    disabled_safety_checks=description.get("disabled_checks", ()),
+                    nr_devices=description.get("nr_devices", 1),
+                    in_shardings=_shardings_of(description, "in_shardings"),
+                    out_shardings=_shardings_of(description, "out_shardings"))
+
+
+def _shardings_of(description, key):
+    return [_shardings.parse(s) for s in description[key]] if key in description else None
 
 
 def _describe_aval(aval):

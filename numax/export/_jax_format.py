@@ -7,8 +7,9 @@ version field 3, calling convention 10):
 
 - avals are listed in full (`in_avals`, `out_avals`) and again as indices into `unique_avals`; a dimension is
   a string (an integer, or a symbolic expression in jax's syntax);
-- shardings are indices into `unique_named_shardings`, 0 meaning unspecified; numax writes unspecified
-  shardings, also as empty `Sharding` tables in the older `in_shardings`/`out_shardings` lists;
+- shardings are indices into `unique_named_shardings`, 0 meaning unspecified (jax wrote a `Sharding` table per
+  leaf before version 10: numax reads its named sharding, and writes empty ones for older readers); a
+  NamedSharding holds its AbstractMesh (and, since version 10, its index in `unique_abstract_meshes`);
 - the module is a StableHLO portable artifact whose `main` takes only the argument leaves listed in
   `module_kept_var_idx` (jax drops unused ones);
 - the VJP is a nested `Exported` taking (primal leaves..., output cotangent leaves...).
@@ -22,6 +23,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
+from ..core.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec
 from ..lowering import xla
 from . import _flatbuffer as fb
 from ._exported import Exported
@@ -55,6 +57,15 @@ class _Slot:
     class NamedSharding:
         mesh, spec, memory_kind, abstract_mesh_idx = range(4)
 
+    class AbstractMesh:
+        axis_sizes, axis_names, axis_types, abstract_device = range(4)
+
+    class PartitionSpec:
+        partitions, reduced, unreduced = range(3)
+
+    class PartitionSpecOneAxis:
+        axes = 0
+
     class DisabledSafetyCheck:
         kind, custom_call_target = range(2)
 
@@ -63,6 +74,8 @@ _TREE_KINDS = ["leaf", "none", "tuple", "list", "dict", "custom"]
 _SHAPED_ARRAY = 0  # AbstractValueKind; 1 is a token
 _MEMORY_SPACES = {0: "device", 1: "device", 2: "host", 3: "any"}  # 0: written before memory spaces existed
 _SAFETY_CHECK_KINDS = ["platform", "custom_call", "shape_assertions"]
+_AXIS_TYPES = {0: AxisType.Auto, 1: AxisType.Auto, 2: AxisType.Explicit, 3: AxisType.Manual}  # 0: written before
+_ENUM_OF_AXIS_TYPE = {AxisType.Auto: 1, AxisType.Explicit: 2, AxisType.Manual: 3}  # axis types existed
 
 # jax's DType enum, in enum order; the key types (27-29) have no numax dtype.
 _DTYPE_NAMES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
@@ -123,7 +136,9 @@ def _read_exported(root):
         module_kept_var_idx=root.scalar_vector(slot.module_kept_var_idx, "u2").tolist(),
         calling_convention_version=root.scalar(slot.calling_convention_version, "H"),
         nr_devices=_nr_devices(root), uses_global_constants=root.scalar(slot.uses_global_constants, "?", False),
-        disabled_safety_checks=[_read_safety_check(t) for t in root.tables(slot.disabled_checks)])
+        disabled_safety_checks=[_read_safety_check(t) for t in root.tables(slot.disabled_checks)],
+        in_shardings=_read_shardings(root, slot.in_shardings_idxs, slot.in_shardings, len(in_avals)),
+        out_shardings=_read_shardings(root, slot.out_shardings_idxs, slot.out_shardings, len(out_avals)))
     if vjp_table is not None:
         exported._vjp = _read_exported(vjp_table)
     return exported
@@ -148,33 +163,67 @@ def _check_supported(root, fun_name):
     if version not in _CALLING_CONVENTIONS:
         raise NotImplementedError(f"jax.export of {fun_name!r}: calling convention version {version} is not one "
                                   f"numax runs ({', '.join(map(str, _CALLING_CONVENTIONS))})")
-    if _nr_devices(root) > 1:
-        raise NotImplementedError(f"jax.export of {fun_name!r} was exported for {_nr_devices(root)} devices; "
-                                  "numax runs single-device exports only for now")
     for effects_slot, kind in ((slot.ordered_effects, "ordered"), (slot.unordered_effects, "unordered")):
         if root.tables(effects_slot):
             names = [effect.string(0) for effect in root.tables(effects_slot)]
             raise NotImplementedError(f"jax.export of {fun_name!r} has {kind} effects {names}, which numax "
                                       "cannot run: export a function without side effects")
-    unique_shardings = root.tables(slot.unique_named_shardings)
-    for idxs_slot in (slot.in_shardings_idxs, slot.out_shardings_idxs):
-        for index in root.scalar_vector(idxs_slot, "u4").tolist():
-            if index and index <= len(unique_shardings):
-                _check_one_device_sharding(unique_shardings[index - 1], fun_name)
-            elif index:
-                raise fb.FlatBufferError(f"sharding index {index} is out of range")
-    if not root.has(slot.in_shardings_idxs):  # written before version 10: a Sharding table per leaf
-        for sharding in root.tables(slot.in_shardings) + root.tables(slot.out_shardings):
-            if sharding.has(_Slot.Sharding.named_sharding):
-                _check_one_device_sharding(sharding.table(_Slot.Sharding.named_sharding), fun_name)
+    named = root.tables(slot.unique_named_shardings) + [
+        sharding.table(_Slot.Sharding.named_sharding) for sharding in root.tables(slot.in_shardings)
+        + root.tables(slot.out_shardings) if sharding.has(_Slot.Sharding.named_sharding)]
+    for named_sharding in named:
+        memory_kind = named_sharding.string(_Slot.NamedSharding.memory_kind)
+        if memory_kind not in (None, "device"):
+            raise NotImplementedError(f"jax.export of {fun_name!r} places a value in memory kind {memory_kind!r}; "
+                                      "numax runs exports whose values live in device memory only")
+    if _nr_devices(root) > 1 and not named:
+        raise NotImplementedError(f"jax.export of {fun_name!r} was exported for {_nr_devices(root)} devices with "
+                                  "its shardings as HLO sharding protos (before 2026), which numax cannot read: "
+                                  "re-export it with jax 0.10")
 
 
-def _check_one_device_sharding(named_sharding, fun_name):
-    """On one device every sharding is replication; only a memory kind other than the device's matters."""
-    memory_kind = named_sharding.string(_Slot.NamedSharding.memory_kind)
-    if memory_kind not in (None, "device"):
-        raise NotImplementedError(f"jax.export of {fun_name!r} places a value in memory kind {memory_kind!r}; "
-                                  "numax runs exports whose values live in device memory only")
+def _read_shardings(root, idxs_slot, tables_slot, count):
+    """Each leaf's sharding (a NamedSharding over an AbstractMesh, or None), or None when all are unspecified."""
+    slot = _Slot.Exported
+    if root.has(idxs_slot):
+        meshes = [_read_mesh(table) for table in root.tables(slot.unique_abstract_meshes)]
+        unique = [_read_named_sharding(table, meshes) for table in root.tables(slot.unique_named_shardings)]
+        indices = root.scalar_vector(idxs_slot, "u4").tolist()
+        if any(index > len(unique) for index in indices):
+            raise fb.FlatBufferError("a sharding index is out of range")
+        shardings = [unique[index - 1] if index else None for index in indices]
+    else:  # written before version 10: a Sharding table per leaf
+        shardings = [_read_named_sharding(table.table(_Slot.Sharding.named_sharding), [])
+                     if table.has(_Slot.Sharding.named_sharding) else None for table in root.tables(tables_slot)]
+    if len(shardings) != count and any(shardings):
+        raise fb.FlatBufferError(f"{len(shardings)} shardings for {count} values")
+    return shardings if any(s is not None for s in shardings) else None
+
+
+def _read_named_sharding(table, meshes):
+    slot = _Slot.NamedSharding
+    if meshes:
+        index = table.scalar(slot.abstract_mesh_idx, "I")
+        if index >= len(meshes):
+            raise fb.FlatBufferError("an abstract mesh index is out of range")
+        mesh = meshes[index]
+    else:
+        mesh = _read_mesh(_required_table(table, slot.mesh, "mesh"))
+    spec = _required_table(table, slot.spec, "spec")
+    partitions = [tuple(axis.strings(_Slot.PartitionSpecOneAxis.axes))
+                  for axis in spec.tables(_Slot.PartitionSpec.partitions)]
+    entries = [None if not axes else axes[0] if len(axes) == 1 else axes for axes in partitions]
+    return NamedSharding(mesh, PartitionSpec(*entries, reduced=frozenset(spec.strings(_Slot.PartitionSpec.reduced)),
+                                             unreduced=frozenset(spec.strings(_Slot.PartitionSpec.unreduced))))
+
+
+def _read_mesh(table):
+    slot = _Slot.AbstractMesh
+    kinds = table.scalar_vector(slot.axis_types, "i1").tolist()
+    if any(kind not in _AXIS_TYPES for kind in kinds):
+        raise fb.FlatBufferError(f"unknown axis types {kinds}")
+    return AbstractMesh(table.scalar_vector(slot.axis_sizes, "u4").tolist(), table.strings(slot.axis_names),
+                        tuple(_AXIS_TYPES[kind] for kind in kinds) or None)
 
 
 def _read_avals(root, idxs_slot, full_slot, fun_name):
@@ -260,12 +309,14 @@ def serialize(exported, vjp_order=0) -> bytes:
 
 def _write_exported(builder, exported, vjp_order):
     slot = _Slot.Exported
-    if exported.nr_devices != 1:
-        raise NotImplementedError("serialize(format='jax'): numax writes single-device exports only for now")
     avals = [*exported.in_avals, *exported.out_avals]
     unique_avals = list(dict.fromkeys((a.shape, np.dtype(a.dtype)) for a in avals))
     aval_index = {aval: i for i, aval in enumerate(unique_avals)}
     unspecified_sharding = builder.table()
+    shardings = [*exported._in_named_shardings, *exported._out_named_shardings]
+    unique_shardings = list(dict.fromkeys(s for s in shardings if s is not None))
+    unique_meshes = list(dict.fromkeys(s.mesh for s in unique_shardings))
+    sharding_index = {s: i + 1 for i, s in enumerate(unique_shardings)}  # 0: unspecified
     leaf_count = len(exported.in_avals), len(exported.out_avals)
     references = {
         slot.function_name: builder.string(exported.fun_name),
@@ -281,27 +332,51 @@ def _write_exported(builder, exported, vjp_order):
         slot.unordered_effects: builder.offset_vector([]),
         slot.disabled_checks: builder.offset_vector([_write_safety_check(builder, check)
                                                      for check in exported.disabled_safety_checks]),
-        slot.mlir_module_serialized: builder.byte_vector(xla.serialize_portable_artifact(exported.mlir_module())),
+        slot.mlir_module_serialized: builder.byte_vector(exported.mlir_module_serialized),
         slot.module_kept_var_idx: builder.scalar_vector("u2", exported.module_kept_var_idx),
     }
     if vjp_order > 0:
         references[slot.vjp] = _write_exported(builder, vjp_for_serialization(exported), vjp_order - 1)
     references.update({
         slot.unique_avals: builder.offset_vector([_write_aval(builder, *aval) for aval in unique_avals]),
-        slot.unique_abstract_meshes: builder.offset_vector([]),
-        slot.unique_named_shardings: builder.offset_vector([]),
+        slot.unique_abstract_meshes: builder.offset_vector([_write_mesh(builder, m) for m in unique_meshes]),
+        slot.unique_named_shardings: builder.offset_vector([_write_named_sharding(builder, s, unique_meshes)
+                                                            for s in unique_shardings]),
         slot.in_avals_idxs: builder.scalar_vector("u4", [aval_index[a.shape, np.dtype(a.dtype)]
                                                          for a in exported.in_avals]),
         slot.out_avals_idxs: builder.scalar_vector("u4", [aval_index[a.shape, np.dtype(a.dtype)]
                                                           for a in exported.out_avals]),
-        slot.in_shardings_idxs: builder.scalar_vector("u4", [0] * leaf_count[0]),
-        slot.out_shardings_idxs: builder.scalar_vector("u4", [0] * leaf_count[1]),
+        slot.in_shardings_idxs: builder.scalar_vector("u4", [sharding_index.get(s, 0)
+                                                             for s in exported._in_named_shardings]),
+        slot.out_shardings_idxs: builder.scalar_vector("u4", [sharding_index.get(s, 0)
+                                                              for s in exported._out_named_shardings]),
     })
     scalars = [(slot.serialization_version, "H", _STORED_VERSION, 0),
                (slot.calling_convention_version, "H", exported.calling_convention_version, 0),
                (slot.uses_global_constants, "?", exported.uses_global_constants, False),
                (slot.nr_devices, "I", exported.nr_devices, 0)]
     return builder.table(scalars, references.items())
+
+
+def _write_mesh(builder, mesh):
+    slot = _Slot.AbstractMesh
+    return builder.table([], [
+        (slot.axis_sizes, builder.scalar_vector("u4", mesh.axis_sizes)),
+        (slot.axis_names, builder.offset_vector([builder.string(name) for name in mesh.axis_names])),
+        (slot.axis_types, builder.scalar_vector("i1", [_ENUM_OF_AXIS_TYPE[t] for t in mesh.axis_types]))])
+
+
+def _write_named_sharding(builder, sharding, unique_meshes):
+    slot, spec = _Slot.NamedSharding, sharding.spec
+    axes = [() if entry is None else (entry,) if isinstance(entry, str) else tuple(entry) for entry in spec]
+    partitions = [builder.table([], [(_Slot.PartitionSpecOneAxis.axes, builder.offset_vector(
+        [builder.string(a) for a in entry]))]) for entry in axes]
+    spec_table = builder.table([], [
+        (_Slot.PartitionSpec.partitions, builder.offset_vector(partitions)),
+        (_Slot.PartitionSpec.reduced, builder.offset_vector([builder.string(a) for a in sorted(spec.reduced)])),
+        (_Slot.PartitionSpec.unreduced, builder.offset_vector([builder.string(a) for a in sorted(spec.unreduced)]))])
+    return builder.table([(slot.abstract_mesh_idx, "I", unique_meshes.index(sharding.mesh), 0)],
+                         [(slot.mesh, _write_mesh(builder, sharding.mesh)), (slot.spec, spec_table)])
 
 
 def _write_aval(builder, shape, dtype):

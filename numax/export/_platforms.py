@@ -19,6 +19,7 @@ import numpy as np
 from ..lowering import xla
 from ..lowering.lower import lower_to_module
 from ..lowering.stablehlo import FunctionBuilder, aval_type, tensor_type
+from ._shardings import mesh_declarations
 
 NUMAX_PLATFORMS = {"cpu": "cpu", "gpu": "cuda"}  # numax's backend platform -> the name exports use (JAX's)
 _BACKEND_PLATFORMS = {export_name: numax_name for numax_name, export_name in NUMAX_PLATFORMS.items()}
@@ -27,11 +28,12 @@ GENERIC_PLATFORMS = ("tpu", "rocm")  # jax's platforms numax exports plain Stabl
 _INDEX_ATTRIBUTE = '{jax.global_constant = "_platform_index"}'
 
 
-def lower_for_platforms(closed, name, platforms):
+def lower_for_platforms(closed, name, platforms, devices=None):
     """(module text, [ModuleContext of each platform's lowering]) of a closed program for `platforms` (export
     names: "cpu", "cuda", or a generic platform): one platform's plain module, or several platforms' module with an
-    index argument."""
-    lowerings = [_lower_for(closed, name, platform) for platform in platforms]
+    index argument. `devices`: those of the mesh a sharded program is lowered over (its Shardy meshes count
+    positions in them)."""
+    lowerings = [_lower_for(closed, name, platform, devices) for platform in platforms]
     contexts = [context for _, context in lowerings]
     if len(platforms) == 1:
         return lowerings[0][0], contexts
@@ -46,14 +48,16 @@ def lower_for_platforms(closed, name, platforms):
         callees.update((platform, f"@{prefix}main") for platform in sharing)
     program = closed.program
     main = _dispatching_main(program.in_avals, program.out_avals, [callees[p] for p in platforms])
-    return "\n".join([_module_header(lowerings[0][0]), main, *functions, "}"]), contexts
+    meshes = mesh_declarations(lowerings[0][0])  # (the private functions refer to them)
+    return "\n".join([_module_header(lowerings[0][0]), *meshes, main, *functions, "}"]), contexts
 
 
-def _lower_for(closed, name, platform):
+def _lower_for(closed, name, platform, devices):
     """Lowering only writes text, so it needs no device of `platform`, except where a rule asks one (a Triton
     kernel call is compiled for the compute capability of the GPU it is lowered on)."""
     try:
-        text, context = lower_to_module(closed, name, _BACKEND_PLATFORMS.get(platform, platform))
+        text, context = lower_to_module(closed, name, _BACKEND_PLATFORMS.get(platform, platform), devices=devices,
+                                        num_partitions=1 if devices is None else len(devices))
     except NotImplementedError:  # a RuntimeError that says itself what the platform lacks (eig on a GPU)
         raise
     except RuntimeError as error:

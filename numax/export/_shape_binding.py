@@ -1,8 +1,12 @@
 """Binding a shape-polymorphic export's dimension variables at a call: `bind_dimensions` solves them from the
-actual shapes as jax does (from dimensions linear in one unknown variable, one at a time), checks the rest and
-the scope's constraints, and raises jax's errors naming the argument leaves ("args[0].shape[2]")."""
+actual shapes as jax does (by `solving_plan`: from dimensions linear in one unknown variable), checks the rest and
+the scope's constraints, and raises jax's errors naming the argument leaves ("args[0].shape[2]");
+`check_solvable` raises at export what no call could solve. The module itself computes the variables in the same
+order (lowering/dynamic_shapes.py)."""
 
 from ..core import pytree as tree
+from ..core.ir import ClosedProgram, programs_in
+from ..lowering.dynamic_shapes import solving_plan, unexpected_dim_var
 from ..transforms.jit import ShapeDtypeStruct
 from ._shape_poly import DimExpr, bounds
 
@@ -65,14 +69,24 @@ def bind_dimensions(exported_avals, actual_avals, in_tree) -> dict:
                           f"specifications: {specifications()}. Obtained dimension variables: {solved}. Please see "
                           f"{_SHAPE_ASSERTION_DOCS} for more details.")
 
-    pending = list(symbolic)
-    while True:
-        solvable = next(((entry, _linear_in_one_unknown(entry[0], bindings)) for entry in pending
-                         if _linear_in_one_unknown(entry[0], bindings) is not None), None)
-        if solvable is None:
-            break
-        (dim, size, leaf, axis), (variable, coefficient, rest) = solvable
-        pending.remove((dim, size, leaf, axis))
+    steps, unsolved = solving_plan([dim for dim, _, _, _ in symbolic])
+    if unsolved:
+        variables = set().union(*(symbolic[i][0].variables() for i in unsolved)) - {f[0] for _, f in steps if f}
+        unprocessed = ", ".join(f"'{symbolic[i][0]}' for dimension size {where(*symbolic[i][2:])}" for i in unsolved)
+        raise ValueError(f"Cannot solve for values of dimension variables {variables}. We can only solve linear "
+                         f"uni-variate constraints. Using the following polymorphic shapes specifications: "
+                         f"{specifications()}. Unprocessed specifications: {unprocessed}. Please see "
+                         f"{_SOLVABLE_DOCS} for more details.")
+    # The checks in the plan's order, as jax makes them, each error naming the variables obtained until then.
+    for index, form in steps:
+        dim, size, leaf, axis = symbolic[index]
+        if form is None:
+            expected = _evaluate(dim, bindings)
+            if expected != size:
+                raise mismatch(f"Found inconsistency between dimension size {where(leaf, axis)} (= {size}) and "
+                               f"the specification '{dim}' (= {expected})")
+            continue
+        variable, coefficient, rest = form
         remaining = size - _evaluate(rest, bindings)
         remainder = remaining % coefficient
         if not (isinstance(remainder, int) and remainder == 0):
@@ -81,19 +95,6 @@ def bind_dimensions(exported_avals, actual_avals, in_tree) -> dict:
         obtained.append((variable, dim, leaf, axis, size))
         if bounds(bindings[variable])[0] < 1:
             raise mismatch(f"Expected value >= 1 for dimension variable '{variable}'")
-    unsolved = set().union(*(dim.variables() for dim, _, _, _ in pending)) - bindings.keys()
-    if unsolved:
-        unprocessed = ", ".join(f"'{dim}' for dimension size {where(leaf, axis)}" for dim, _, leaf, axis in pending
-                                if dim.variables() - bindings.keys())
-        raise ValueError(f"Cannot solve for values of dimension variables {unsolved}. We can only solve linear "
-                         f"uni-variate constraints. Using the following polymorphic shapes specifications: "
-                         f"{specifications()}. Unprocessed specifications: {unprocessed}. Please see "
-                         f"{_SOLVABLE_DOCS} for more details.")
-    for dim, size, leaf, axis in pending:
-        expected = _evaluate(dim, bindings)
-        if expected != size:
-            raise mismatch(f"Found inconsistency between dimension size {where(leaf, axis)} (= {size}) and the "
-                           f"specification '{dim}' (= {expected})")
     for scope in {id(dim.scope): dim.scope for dim, _, _, _ in symbolic}.values():
         if (violation := scope.violated(bindings)) is not None:
             constraint, expression, value = violation
@@ -102,18 +103,29 @@ def bind_dimensions(exported_avals, actual_avals, in_tree) -> dict:
     return bindings
 
 
-def _linear_in_one_unknown(dim, bindings):
-    """(variable, coefficient, rest) when `dim` is `coefficient * variable + rest`, with `variable` its only one
-    not in `bindings` and appearing nowhere in `rest`; else None."""
-    unknown = dim.variables() - bindings.keys()
-    if len(unknown) != 1:
-        return None
-    variable, = unknown
-    coefficient = dict(dim._terms).get(((variable, 1),), 0)
-    rest = dim - coefficient * DimExpr.variable(variable, dim.scope)
-    if not coefficient or (isinstance(rest, DimExpr) and variable in rest.variables()):
-        return None
-    return variable, coefficient, rest
+def check_solvable(closed, in_tree):
+    """At export of a closed program, jax's ValueError ("Cannot solve for values of dimension variables") when a
+    dimension variable of its argument shapes cannot be solved from them (it appears only in non-linear
+    dimensions, like `a^2`): binding the symbolic shapes to themselves solves every variable exactly when some
+    call could. jax's UnexpectedDimVar for a variable that no argument shape gives, in a shape the program
+    computes (a symbolic `k` passed as a static argument) or in a constraint (`m >= m1` with no `m1`)."""
+    avals = closed.program.in_avals
+    bindings = bind_dimensions(avals, avals, in_tree)
+    scopes = {id(d.scope): d.scope for aval in avals for d in aval.shape if isinstance(d, DimExpr)}
+    used = _variables_in(closed.program).union(*(scope.variables() for scope in scopes.values()))
+    if missing := used - bindings.keys():
+        raise unexpected_dim_var(missing, bindings)
+
+
+def _variables_in(program) -> set:
+    """The dimension variables in the shapes of the values a program computes, in its nested programs too."""
+    names = set()
+    for eqn in program.equations:
+        for var in eqn.outvars:
+            names.update(*(d.variables() for d in getattr(var.aval, "shape", ()) if isinstance(d, DimExpr)))
+        for inner in (p for value in eqn.params.values() for p in programs_in(value)):
+            names |= _variables_in(inner.program if isinstance(inner, ClosedProgram) else inner)
+    return names
 
 
 def _evaluate(value, bindings):

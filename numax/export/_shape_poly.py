@@ -21,6 +21,7 @@ import numpy as np
 from ..core import dtypes
 from ..core import pytree as tree
 from ..core.avals import InconclusiveDimensionOperation, ShapedArray, aval_of_type, get_aval, symbolic_dim_types
+from ..lowering.dynamic_shapes import UnexpectedDimVar  # noqa: F401 (raised in lowering; jax's shape_poly has it)
 from ..transforms.jit import ShapeDtypeStruct
 
 _INFINITY = math.inf
@@ -143,20 +144,35 @@ def _plain_bounds(value):
 
 
 def _exact_quotient(numerator, denominator):
-    """numerator / denominator when it divides exactly term by term (an int or DimExpr), else None."""
-    denominator_terms = _terms_of(denominator)
-    if len(denominator_terms) != 1:
-        return numerator // denominator if numerator == 0 else None
-    (divisor_monomial, divisor_coefficient), = denominator_terms.items()
-    divisor_powers = dict(divisor_monomial)
-    quotient = {}
-    for monomial, coefficient in _terms_of(numerator).items():
+    """numerator / denominator when the polynomial division is exact (an int or DimExpr), else None: long
+    division by the divisor's leading term in graded lexicographic order, so `(b + 2) * (b + 10) // (b + 2)` is
+    `b + 10`, as jax divides."""
+    divisor, remainder = _terms_of(denominator), _terms_of(numerator)
+    if not divisor:
+        return None
+    atoms = sorted({atom for monomial in (*divisor, *remainder) for atom, _ in monomial}, key=_atom_key)
+
+    def order(monomial):  # a monomial order: products keep it, so each step lowers the remainder's leading term
         powers = dict(monomial)
-        if coefficient % divisor_coefficient or any(powers.get(a, 0) < p for a, p in divisor_powers.items()):
+        return sum(powers.values()), [powers.get(atom, 0) for atom in atoms]
+
+    lead = max(divisor, key=order)
+    lead_powers = dict(lead)
+    quotient = {}
+    while remainder:
+        top = max(remainder, key=order)
+        powers = dict(top)
+        if remainder[top] % divisor[lead] or any(powers.get(a, 0) < p for a, p in lead_powers.items()):
             return None
-        remaining = {a: p - divisor_powers.get(a, 0) for a, p in powers.items() if p != divisor_powers.get(a, 0)}
-        key = tuple(sorted(remaining.items(), key=lambda item: _atom_key(item[0])))
-        quotient[key] = coefficient // divisor_coefficient
+        factor = tuple(sorted(((a, p - lead_powers.get(a, 0)) for a, p in powers.items()
+                               if p != lead_powers.get(a, 0)), key=lambda item: _atom_key(item[0])))
+        factor_coefficient = remainder[top] // divisor[lead]
+        quotient[factor] = factor_coefficient
+        for monomial, coefficient in divisor.items():
+            product = _monomial_product(factor, monomial)
+            remainder[product] = remainder.get(product, 0) - factor_coefficient * coefficient
+            if not remainder[product]:
+                del remainder[product]
     return _normalized(quotient, _common_scope(numerator, denominator))
 
 
@@ -334,6 +350,20 @@ class DimExpr:
                 else:
                     names.update(*(operand.variables() for operand in atom[1:] if isinstance(operand, DimExpr)))
         return names
+
+    def linear_in_one_unknown(self, known) -> tuple | None:
+        """(variable, coefficient, rest) when this expression is `coefficient * variable + rest`, with `variable`
+        its only variable not in `known` and appearing nowhere in `rest`; else None. The form jax solves a
+        dimension variable from: the variable's value is (size - rest) // coefficient."""
+        unknown = self.variables() - set(known)
+        if len(unknown) != 1:
+            return None
+        variable, = unknown
+        coefficient = dict(self._terms).get(((variable, 1),), 0)
+        rest = self - coefficient * DimExpr.variable(variable, self._scope)
+        if not coefficient or (isinstance(rest, DimExpr) and variable in rest.variables()):
+            return None
+        return variable, coefficient, rest
 
     def evaluate(self, values: dict) -> int:
         """The integer this expression takes for the variables' `values` ({name: int})."""
@@ -611,6 +641,10 @@ class SymbolicScope:
             singles = [expression for expression, _ in self._inequalities]
             self._combined = singles + [a + b for i, a in enumerate(singles) for b in singles[i + 1:]]
         return self._combined
+
+    def variables(self) -> set:
+        """The names of the dimension variables the constraints use."""
+        return set().union(*(expression.variables() for expression, _ in self._inequalities))
 
     def violated(self, bindings):
         """(constraint, expression, value) of the first constraint that the dimension variables' values

@@ -34,6 +34,8 @@ def _placed(value, device):
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
     """A numax array from any array-like (Python scalars stay weakly typed, as in JAX)."""
     dtype = requested_dtype(dtype, "array")
+    if dtype == dtypes.float0:  # (no device holds float0 values: a host array of them, as jax gives)
+        return np.zeros(np.shape(object), dtypes.float0)
     if isinstance(object, (Array, Tracer)):
         out = object if dtype is None else lax.convert_element_type(object, dtype)
         if copy and out is object and type(object) is Array:
@@ -66,6 +68,8 @@ _fresh_copy = jit(lambda x: x)  # an identity program's output is a new buffer
 def _host(value, dtype):
     value = np.asarray(value)
     if value.dtype == object:
+        if any(item is None for item in value.flat):  # (jax's ValueError, as for an empty pytree node)
+            raise ValueError("None is not a valid value for numax.numpy.array")
         raise TypeError(f"numax cannot make an array of Python objects: {value!r}")
     return value.astype(dtype if dtype is not None else dtypes.canonicalize_dtype(value.dtype), copy=False)
 
@@ -106,6 +110,8 @@ def full(shape, fill_value, dtype=None, *, device=None):
 
 def zeros(shape, dtype=None, *, device=None):
     dtype = requested_dtype(dtype, "zeros") or dtypes.default_float_dtype()
+    if dtype == dtypes.float0:
+        return np.zeros(_shape_arg(shape), dtypes.float0)
     return _placed(lax.full(_shape_arg(shape), 0, dtype), device)
 
 

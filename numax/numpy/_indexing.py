@@ -10,6 +10,7 @@ import operator
 import numpy as np
 
 from numax import lax
+from numax.core.avals import symbolic_dim_types
 from numax.core.errors import ConcretizationTypeError
 from numax.core.trace import Tracer
 
@@ -52,7 +53,7 @@ def _expand_ellipsis(indices, rank):
 
 
 def static_slice(index):
-    """`index` (a slice) with its start, stop and step as Python ints or None."""
+    """`index` (a slice) with its start, stop and step as Python ints, symbolic dimensions or None."""
     bounds = []
     for value in (index.start, index.stop, index.step):
         if isinstance(value, Tracer):
@@ -60,14 +61,16 @@ def static_slice(index):
             if concrete is None:
                 raise NonConcreteSliceError(value)
             value = concrete
-        bounds.append(None if value is None else operator.index(value))
+        symbolic = type(value) in symbolic_dim_types  # x[:x.shape[1]] in a shape-polymorphic export
+        bounds.append(value if value is None or symbolic else operator.index(value))
     return slice(*bounds)
 
 
 def slice_indices(index, size):
-    """`index.indices(size)` (a static slice), also for a symbolic `size`: then bounds are clamped only where the
-    comparisons with `size` are decided for every value of its variables (else InconclusiveDimensionOperation)."""
-    if isinstance(size, int):
+    """`index.indices(size)` (a static slice), also for a symbolic `size` or bounds: then bounds are clamped only
+    where the comparisons with `size` are decided for every value of its variables (else
+    InconclusiveDimensionOperation)."""
+    if all(isinstance(value, int | None) for value in (size, index.start, index.stop, index.step)):
         return index.indices(size)
     step = 1 if index.step is None else index.step
     if step < 0:

@@ -9,6 +9,7 @@ import numpy as np
 
 from numax import lax
 from numax.core import dtypes
+from numax.lax.elementwise import scalar_like
 from numax.transforms.custom_derivatives import custom_jvp
 from numax.transforms.jit import jit
 
@@ -318,7 +319,7 @@ def load(file, *args, **kwargs):
 def _times_exp_abs(scaled, abs_x):
     """scaled * exp(|x|) in two halves, so I0(x) stays finite as long as it is representable. At x = +-inf
     this is 0 * inf = nan, as numpy's, scipy's and JAX's i0 give."""
-    half = lax.exp(lax.mul(abs_x, 0.5))
+    half = lax.exp(lax.mul(abs_x, scalar_like(0.5, abs_x)))
     return lax.mul(lax.mul(scaled, half), half)
 
 

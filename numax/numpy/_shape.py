@@ -373,7 +373,7 @@ def roll(a, shift, axis=None):
         if s:
             a = lax.concatenate([slice_along(a, ax, size - s, size), slice_along(a, ax, 0, size - s)], ax)
         return _as_array(a)
-    start = lax.rem(lax.sub(size, lax.rem(lax.convert_element_type(shift, np.int32), np.int32(size))),
+    start = lax.rem(lax.sub(np.int32(size), lax.rem(lax.convert_element_type(shift, np.int32), np.int32(size))),
                     np.int32(size))
     start = lax.select(lax.lt(start, np.int32(0)), lax.add(start, np.int32(size)), start)
     doubled = lax.concatenate([a, a], ax)

@@ -10,6 +10,7 @@ import numpy as np
 from numax import lax
 from numax.core import dtypes
 from numax.core.trace import concrete_or_error
+from numax.lax.elementwise import scalar_like
 
 from ._array_methods import install_late
 from ._util import (
@@ -228,7 +229,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         # A run ends where the next one starts; the last run ends at n.
         next_start = lax.concatenate([lax.slice(start, (min(1, n),), (n,)), lax.full((1,), n, index_dtype)], 0)
         next_start = lax.slice(next_start, (0,), (n,))
-        before_last = lax.lt(positions, lax.full((n,), lax.sub(count_value, 1), index_dtype))
+        before_last = lax.lt(positions, lax.full((n,), lax.sub(count_value, scalar_like(1, count_value)), index_dtype))
         ends = lax.select(before_last, next_start, lax.full((n,), n, index_dtype))
     kept = min(count, n)
     first_index = _resize(first_index, kept, count)

@@ -9,6 +9,7 @@ from numax import lax
 from numax.core import dtypes
 from numax.core.config import config
 from numax.lax import elementwise
+from numax.lax.elementwise import scalar_like
 from numax.lowering.array import Array
 from numax.lowering.dispatch import eager_unary
 from numax.transforms.custom_derivatives import custom_jvp
@@ -250,7 +251,7 @@ def sign(x, /):
     (x,) = promote_args("sign", x)
     dtype = aval(x).dtype
     if dtypes.is_unsigned(dtype):
-        return lax.convert_element_type(lax.ne(x, 0), dtype)
+        return lax.convert_element_type(lax.ne(x, scalar_like(0, x)), dtype)
     return lax.sign(x)  # complex: x / |x| as XLA computes it (0 at 0), the array API's and jax's sign
 
 
@@ -270,8 +271,8 @@ def floor_divide(x1, x2, /):
         if dtypes.is_unsigned(dtype):
             return quotient
         # C division truncates; floor division rounds toward -inf when the signs differ.
-        needs_fix = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)), lax.ne(lax.rem(x1, x2), 0))
-        return lax.select(needs_fix, lax.sub(quotient, 1), quotient)
+        needs_fix = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)), lax.ne(lax.rem(x1, x2), scalar_like(0, x1)))
+        return lax.select(needs_fix, lax.sub(quotient, scalar_like(1, x1)), quotient)
     if dtypes.is_complex(dtype):
         raise TypeError("floor_divide does not support complex numbers")
     return _float_divmod(x1, x2)[0]
@@ -413,7 +414,7 @@ def trunc(x, /):
     (x,) = promote_args("trunc", x)
     if not dtypes.is_inexact(aval(x).dtype):
         return x
-    return lax.select(lax.lt(x, 0), lax.ceil(x), lax.floor(x))
+    return lax.select(lax.lt(x, scalar_like(0, x)), lax.ceil(x), lax.floor(x))
 
 
 fix = trunc
@@ -485,13 +486,13 @@ def isnan(x, /):
 def isposinf(x, /):
     (x,) = promote_args("isposinf", x)
     _reject_complex("isposinf", x)
-    return lax.bitwise_and(isinf(x), lax.gt(x, 0)) if dtypes.is_float(aval(x).dtype) else isinf(x)
+    return lax.bitwise_and(isinf(x), lax.gt(x, scalar_like(0, x))) if dtypes.is_float(aval(x).dtype) else isinf(x)
 
 
 def isneginf(x, /):
     (x,) = promote_args("isneginf", x)
     _reject_complex("isneginf", x)
-    return lax.bitwise_and(isinf(x), lax.lt(x, 0)) if dtypes.is_float(aval(x).dtype) else isinf(x)
+    return lax.bitwise_and(isinf(x), lax.lt(x, scalar_like(0, x))) if dtypes.is_float(aval(x).dtype) else isinf(x)
 
 
 def signbit(x, /):
@@ -503,7 +504,7 @@ def signbit(x, /):
         return lax.full(aval(x).shape, False, dtypes.bool_)
     _reject_complex("signbit", x)
     int_type = {2: np.int16, 4: np.int32, 8: np.int64}[dtype.itemsize]
-    return lax.lt(lax.bitcast_convert_type(x, int_type), 0)
+    return lax.lt(lax.bitcast_convert_type(x, int_type), np.zeros((), int_type))
 
 
 def copysign(x1, x2, /):
@@ -590,7 +591,7 @@ def _hypot(x1, x2):
     big, small = lax.max(x1, x2), lax.min(x1, x2)
     big_is_zero = lax.eq(big, lax.full_like(big, 0))
     ratio = lax.div(small, where_(big_is_zero, lax.full_like(big, 1), big))
-    result = where_(big_is_zero, big, lax.mul(big, lax.sqrt(lax.add(lax.integer_pow(ratio, 2), 1))))
+    result = where_(big_is_zero, big, lax.mul(big, lax.sqrt(lax.add(lax.integer_pow(ratio, 2), scalar_like(1, ratio)))))
     return where_(either_inf, np.inf, result)
 
 
@@ -652,12 +653,12 @@ _logaddexp2.defjvp(_logaddexp_jvp_rule(lax.exp2, _logaddexp2))
 
 def deg2rad(x, /):
     (x,) = promote_args_inexact("deg2rad", x)
-    return lax.mul(x, np.pi / 180)
+    return lax.mul(x, scalar_like(np.pi / 180, x))
 
 
 def rad2deg(x, /):
     (x,) = promote_args_inexact("rad2deg", x)
-    return lax.mul(x, 180 / np.pi)
+    return lax.mul(x, scalar_like(180 / np.pi, x))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -665,8 +666,8 @@ radians, degrees = deg2rad, rad2deg
 
 def sinc(x, /):
     (x,) = promote_args_inexact("sinc", x)
-    pi_x = lax.mul(x, np.pi)
-    is_zero = lax.eq(x, 0)
+    pi_x = lax.mul(x, scalar_like(np.pi, x))
+    is_zero = lax.eq(x, scalar_like(0, x))
     if config.jax_semantics < (0, 11, 1):
         safe = lax.select(is_zero, lax.full_like(pi_x, 1), pi_x)
         return lax.select(is_zero, _sinc_maclaurin(0, pi_x), lax.div(lax.sin(safe), safe))
