@@ -40,7 +40,8 @@ KNOWN_FAILURES = {
         744: 'jax 0.10.2 fails too: SyntaxError: invalid syntax',
     },
     'flags': {
-        45: 'jax prints its de-optimized-rerun notice for eager ops too (they are jitted)',
+        45: "by design: jax prints its de-optimized-rerun notice for eager ops too (they are jitted; numax's eager ops "
+            "are not)",
     },
     'gradient_checkpointing': {
         383: "jax 0.10.2 fails too: ModuleNotFoundError: No module named 'absl'",
