@@ -75,16 +75,15 @@ def _described(value):
     return f"{value} of type {type(value)}"
 
 
-def _check_int(value, name):
-    if value is not None and not isinstance(value, int):
-        raise ValueError(f"{name}: new int config value must be None or of type int, got {_described(value)}")
-    return value
+def _none_or(types, what, type_text, end=""):
+    """A value check: `None` or an instance of `types`, else jax's ValueError ("<name>: <what> must be None or of
+    type <type_text>, got ...")."""
+    def check(value, name):
+        if value is not None and not isinstance(value, types):
+            raise ValueError(f"{name}: {what} must be None or of type {type_text}, got {_described(value)}{end}")
+        return value
 
-
-def _check_float(value, name):
-    if value is not None and not isinstance(value, (float, int)):
-        raise ValueError(f"{name}: new float config value must be None or of type float, got {_described(value)}")
-    return value
+    return check
 
 
 def _check_str(value, name):
@@ -93,23 +92,12 @@ def _check_str(value, name):
     return value
 
 
-def _check_optional_str(value, name):
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f"{name}: new string config value must be None or of type str, got {_described(value)}")
-    return value
-
-
-def _check_client_options(value, name):
-    if value is not None and not isinstance(value, (str, dict)):
-        raise ValueError(f"{name}: new value must be None or of type dict | str, got {_described(value)}.")
-    return value
-
-
 BOOL = Kind(lambda value, name: bool(value), parse_bool)
-INT = Kind(_check_int, _parse_with(int))
-FLOAT = Kind(_check_float, _parse_with(float))
+INT = Kind(_none_or(int, "new int config value", "int"), _parse_with(int))
+FLOAT = Kind(_none_or((float, int), "new float config value", "float"), _parse_with(float))
 STR = Kind(_check_str, parse_text)
-OPTIONAL_STR = Kind(_check_optional_str, parse_text)
+OPTIONAL_STR = Kind(_none_or(str, "new string config value", "str"), parse_text)
+CLIENT_OPTIONS = Kind(_none_or((str, dict), "new value", "dict | str", "."), parse_text)
 ANY = Kind(lambda value, name: value, parse_text)  # jax's string-or-object options: any value
 # jax's plain flags (not context managers) store any value given to `update`; their environment text parses.
 FLAG_BOOL = Kind(lambda value, name: value, parse_bool)
@@ -300,7 +288,7 @@ NO_EFFECT = [
     ("jax_force_dcn_cross_host_transfers", FLAG_BOOL, False, _DEVICES),
     ("jax_mock_gpu_topology", ANY, "", _DEVICES),
     ("jax_oneapi_visible_devices", ANY, "all", _DEVICES),
-    ("jax_pjrt_client_create_options", Kind(_check_client_options, parse_text), None, _DEVICES),
+    ("jax_pjrt_client_create_options", CLIENT_OPTIONS, None, _DEVICES),
     ("jax_rocm_visible_devices", ANY, "all", _DEVICES),
     ("jax_sort_devices_by_process_index", FLAG_BOOL, True, _DEVICES),
     ("jax_use_magma", enum_kind(("off", "on", "auto")), "auto", _DEVICES),

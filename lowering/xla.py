@@ -893,9 +893,14 @@ class ArtifactError(ValueError):
 
 def serialize_portable_artifact(text: str) -> bytes:
     """A module's StableHLO portable artifact (versioned MLIR bytecode), targeting this jaxlib's StableHLO
-    version: later jaxlibs read it (StableHLO keeps backward compatibility for years)."""
+    version: later jaxlibs read it (StableHLO keeps backward compatibility for years). A module with Shardy meshes
+    is serialized as jax serializes one, with the Shardy dialect beside VHLO (which the plain serializer refuses
+    and `deserialize_portable_artifact` reads)."""
     from jaxlib.mlir.dialects import stablehlo
 
+    if "sdy.mesh" in text:
+        load_jaxlib()
+        return bytes(_jax.mlir.serialize_portable_artifact(text, stablehlo.get_current_version(), True))
     module = parse_module(text)
     with _mlir_context():
         return bytes(stablehlo.serialize_portable_artifact_str(str(module), stablehlo.get_current_version()))

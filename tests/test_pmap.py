@@ -1,10 +1,12 @@
 """pmap over 8 forced CPU devices (tests/conftest.py sets XLA_FLAGS), against jax.pmap run the same way."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from harness import data_parallel_step
+from harness import assert_same_pytrees, data_parallel_step
 from hypothesis import given
 from hypothesis import strategies as st
 from numax.lowering import xla
@@ -14,14 +16,7 @@ import numax
 import numax.numpy as mnp
 from numax import lax
 
-
-def _close(ours, theirs, rtol=1e-5, atol=1e-6):
-    ours_leaves, theirs_leaves = numax.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)
-    assert len(ours_leaves) == len(theirs_leaves)
-    for a, b in zip(ours_leaves, theirs_leaves):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
-        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+_close = functools.partial(assert_same_pytrees, rtol=1e-5, atol=1e-6)
 
 
 def _both(make, *args, **pmap_options):

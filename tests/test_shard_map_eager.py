@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from harness import assert_same_pytrees
 from jax.sharding import PartitionSpec as JP
 
 import numax
@@ -47,13 +48,7 @@ def _run_both(make, capsys):
     return ours, ours_printed, theirs, theirs_printed
 
 
-def _same(ours, theirs):
-    ours_leaves, theirs_leaves = numax.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)
-    assert len(ours_leaves) == len(theirs_leaves)
-    for a, b in zip(ours_leaves, theirs_leaves):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
-        np.testing.assert_allclose(a, b, rtol=1e-6)
+_same = functools.partial(assert_same_pytrees, rtol=1e-6, atol=0)
 
 
 # --- print inside the body shows each device's block ----------------------------------------------------------

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from harness import data_parallel_step
+from harness import assert_same_pytrees, data_parallel_step
 from jax.sharding import PartitionSpec as JP
 from numax.core.avals import ShapedArray
 
@@ -48,13 +48,7 @@ def _both(make, shape, in_specs, out_specs, *args, **options):
                           **options)(*args) for lib, mesh in zip(BOTH, meshes(shape))]
 
 
-def _close(ours, theirs, rtol=1e-5, atol=1e-5):
-    ours_leaves, theirs_leaves = numax.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)
-    assert len(ours_leaves) == len(theirs_leaves)
-    for a, b in zip(ours_leaves, theirs_leaves):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
-        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+_close = functools.partial(assert_same_pytrees, rtol=1e-5, atol=1e-5)
 
 
 def _outcome(thunk):

@@ -133,7 +133,7 @@ class Exported:
     @property
     def mlir_module_serialized(self) -> bytes:
         """The module as a StableHLO portable artifact (MLIR bytecode), as serialized blobs hold it."""
-        return portable_artifact(self.mlir_module())
+        return xla.serialize_portable_artifact(self.mlir_module())
 
     def in_shardings_jax(self, mesh):
         """The sharding of each argument leaf on `mesh` (a Mesh or AbstractMesh of the export mesh's axis sizes,
@@ -268,7 +268,9 @@ def _sharding_of(fun_jit, lowered, args, kwargs):
     leaves = tree.tree_leaves(fun_jit._split(args, kwargs)[:2])
     asked = lowered.in_shardings or [None] * len(leaves)
     in_shardings = [a if a is not None else getattr(leaf, "sharding", None) if isinstance(leaf, ShapeDtypeStruct)
-                    else None for a, leaf in zip(asked, leaves)]  # (an array's own layout is in `asked`)
+                    else None for a, leaf in zip(asked, leaves)]
+    # (`asked` holds an array's own layout and a ShapeDtypeStruct's over a concrete Mesh: jit compiles for those;
+    # a struct's over an AbstractMesh, which names no devices, is read here)
     out_shardings = list(lowered.out_shardings or [None] * len(program.out_avals))
     mesh, nr_devices = _shardings.export_mesh(program, in_shardings, out_shardings)
     if nr_devices == 1 and mesh is None:
@@ -276,17 +278,6 @@ def _sharding_of(fun_jit, lowered, args, kwargs):
     return _Sharding(None if mesh is None else list(mesh.devices.flat), nr_devices,
                      tuple(map(_shardings.abstract_sharding, in_shardings, program.in_avals)),
                      tuple(map(_shardings.abstract_sharding, out_shardings, program.out_avals)))
-
-
-def portable_artifact(text):
-    """A module's StableHLO portable artifact; a module with Shardy meshes is serialized as jax serializes
-    one, with the Shardy dialect beside VHLO (which `deserialize_portable_artifact` reads)."""
-    if "sdy.mesh" not in text:
-        return xla.serialize_portable_artifact(text)
-    from jaxlib import _jax
-    from jaxlib.mlir.dialects import stablehlo
-
-    return bytes(_jax.mlir.serialize_portable_artifact(text, stablehlo.get_current_version(), True))
 
 
 def _checked_platforms(platforms):
