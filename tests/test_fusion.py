@@ -213,8 +213,10 @@ def test_nested_jit_programs_are_fused():
 
 
 _UNARY_POOL = [mnp.tanh, mnp.abs, lambda v: v * 0.5, mnp.negative, lambda v: mnp.exp(-mnp.abs(v)), mnp.square]
+# The select's two branches meet where a == b: a comparison that rounding flips (XLA rounds 16-bit values after
+# every step, the kernel once) changes the result by a rounding error only.
 _BINARY_POOL = [mnp.add, mnp.subtract, mnp.multiply, mnp.maximum, mnp.minimum,
-                lambda a, b: mnp.where(a > b, a, b * 0.25)]
+                lambda a, b: mnp.where(a > b, a - b, (b - a) * 0.25)]
 
 
 @settings(max_examples=6)  # each example compiles twice and runs the interpreter
