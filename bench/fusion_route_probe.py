@@ -42,7 +42,7 @@ from dispatch import interleaved  # noqa: E402
 from fusion import layernorm_gelu_residual  # noqa: E402
 from fusion_trace_probe import CALLS, kernel_events  # noqa: E402
 from numax.lowering import fusion_codegen, xla  # noqa: E402
-from numax.lowering.triton_gpu import mlir_string  # noqa: E402
+from numax.lowering.stablehlo import mlir_string  # noqa: E402
 from numax.transforms import fusion  # noqa: E402
 from triton_call import numax_add  # noqa: E402
 

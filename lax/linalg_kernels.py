@@ -14,7 +14,7 @@ from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.staging import trace_to_closed_program
 from ..core.trace import get_aval_of
-from ..lowering.stablehlo import aval_type
+from ..lowering.stablehlo import aval_type, layout_attr, output_operand_alias
 from .elementwise import select
 from .shapes import broadcast_in_dim, full_like
 
@@ -28,19 +28,6 @@ def _matrix_layout(rank):
 
 def _row_major(rank):
     return tuple(range(rank - 1, -1, -1))
-
-
-def _layout_text(layout):
-    if not layout:
-        return "dense<> : tensor<0xindex>"
-    return f"dense<[{', '.join(map(str, layout))}]> : tensor<{len(layout)}xindex>"
-
-
-def _alias_text(output_index, operand_index):
-    """Operand `operand_index`'s buffer is reused for output `output_index` (None: the single result)."""
-    indices = "[]" if output_index is None else f"[{output_index}]"
-    return (f"[#stablehlo.output_operand_alias<output_tuple_indices = {indices}, operand_index = {operand_index}, "
-            "operand_tuple_indices = []>]")
 
 
 def custom_call(ctx, target, operands, operand_avals, result_avals, config, alias_operand=0):
@@ -58,12 +45,13 @@ def custom_call(ctx, target, operands, operand_avals, result_avals, config, alia
         "call_target_name": f'"{target}"',
         "api_version": "4 : i32",
         "backend_config": "{" + ", ".join(f"{k} = {v}" for k, v in config.items()) + "}",
-        "operand_layouts": "[" + ", ".join(_layout_text(layout(a)) for a in operand_avals) + "]",
-        "result_layouts": "[" + ", ".join(_layout_text(layout(a)) for a in result_avals) + "]",
+        "operand_layouts": "[" + ", ".join(layout_attr(layout(a)) for a in operand_avals) + "]",
+        "result_layouts": "[" + ", ".join(layout_attr(layout(a)) for a in result_avals) + "]",
         "mhlo.frontend_attributes": f'{{num_batch_dims = "{batch_rank}"}}',
     }
     if alias_operand is not None:
-        attributes["output_operand_aliases"] = _alias_text(0 if len(result_avals) > 1 else None, alias_operand)
+        alias = output_operand_alias(0 if len(result_avals) > 1 else None, alias_operand)
+        attributes["output_operand_aliases"] = f"[{alias}]"
     return ctx.builder.op("stablehlo.custom_call", list(operands), [aval_type(a) for a in result_avals], attributes)
 
 

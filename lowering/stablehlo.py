@@ -37,10 +37,33 @@ def aval_type(aval) -> str:
     return tensor_type(aval.shape, aval.dtype)
 
 
+def layout_attr(minor_to_major) -> str:
+    """A custom call's layout attribute for one operand or result: its dimensions, minor to major."""
+    if not len(minor_to_major):
+        return "dense<> : tensor<0xindex>"
+    dims = ", ".join(str(int(d)) for d in minor_to_major)
+    return f"dense<[{dims}]> : tensor<{len(minor_to_major)}xindex>"
+
+
 def row_major_layout(aval) -> str:
     """The layout attribute of a C-order array (minor-to-major dimensions), for custom calls."""
-    dims = ", ".join(str(d) for d in reversed(range(aval.ndim)))
-    return f"dense<[{dims}]> : tensor<{aval.ndim}xindex>" if aval.ndim else "dense<> : tensor<0xindex>"
+    return layout_attr(tuple(reversed(range(aval.ndim))))
+
+
+def output_operand_alias(output_index, operand_index) -> str:
+    """A custom call's result `output_index` (None: its single result, which is no tuple) reusing the buffer of
+    operand `operand_index`; a call's `output_operand_aliases` is a list of these."""
+    indices = "[]" if output_index is None else f"[{output_index}]"
+    return (f"#stablehlo.output_operand_alias<output_tuple_indices = {indices}, operand_index = {operand_index}, "
+            "operand_tuple_indices = []>")
+
+
+_ESCAPED = [chr(b) if 0x20 <= b < 0x7F and chr(b) not in '"\\' else f"\\{b:02X}" for b in range(256)]
+
+
+def mlir_string(data: bytes) -> str:
+    """An MLIR string literal holding arbitrary bytes (\\XX escapes for all but printable ASCII)."""
+    return '"' + "".join(map(_ESCAPED.__getitem__, data)) + '"'
 
 
 def i64_array(values) -> str:

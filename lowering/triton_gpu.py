@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core import dtypes
 from . import xla
-from .stablehlo import aval_type, row_major_layout
+from .stablehlo import aval_type, mlir_string, output_operand_alias, row_major_layout
 from .triton_cache import KernelCache
 from .triton_signature import TRITON_LANGUAGE_LOCK, resolve_grid, resolve_zeroed, unwrap_kernel
 
@@ -328,14 +328,6 @@ def _scalar_kind(value):
 
 
 # --- the lowering ----------------------------------------------------------------------------------------
-_ESCAPED = [chr(b) if 0x20 <= b < 0x7F and chr(b) not in '"\\' else f"\\{b:02X}" for b in range(256)]
-
-
-def mlir_string(data: bytes) -> str:
-    """An MLIR string literal holding arbitrary bytes (\\XX escapes for all but printable ASCII)."""
-    return '"' + "".join(map(_ESCAPED.__getitem__, data)) + '"'
-
-
 def emit_triton_kernel_call(ctx, operands, opaque, input_output_aliases=()):
     """Emits the `triton_kernel_call_ffi` custom call with the `opaque` attribute; returns its results.
     Buffers are C-order; each (operand index, output index) alias makes the output reuse the operand."""
@@ -349,8 +341,8 @@ def emit_triton_kernel_call(ctx, operands, opaque, input_output_aliases=()):
     }
     if input_output_aliases:  # a single result is not a tuple: its alias has no tuple index
         attributes["output_operand_aliases"] = "[" + ", ".join(
-            f"#stablehlo.output_operand_alias<output_tuple_indices = [{output if len(avals_out) > 1 else ''}], "
-            f"operand_index = {operand}, operand_tuple_indices = []>" for operand, output in input_output_aliases) + "]"
+            output_operand_alias(output if len(avals_out) > 1 else None, operand)
+            for operand, output in input_output_aliases) + "]"
     return ctx.builder.op("stablehlo.custom_call", list(operands), [aval_type(a) for a in avals_out], attributes)
 
 

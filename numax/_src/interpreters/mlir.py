@@ -20,7 +20,7 @@ import numpy as np
 from numax.core.avals import ShapedArray
 from numax.core.staging import trace_to_closed_program
 from numax.lowering import lower
-from numax.lowering.stablehlo import aval_type
+from numax.lowering.stablehlo import aval_type, layout_attr, mlir_string, output_operand_alias
 
 __all__ = ["LoweringRuleContext", "ModuleContext", "TensorType", "Value", "aval_to_ir_type", "custom_call",
            "ir_constant", "lower_fun", "register_lowering"]
@@ -150,16 +150,8 @@ def aval_to_ir_type(aval):
     return TensorType(aval)
 
 
-def _layout_text(layout):
-    dims = ", ".join(str(int(d)) for d in layout)
-    return f"dense<[{dims}]> : tensor<{len(layout)}xindex>" if len(layout) else "dense<> : tensor<0xindex>"
-
-
 def _string_attribute(text):
-    if isinstance(text, bytes):
-        text = text.decode("latin-1")
-    escaped = "".join(c if c.isprintable() and c not in '"\\' else f"\\{ord(c):02X}" for c in text)
-    return f'"{escaped}"'
+    return mlir_string(text if isinstance(text, bytes) else text.encode())
 
 
 class CustomCallOp:
@@ -189,13 +181,12 @@ def custom_call(call_target_name, *, result_types, operands, backend_config="", 
     if has_side_effect:
         attributes["has_side_effect"] = "true"
     if operand_layouts is not None:
-        attributes["operand_layouts"] = "[" + ", ".join(map(_layout_text, operand_layouts)) + "]"
+        attributes["operand_layouts"] = "[" + ", ".join(map(layout_attr, operand_layouts)) + "]"
     if result_layouts is not None:
-        attributes["result_layouts"] = "[" + ", ".join(map(_layout_text, result_layouts)) + "]"
+        attributes["result_layouts"] = "[" + ", ".join(map(layout_attr, result_layouts)) + "]"
     if operand_output_aliases:
         attributes["output_operand_aliases"] = "[" + ", ".join(
-            f"#stablehlo.output_operand_alias<output_tuple_indices = {[output] if len(result_types) > 1 else []}, "
-            f"operand_index = {operand}, operand_tuple_indices = []>"
+            output_operand_alias(output if len(result_types) > 1 else None, operand)
             for operand, output in operand_output_aliases.items()) + "]"
     names = ctx.builder.op("stablehlo.custom_call", [o.name for o in operands], [str(t) for t in result_types],
                            attributes)
