@@ -177,7 +177,7 @@ def _shard_map_rule(error, enabled_errors, *args, program, mesh, in_specs, out_s
     from .shard_map import _mesh_axes_bound, shard_map_p
 
     count = math.prod(mesh.shape[axis] for axis in manual_axes)
-    devices = P(manual_axes[0] if len(manual_axes) == 1 else tuple(manual_axes))  # a leading axis of the devices
+    devices = P(tuple(manual_axes))  # a leading axis of the devices (P keeps a 1-tuple as its axis)
     err_tree, err_avals, marks = _per_device_error(error, count)
     with _mesh_axes_bound(mesh, check_vma):
         checked, out_tree, _ = checkified_program(program, enabled_errors, err_tree, err_avals)

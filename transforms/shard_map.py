@@ -182,7 +182,7 @@ def _residual_spec(manual_axes, aval, check_vma):
     with check_vma; else every manual axis but an enclosing vmap's spmd axes, which the batch dimension it adds
     splits), and the same along the others."""
     axes = tuple(a for a in manual_axes if a in aval.vma) if check_vma else _except_spmd(manual_axes)
-    return P(axes[0] if len(axes) == 1 else axes or None)
+    return P(axes)  # (P keeps a 1-tuple as its axis, an empty one as None)
 
 
 def _split_by_residuals(closed, mesh, unknowns, instantiate, manual_axes, check_vma):

@@ -43,7 +43,7 @@ def _dim0_spec(axes):
     """The spec of a stacked value: dimension 0 split over `axes` (mesh order)."""
     if not axes:
         return P()
-    return P(axes[0] if len(axes) == 1 else tuple(axes))
+    return P(tuple(axes))  # (P keeps a 1-tuple as its axis)
 
 
 class EagerShardMapTracer(Tracer):

@@ -210,10 +210,10 @@ def _read_named_sharding(table, meshes):
     else:
         mesh = _read_mesh(_required_table(table, slot.mesh, "mesh"))
     spec = _required_table(table, slot.spec, "spec")
+    # (PartitionSpec keeps an empty entry as None and a one-axis entry as that axis)
     partitions = [tuple(axis.strings(_Slot.PartitionSpecOneAxis.axes))
                   for axis in spec.tables(_Slot.PartitionSpec.partitions)]
-    entries = [None if not axes else axes[0] if len(axes) == 1 else axes for axes in partitions]
-    return NamedSharding(mesh, PartitionSpec(*entries, reduced=frozenset(spec.strings(_Slot.PartitionSpec.reduced)),
+    return NamedSharding(mesh, PartitionSpec(*partitions, reduced=frozenset(spec.strings(_Slot.PartitionSpec.reduced)),
                                              unreduced=frozenset(spec.strings(_Slot.PartitionSpec.unreduced))))
 
 
