@@ -8,7 +8,9 @@ test function.
 Each pytest process (the xdist workers) appends one tab-separated line per test to a file of its own in
 SUITE_PROFILE_DIR: seconds, numax compile seconds, numax compiles, jax compile seconds, jax compiles, test id.
 Compiles are counted where each library hands a module to XLA (a program loaded from a persistent cache is not
-a compile). Documentation pages run in processes of their own: their compiles are not seen, only their time.
+a compile); each process also writes its totals of persistent-cache reads, hits and seconds spent reading and
+writing the cache, summed in the summary's last line. Documentation pages run in processes of their own: their
+compiles are not seen, only their time.
 """
 
 import argparse
@@ -43,12 +45,46 @@ def pytest_configure(config):
     if not directory or controller:  # (the xdist controller runs no tests: its workers record them)
         return
     import jax._src.compiler as jax_compiler
+    import numax.lowering.compile_cache as numax_cache
     import numax.lowering.xla as numax_xla
 
     os.makedirs(directory, exist_ok=True)
     _report = open(os.path.join(directory, f"tests_{os.getpid()}.tsv"), "a")
     _count_calls(numax_xla, "_compile", "numax")
     _count_calls(jax_compiler, "backend_compile_and_load", "jax")
+    _count_cache(numax_cache, "lookup", "remember", "numax", hit=lambda result: result is not None)
+    _count_cache(jax_compiler, "_cache_read", "_cache_write", "jax", hit=lambda result: result[0] is not None)
+
+
+_caches = collections.Counter()  # per library: persistent-cache reads, hits, and seconds reading and writing
+
+
+def _count_cache(module, read_name, write_name, library, hit):
+    read, write = getattr(module, read_name), getattr(module, write_name)
+
+    def counted_read(*args, **kwargs):
+        start = time.perf_counter()
+        result = read(*args, **kwargs)
+        _caches[f"{library} cache seconds"] += time.perf_counter() - start
+        _caches[f"{library} cache reads"] += 1
+        _caches[f"{library} cache hits"] += bool(hit(result))
+        return result
+
+    def counted_write(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return write(*args, **kwargs)
+        finally:
+            _caches[f"{library} cache seconds"] += time.perf_counter() - start
+
+    setattr(module, read_name, counted_read)
+    setattr(module, write_name, counted_write)
+
+
+def pytest_unconfigure(config):
+    if _report is not None:
+        with open(os.path.join(os.path.dirname(_report.name), f"caches_{os.getpid()}.tsv"), "w") as totals:
+            totals.writelines(f"{key}\t{value}\n" for key, value in sorted(_caches.items()))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -64,7 +100,14 @@ def pytest_runtest_protocol(item, nextitem):
 
 def _summarize(directory, by, top):
     groups = collections.defaultdict(lambda: [0.0, 0.0, 0, 0.0, 0, 0])
+    caches = collections.Counter()
     for name in os.listdir(directory):
+        if name.startswith("caches_"):
+            with open(os.path.join(directory, name)) as totals:
+                for line in totals:
+                    key, value = line.rstrip("\n").split("\t")
+                    caches[key] += float(value)
+            continue
         with open(os.path.join(directory, name)) as records:
             for line in records:
                 seconds, nx_seconds, nx_count, jx_seconds, jx_count, test = line.rstrip("\n").split("\t")
@@ -82,6 +125,10 @@ def _summarize(directory, by, top):
         seconds, nx_seconds, nx_count, jx_seconds, jx_count, tests = group
         print(f"{seconds:8.1f} {nx_seconds:8.1f} s {nx_count:6d} {jx_seconds:7.1f} s {jx_count:5d} "
               f"{seconds - nx_seconds - jx_seconds:7.1f} {tests:6d}  {key}")
+    if caches:
+        shown = [f"{key} {value:.1f}" if "seconds" in key else f"{key} {value:.0f}"
+                 for key, value in sorted(caches.items())]
+        print("persistent compilation caches (all workers): " + ", ".join(shown))
 
 
 if __name__ == "__main__":
