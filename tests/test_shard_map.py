@@ -1,5 +1,6 @@
-"""shard_map over meshes of 8 forced CPU devices (tests/conftest.py sets XLA_FLAGS), against jax.shard_map run
-the same way; layouts checked against numpy with jax's own index maps (no jax compile per example)."""
+"""shard_map over meshes of 8 forced CPU devices (tests/conftest.py sets XLA_FLAGS), against jax.shard_map (under
+jax.jit where jax's eager mode is not what is compared: see `_both`); layouts checked against numpy with jax's own
+index maps (no jax compile per example)."""
 
 import functools
 
@@ -14,6 +15,7 @@ from jax.sharding import PartitionSpec as JP
 from numax.core.sharding import set_mesh
 from numax.lax.sharding_constraint import with_sharding_constraint
 from numax.lowering.sharded_array import ShardedArray
+from oracle import jit_all
 
 import numax
 import numax.numpy as mnp
@@ -35,13 +37,17 @@ def meshes(shape):
 _close = functools.partial(assert_same_pytrees, rtol=1e-5, atol=1e-5)
 
 
+# jax, the oracle, runs under jax.jit where its eager mode is not what is compared: jax's eager shard_map compiles
+# every operation of the body as a program of its own, where one jit program computes the same values (and jax
+# checks the body's types the same way when it traces it). numax runs as each test calls it.
 def _both(make, shape, in_specs, out_specs, *args, **options):
-    """`make(lax, numpy, P)` shard_mapped by numax and by jax over meshes of `shape`, run on `args`."""
+    """`make(lax, numpy, P)` shard_mapped by numax (run eagerly) and by jax (under jax.jit) over meshes of
+    `shape`, run on `args`."""
     ours_mesh, their_mesh = meshes(shape)
     ours = numax.shard_map(make(lax, mnp, P), mesh=ours_mesh, in_specs=in_specs(P), out_specs=out_specs(P),
                            **options)(*args)
-    theirs = jax.shard_map(make(jax.lax, jnp, JP), mesh=their_mesh, in_specs=in_specs(JP),
-                           out_specs=out_specs(JP), **options)(*args)
+    theirs = jax.jit(jax.shard_map(make(jax.lax, jnp, JP), mesh=their_mesh, in_specs=in_specs(JP),
+                                   out_specs=out_specs(JP), **options))(*args)
     return ours, theirs
 
 
@@ -280,14 +286,16 @@ def test_vmap_of_shard_map_matches_jax():
         return shard_map(body, mesh=mesh, in_specs=(S("x", "y"), S("y")), out_specs=(S(None, "y"), S("x")),
                          check_vma=False)
 
-    ours_f = make(lax, mnp, P, numax.shard_map, ours_mesh)
-    their_f = make(jax.lax, jnp, JP, jax.shard_map, their_mesh)
-    _close(numax.vmap(ours_f, in_axes=(0, None))(x, scale), jax.vmap(their_f, in_axes=(0, None))(x, scale))
+    def vmaps(vmap, f):
+        return [vmap(f, in_axes=(0, None)), vmap(f, in_axes=(2, None), out_axes=1), vmap(f, in_axes=(None, 0))]
+
     moved = np.moveaxis(x, 0, 2)
-    _close(numax.vmap(ours_f, in_axes=(2, None), out_axes=1)(moved, scale),
-           jax.vmap(their_f, in_axes=(2, None), out_axes=1)(moved, scale))
     batch = np.stack([scale, scale + 1])
-    _close(numax.vmap(ours_f, in_axes=(None, 0))(x[0], batch), jax.vmap(their_f, in_axes=(None, 0))(x[0], batch))
+    arguments = [(x, scale), (moved, scale), (x[0], batch)]
+    ours = [f(*args) for f, args in zip(vmaps(numax.vmap, make(lax, mnp, P, numax.shard_map, ours_mesh)), arguments)]
+    theirs = jit_all(vmaps(jax.vmap, make(jax.lax, jnp, JP, jax.shard_map, their_mesh)), arguments)  # (one program)
+    for mine, expected in zip(ours, theirs, strict=True):
+        _close(mine, expected)
 
 
 def test_vmap_with_spmd_axis_name_splits_the_batch_over_that_mesh_axis():
@@ -298,7 +306,7 @@ def test_vmap_with_spmd_axis_name_splits_the_batch_over_that_mesh_axis():
         return shard_map(lambda a: L.psum(a, "y"), mesh=mesh, in_specs=S(None, "y"), out_specs=S())
 
     ours = numax.vmap(make(lax, P, numax.shard_map, ours_mesh), spmd_axis_name="x")(x)
-    theirs = jax.vmap(make(jax.lax, JP, jax.shard_map, their_mesh), spmd_axis_name="x")(x)
+    theirs = jax.jit(jax.vmap(make(jax.lax, JP, jax.shard_map, their_mesh), spmd_axis_name="x"))(x)
     _close(ours, theirs)
 
 
@@ -311,7 +319,8 @@ def test_collectives_over_a_vmap_axis_inside_shard_map_match_jax():
 
     ours = make(lax, mnp, P, numax.shard_map, numax.vmap, meshes((8,))[0])(x)
     # (jax 0.10.2 fails an internal assertion on this program with check_vma=True)
-    theirs = make(jax.lax, jnp, JP, functools.partial(jax.shard_map, check_vma=False), jax.vmap, meshes((8,))[1])(x)
+    theirs = jax.jit(make(jax.lax, jnp, JP, functools.partial(jax.shard_map, check_vma=False), jax.vmap,
+                          meshes((8,))[1]))(x)
     _close(ours, theirs)
 
 
@@ -352,8 +361,9 @@ def test_unmapped_outputs_are_checked_for_replication_as_jax_checks_them(body, c
     outcomes = []
     for L, m, S, shard_map, mesh in ((lax, mnp, P, numax.shard_map, ours_mesh),
                                      (jax.lax, jnp, JP, jax.shard_map, their_mesh)):
+        f = shard_map(bodies[body](L, m), mesh=mesh, in_specs=S("x"), out_specs=S(), check_vma=check_vma)
         try:
-            shard_map(bodies[body](L, m), mesh=mesh, in_specs=S("x"), out_specs=S(), check_vma=check_vma)(x)
+            jax.eval_shape(f, x) if L is jax.lax else f(x)  # (jax checks the outputs when it traces f)
             outcomes.append(None)
         except ValueError as error:
             outcomes.append(type(error))

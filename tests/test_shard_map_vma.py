@@ -15,6 +15,7 @@ import pytest
 from harness import assert_same_pytrees, data_parallel_step
 from jax.sharding import PartitionSpec as JP
 from numax.core.avals import ShapedArray
+from oracle import jit_table
 
 import numax
 import numax.numpy as mnp
@@ -41,11 +42,20 @@ THEIRS = SimpleNamespace(lax=jax.lax, np=jnp, P=JP, shard_map=jax.shard_map, typ
 BOTH = (OURS, THEIRS)
 
 
+# jax's side, the oracle, runs under jax.jit (or jax.eval_shape where only types and errors are compared) where
+# jax's eager mode is not what is compared: jax's eager shard_map compiles every operation of the body as a program
+# of its own (and an eager grad of it as many more), where one jit program computes the same values, and jax types
+# and checks the body the same way when it traces it. Each test's numax side runs as before.
+def _plain(f):
+    return f
+
+
 def _both(make, shape, in_specs, out_specs, *args, **options):
     """`make(lib)` shard_mapped by numax and by jax over meshes of `shape` (specs built by `in_specs(P)` and
-    `out_specs(P)`), run on `args`."""
-    return [lib.shard_map(make(lib), mesh=mesh, in_specs=in_specs(lib.P), out_specs=out_specs(lib.P),
-                          **options)(*args) for lib, mesh in zip(BOTH, meshes(shape))]
+    `out_specs(P)`), run on `args`: numax's as it is called (eagerly), jax's under jax.jit."""
+    return [(jax.jit if lib is THEIRS else _plain)(
+        lib.shard_map(make(lib), mesh=mesh, in_specs=in_specs(lib.P), out_specs=out_specs(lib.P), **options))(*args)
+        for lib, mesh in zip(BOTH, meshes(shape))]
 
 
 _close = functools.partial(assert_same_pytrees, rtol=1e-5, atol=1e-5)
@@ -103,8 +113,9 @@ def test_the_types_of_arguments_and_collectives_match_jax(check_vma):
     seen = []
     for lib, mesh in zip(BOTH, meshes((2, 4))):
         seen.append({})
-        lib.shard_map(_typed_values(lib, seen[-1]), mesh=mesh, in_specs=(lib.P("i", "j"), lib.P()),
-                      out_specs=lib.P(None, "j"), check_vma=check_vma)(x, w)
+        f = lib.shard_map(_typed_values(lib, seen[-1]), mesh=mesh, in_specs=(lib.P("i", "j"), lib.P()),
+                          out_specs=lib.P(None, "j"), check_vma=check_vma)
+        (jax.eval_shape(f, x, w) if lib is THEIRS else f(x, w))  # (jax: the types are seen when it traces f)
     assert seen[0] == seen[1]
     if check_vma:
         assert seen[0]["x"] == {"i", "j"} and seen[0]["psum_i"] == {"j"} and seen[0]["axis_index_i"] == {"i"}
@@ -181,8 +192,9 @@ def test_pcast_errors_have_jax_exception_types(case):
     outcomes = []
     for lib, mesh in zip(BOTH, meshes((2, 4))):
         body = _pcast_cases(lib.lax)[case]
-        outcomes.append(_outcome(lambda: lib.shard_map(lambda x: (body(x), x)[1], mesh=mesh, in_specs=lib.P(),
-                                                       out_specs=lib.P())(np.arange(8.0))))
+        f = lib.shard_map(lambda x: (body(x), x)[1], mesh=mesh, in_specs=lib.P(), out_specs=lib.P())
+        # (jax raises its errors when it traces f)
+        outcomes.append(_outcome(lambda: jax.eval_shape(f, np.arange(8.0)) if lib is THEIRS else f(np.arange(8.0))))
     assert outcomes[0] == outcomes[1]
     assert (outcomes[0] is None) == (case in ("fine", "empty_axes"))
 
@@ -212,9 +224,10 @@ def test_grad_through_pcast_sums_over_the_devices():
     def run(lib, mesh):
         f = lib.shard_map(lambda x: lib.lax.pcast(x, "i", to="varying"), mesh=mesh, in_specs=lib.P(),
                           out_specs=lib.P("i"))
-        return f(np.arange(8.0)), lib.grad(lambda x: f(x).sum())(np.arange(8.0))
+        return lambda x: (f(x), lib.grad(lambda x: f(x).sum())(x))
 
-    _close(*(run(lib, mesh) for lib, mesh in zip(BOTH, meshes((4,)))))
+    ours, theirs = (run(lib, mesh) for lib, mesh in zip(BOTH, meshes((4,))))
+    _close(ours(np.arange(8.0)), jax.jit(theirs)(np.arange(8.0)))
 
 
 # --- out_specs that promise replication -------------------------------------------------------------------------
@@ -342,23 +355,45 @@ def _control_flow_cases(lib):
     }
 
 
+def _control_flow_run(lib, case):
+    """(the shard_map of a control-flow case, its arguments)."""
+    fun, in_specs, out_specs = _control_flow_cases(lib)[case]
+    x = np.arange(4, dtype=np.int32)
+    args = (1, x, x) if case == "switch" else (x,) * (len(in_specs(lib.P)))
+    return lib.shard_map(fun, mesh=meshes((2, 2))[BOTH.index(lib)], in_specs=in_specs(lib.P),
+                         out_specs=out_specs(lib.P)), args
+
+
+def _run_or_required_replication(f, *args):
+    """f(*args), or ValueError where it raises shard_map's error for out_specs that require replication."""
+    try:
+        return f(*args)
+    except ValueError as error:
+        assert "require replication" in str(error)
+        return ValueError
+
+
+@functools.cache
+def _their_control_flow_results():
+    """{case: jax's result, or ValueError}: jax raises its error when it traces the shard_map, and the results of
+    the cases that pass come from one jax program."""
+    runs = {case: _control_flow_run(THEIRS, case) for case in _control_flow_cases(THEIRS)}
+    errors = {case: _run_or_required_replication(jax.eval_shape, f, *args) for case, (f, args) in runs.items()}
+    passing = [case for case in runs if errors[case] is not ValueError]
+    results = jit_table(passing, [runs[case][0] for case in passing], [runs[case][1] for case in passing])
+    return {case: results.get(case, ValueError) for case in runs}
+
+
 @pytest.mark.parametrize("case", list(_control_flow_cases(OURS)))
 def test_control_flow_types_check_out_specs_as_jax_does(case):
     # (jax's test_scan_rep_rule, test_while_rep_rule, test_cond_rep_rule, test_switch_rep_rule)
-    x = np.arange(4, dtype=np.int32)
-    results = []
-    for lib, mesh in zip(BOTH, meshes((2, 2))):
-        fun, in_specs, out_specs = _control_flow_cases(lib)[case]
-        args = (1, x, x) if case == "switch" else (x,) * (len(in_specs(lib.P)))
-        try:
-            results.append(lib.shard_map(fun, mesh=mesh, in_specs=in_specs(lib.P), out_specs=out_specs(lib.P))(*args))
-        except ValueError as error:
-            assert "require replication" in str(error)
-            results.append(ValueError)
-    if results[1] is ValueError:
-        assert results[0] is ValueError
+    f, args = _control_flow_run(OURS, case)
+    ours = _run_or_required_replication(f, *args)
+    theirs = _their_control_flow_results()[case]
+    if theirs is ValueError:
+        assert ours is ValueError
     else:
-        _close(results[0], results[1])
+        _close(ours, theirs)
 
 
 def _carry_cases(L):
@@ -393,7 +428,8 @@ def test_carries_and_branches_whose_types_differ_raise_jaxs_type_error(case):
     for lib, mesh in zip(BOTH, meshes((2,))):
         fun = _carry_cases(lib.lax)[case]
         try:
-            errors.append(lib.shard_map(fun, mesh=mesh, in_specs=(lib.P("i"), lib.P()), out_specs=lib.P("i"))(x, y))
+            f = lib.shard_map(fun, mesh=mesh, in_specs=(lib.P("i"), lib.P()), out_specs=lib.P("i"))
+            errors.append((jax.jit(f) if lib is THEIRS else f)(x, y))  # (jax raises when it traces f)
         except TypeError as error:
             errors.append(str(error))
     if case == "scan_fixed":
@@ -452,22 +488,35 @@ def _grad_cases():
     }
 
 
-@pytest.mark.parametrize("check_vma", [True, False])
-@pytest.mark.parametrize("case, jit", [(case, True) for case in _grad_cases()] + [("mul_invariant_weight", False)])
-def test_grad_of_shard_map_matches_jax(case, jit, check_vma):
-    body, in_specs, out_specs, shape = _grad_cases()[case]
+def _grad_inputs(case):
     rng = np.random.default_rng(1)
     x = rng.normal(size=(8, 8)).astype(np.float32)
     w = rng.normal(size=(8, 8) if case == "matmul_fsdp" else (8,) if case == "ppermute" else ()).astype(np.float32)
-    if case == "ppermute":
-        x = x[:, 0]
-    results = []
-    for lib, mesh in zip(BOTH, meshes(shape)):
-        f = lib.shard_map(body(lib.lax, lib.np), mesh=mesh, in_specs=in_specs(lib.P), out_specs=out_specs(lib.P),
-                          check_vma=check_vma)
-        f = lib.jit(f) if jit else f
-        results.append(lib.grad(lambda x, w: (f(x, w) ** 2).sum() / 7, argnums=(0, 1))(x, w))
-    _close(*results, rtol=1e-4, atol=1e-5)
+    return (x[:, 0] if case == "ppermute" else x), w
+
+
+def _grad_of_shard_map(lib, case, check_vma, jit):
+    """The gradient function of a case: of (f(x, w) ** 2).sum() / 7, f the case's shard_map (jitted if `jit`)."""
+    body, in_specs, out_specs, shape = _grad_cases()[case]
+    f = lib.shard_map(body(lib.lax, lib.np), mesh=meshes(shape)[BOTH.index(lib)], in_specs=in_specs(lib.P),
+                      out_specs=out_specs(lib.P), check_vma=check_vma)
+    f = lib.jit(f) if jit else f
+    return lib.grad(lambda x, w: (f(x, w) ** 2).sum() / 7, argnums=(0, 1))
+
+
+@functools.cache
+def _their_grads_of_shard_map(check_vma):
+    """{case: jax's gradients}, from one jax program for all the cases."""
+    cases = list(_grad_cases())
+    return jit_table(cases, [_grad_of_shard_map(THEIRS, case, check_vma, jit=False) for case in cases],
+                     [_grad_inputs(case) for case in cases])
+
+
+@pytest.mark.parametrize("check_vma", [True, False])
+@pytest.mark.parametrize("case, jit", [(case, True) for case in _grad_cases()] + [("mul_invariant_weight", False)])
+def test_grad_of_shard_map_matches_jax(case, jit, check_vma):
+    ours = _grad_of_shard_map(OURS, case, check_vma, jit)(*_grad_inputs(case))
+    _close(ours, _their_grads_of_shard_map(check_vma)[case], rtol=1e-4, atol=1e-5)
 
 
 def test_value_and_grad_inside_the_body():
@@ -514,9 +563,9 @@ def test_vmap_inside_the_body_and_of_the_shard_map():
         return lambda x, w: lib.lax.psum(lib.vmap(lambda row: row * w)(x), "i")
 
     _close(*_both(make, (8,), lambda S: (S(None, "i"), S("i")), lambda S: S(), x, w))
-    outer = [lib.vmap(lib.shard_map(lambda a, b: a * b, mesh=mesh, in_specs=(lib.P("i"), lib.P()),
-                                    out_specs=lib.P("i")), in_axes=(0, None))(x, w[:1])
-             for lib, mesh in zip(BOTH, meshes((8,)))]
+    outer = [(jax.jit if lib is THEIRS else _plain)(lib.vmap(
+        lib.shard_map(lambda a, b: a * b, mesh=mesh, in_specs=(lib.P("i"), lib.P()), out_specs=lib.P("i")),
+        in_axes=(0, None)))(x, w[:1]) for lib, mesh in zip(BOTH, meshes((8,)))]
     _close(*outer)
 
 
@@ -541,16 +590,31 @@ def _control_flow_losses(lib):
     }
 
 
+def _control_flow_grads(lib, case):
+    """A function of (x, w): (the gradient inside the body with respect to w, the gradient of the psum'd loss
+    outside it with respect to (x, w)), for a loss of `_control_flow_losses`."""
+    loss, mesh = _control_flow_losses(lib)[case], meshes((4,))[BOTH.index(lib)]
+    inside = lib.shard_map(lambda x, w: lib.np.atleast_1d(lib.grad(loss, argnums=1)(x, w)), mesh=mesh,
+                           in_specs=(lib.P("i"), lib.P()), out_specs=lib.P())
+    total = lib.shard_map(lambda x, w: lib.lax.psum(loss(x, w), "i"), mesh=mesh, in_specs=(lib.P("i"), lib.P()),
+                          out_specs=lib.P())
+    return lambda x, w: (inside(x, w), lib.grad(total, argnums=(0, 1))(x, w))
+
+
+def _control_flow_inputs():
+    return np.linspace(-1, 1, 16).astype(np.float32).reshape(8, 2), np.float32(0.7)
+
+
+@functools.cache
+def _their_control_flow_grads():
+    """{case: jax's (inside, outside) gradients}, from one jax program for all the cases."""
+    cases = list(_control_flow_losses(THEIRS))
+    return jit_table(cases, [_control_flow_grads(THEIRS, case) for case in cases], [_control_flow_inputs()] * 5)
+
+
 @pytest.mark.parametrize("case", ["scan", "cond", "fori", "remat", "custom_jvp"])
 def test_grads_through_control_flow_inside_and_outside_the_body_match_jax(case):
-    x, w = np.linspace(-1, 1, 16).astype(np.float32).reshape(8, 2), np.float32(0.7)
-    inside, outside = [], []
-    for lib, mesh in zip(BOTH, meshes((4,))):
-        loss = _control_flow_losses(lib)[case]
-        inside.append(lib.shard_map(lambda x, w: lib.np.atleast_1d(lib.grad(loss, argnums=1)(x, w)), mesh=mesh,
-                                    in_specs=(lib.P("i"), lib.P()), out_specs=lib.P())(x, w))
-        total = lib.shard_map(lambda x, w: lib.lax.psum(loss(x, w), "i"), mesh=mesh, in_specs=(lib.P("i"), lib.P()),
-                              out_specs=lib.P())
-        outside.append(lib.grad(total, argnums=(0, 1))(x, w))
-    _close(*inside, atol=1e-5)
-    _close(*outside, rtol=1e-4, atol=1e-5)
+    inside, outside = _control_flow_grads(OURS, case)(*_control_flow_inputs())
+    their_inside, their_outside = _their_control_flow_grads()[case]
+    _close(inside, their_inside, atol=1e-5)
+    _close(outside, their_outside, rtol=1e-4, atol=1e-5)
