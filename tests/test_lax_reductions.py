@@ -1,12 +1,15 @@
 """Reductions and contractions against jax.lax: reduce_sum/prod/max/min/and/or/xor, argmax/argmin,
 dot_general and dot, eagerly and under jit, incl. empty shapes and error messages."""
 
+import functools
+
 import jax
 import ml_dtypes
 import numpy as np
 import pytest
 from harness import assert_close, rand
 from jax import lax as jlax
+from oracle import jit_table
 
 import numax
 from numax import lax
@@ -36,17 +39,41 @@ def _inputs(rng, shape, dtype):
     return x
 
 
+# Eager reductions run the same lowering as jit, one primitive per program: they are checked on these dtypes,
+# every dtype is checked under jit (tests/test_eager_fast_paths.py covers eager dispatch in general).
+EAGER_REDUCTION_DTYPES = (np.float32, np.bool_)
+
+
+def _reduction_cases(name):
+    """[(dtype, [(input, axes) for each of AXES_AND_SHAPES])] for one reduction, from a fresh rng(0)."""
+    rng = np.random.default_rng(0)
+    return [(dtype, [(_inputs(rng, shape, dtype), axes) for shape, axes in AXES_AND_SHAPES])
+            for dtype in REDUCTIONS[name]]
+
+
+@functools.cache
+def _reduction_table():
+    """Every reduction case, computed by ONE jax program (the oracle) and ONE numax.jit program."""
+    cases = {name: _reduction_cases(name) for name in sorted(REDUCTIONS)}
+    inputs = {name: [[x for x, _ in dtype_cases] for _, dtype_cases in by_dtype] for name, by_dtype in cases.items()}
+
+    def reduce_all(lax_module, inputs):  # (the axes are static: taken from `cases`, not traced)
+        return {name: [[getattr(lax_module, name)(x, axes) for x, (_, axes) in zip(xs, dtype_cases)]
+                       for xs, (_, dtype_cases) in zip(inputs[name], by_dtype)] for name, by_dtype in cases.items()}
+
+    want = jax.jit(lambda inputs: reduce_all(jlax, inputs))(inputs)
+    traced = numax.jit(lambda inputs: reduce_all(lax, inputs))(inputs)
+    return cases, want, traced
+
+
 @pytest.mark.parametrize("name", sorted(REDUCTIONS))
-def test_reductions_match_jax(rng, name):
-    for dtype in REDUCTIONS[name]:
-        cases = [(_inputs(rng, shape, dtype), axes) for shape, axes in AXES_AND_SHAPES]
-        want = jax.jit(lambda xs: [getattr(jlax, name)(x, a) for x, (_, a) in zip(xs, cases)])([x for x, _ in cases])
-        traced = numax.jit(lambda xs: [getattr(lax, name)(x, a) for x, (_, a) in zip(xs, cases)])(
-            [x for x, _ in cases])
-        for (x, axes), expected, got_jit in zip(cases, want, traced):
-            got = getattr(lax, name)(x, axes)
-            for result in (got, got_jit):
-                scale = 20 if name == "reduce_prod" else 4
+def test_reductions_match_jax(name):
+    cases, want, traced = _reduction_table()
+    scale = 20 if name == "reduce_prod" else 4
+    for (dtype, dtype_cases), expected_row, jit_row in zip(cases[name], want[name], traced[name], strict=True):
+        for (x, axes), expected, got_jit in zip(dtype_cases, expected_row, jit_row, strict=True):
+            results = [got_jit] + ([getattr(lax, name)(x, axes)] if dtype in EAGER_REDUCTION_DTYPES else [])
+            for result in results:
                 assert_close(result, np.asarray(expected), scale=scale)
 
 
@@ -89,28 +116,54 @@ ARG_INPUTS = {
 }
 
 
+@functools.cache
+def _jax_ties_table():
+    # The oracle of every (function, input, axis, index dtype) from one jax program.
+    keys = [(name, kind, axis, np.dtype(index_dtype).name) for name in ("argmax", "argmin") for kind in ARG_INPUTS
+            for axis in (0, 1) for index_dtype in (np.int32, np.uint8, np.int16)]
+    return jit_table(keys, [lambda x, k=k: getattr(jlax, k[0])(x, k[2], np.dtype(k[3])) for k in keys],
+                     [(ARG_INPUTS[k[1]],) for k in keys])
+
+
 @pytest.mark.parametrize("kind", sorted(ARG_INPUTS))
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 def test_argmax_argmin_nan_and_ties(name, kind):
     x = ARG_INPUTS[kind]
     for axis in (0, 1):
         for index_dtype in (np.int32, np.uint8, np.int16):
-            want = getattr(jlax, name)(x, axis, index_dtype)
+            want = _jax_ties_table()[name, kind, axis, np.dtype(index_dtype).name]
             for fn in (getattr(lax, name), numax.jit(getattr(lax, name), static_argnums=(1, 2))):
                 got = fn(x, axis, index_dtype)
                 assert got.dtype == want.dtype
                 np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.bool_, bf16, np.float16, np.int8])
-def test_argmax_argmin_dtypes(rng, dtype):
-    x = rand(rng, (4, 5), dtype)
+ARG_DTYPES = [np.int32, np.uint8, np.bool_, bf16, np.float16, np.int8]
+
+
+def _arg_input(dtype):
+    return rand(np.random.default_rng(0), (4, 5), dtype)
+
+
+@functools.cache
+def _jax_arg_table():
+    # The oracle of every dtype from one jax program: {dtype name: {name: (argmax along 1, of row 0)}}.
+    def arg_all(xs):
+        return {key: {name: (getattr(jlax, name)(x, 1, np.int32), getattr(jlax, name)(x[0], 0, np.int32))
+                      for name in ("argmax", "argmin")} for key, x in xs.items()}
+
+    return jax.jit(arg_all)({np.dtype(dtype).name: _arg_input(dtype) for dtype in ARG_DTYPES})
+
+
+@pytest.mark.parametrize("dtype", ARG_DTYPES)
+def test_argmax_argmin_dtypes(dtype):
+    x = _arg_input(dtype)
     for name in ("argmax", "argmin"):
-        want = getattr(jlax, name)(x, 1, np.int32)
+        want, want_row = _jax_arg_table()[np.dtype(dtype).name][name]
         got = getattr(lax, name)(x, -1, np.int32)
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
         # A 1-d operand reduces to a scalar.
-        assert int(getattr(lax, name)(x[0], 0, np.int32)) == int(getattr(jlax, name)(x[0], 0, np.int32))
+        assert int(getattr(lax, name)(x[0], 0, np.int32)) == int(want_row)
 
 
 # --- dot_general / dot -----------------------------------------------------------------------------------------
@@ -127,18 +180,42 @@ DOT_CASES = [
 ]
 
 
+DOT_DTYPES = [(np.float32, None), (np.int32, None), (bf16, None), (bf16, np.float32), (np.int8, np.int32),
+              (np.complex64, None), (np.float16, np.float32)]
+# Eager dot_general runs the same lowering as jit, one primitive per program: checked on these (dtype, preferred)
+# pairs, every pair under jit (tests/test_eager_fast_paths.py covers eager dot_general dispatch and its fast path).
+EAGER_DOT_DTYPES = [(np.float32, None), (np.int8, np.int32)]
+
+
+def _dot_operands(name, lhs_shape, rhs_shape):
+    """[(lhs, rhs) for each of DOT_DTYPES] for one case, from a fresh rng(0)."""
+    rng = np.random.default_rng(0)
+    return [(rand(rng, lhs_shape, dtype), rand(rng, rhs_shape, dtype)) for dtype, _ in DOT_DTYPES]
+
+
+@functools.cache
+def _dot_table():
+    """Every dot_general case, computed by ONE jax program (the oracle) and ONE numax.jit program."""
+    operands = [_dot_operands(*case[:3]) for case in DOT_CASES]
+
+    def dot_all(lax_module, operands):
+        return [[lax_module.dot_general(lhs, rhs, numbers, preferred_element_type=preferred)
+                 for (lhs, rhs), (_, preferred) in zip(pairs, DOT_DTYPES)]
+                for pairs, (*_, numbers) in zip(operands, DOT_CASES)]
+
+    want = jax.jit(lambda operands: dot_all(jlax, operands))(operands)
+    traced = numax.jit(lambda operands: dot_all(lax, operands))(operands)
+    return {case[0]: row for case, row in zip(DOT_CASES, zip(operands, want, traced))}
+
+
 @pytest.mark.parametrize("name, lhs_shape, rhs_shape, numbers", DOT_CASES, ids=[c[0] for c in DOT_CASES])
-def test_dot_general_matches_jax(rng, name, lhs_shape, rhs_shape, numbers):
-    for dtype, preferred in [(np.float32, None), (np.int32, None), (bf16, None), (bf16, np.float32),
-                             (np.int8, np.int32), (np.complex64, None), (np.float16, np.float32)]:
-        lhs, rhs = rand(rng, lhs_shape, dtype), rand(rng, rhs_shape, dtype)
-        want = jlax.dot_general(lhs, rhs, numbers, preferred_element_type=preferred)
-
-        def fn(a, b):
-            return lax.dot_general(a, b, numbers, preferred_element_type=preferred)
-
-        for f in (fn, numax.jit(fn)):
-            got = f(lhs, rhs)
+def test_dot_general_matches_jax(name, lhs_shape, rhs_shape, numbers):
+    operands, want_row, jit_row = _dot_table()[name]
+    for (dtype, preferred), (lhs, rhs), want, got_jit in zip(DOT_DTYPES, operands, want_row, jit_row, strict=True):
+        results = [got_jit]
+        if (dtype, preferred) in EAGER_DOT_DTYPES:
+            results.append(lax.dot_general(lhs, rhs, numbers, preferred_element_type=preferred))
+        for got in results:
             assert (got.shape, got.dtype) == (want.shape, want.dtype), (name, dtype, preferred)
             assert_close(got, np.asarray(want), scale=4)
 
