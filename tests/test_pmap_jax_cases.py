@@ -807,9 +807,34 @@ def case_testDefaultDeviceOrdering(m):
     return out
 
 
+# Cases whose expected values jax computes with the whole case under one jax.jit (one compile) instead of as
+# written (jax runs grad, jvp, vjp, vmap or lax.map of a pmap op by op: a compile per operation, up to 29 for a
+# case). Only cases that return arrays computed from constants and read no concrete value, sharding, device or
+# shard of jax's results; numax still runs each case as written, and jax's jitted values were checked equal to
+# its eager ones (bit for bit, but for 2e-7 of fusion rounding in testPmapInAxesGrad and testPmapPostProcess).
+JAX_ORACLE_UNDER_JIT = frozenset({
+    "testCollectivePermuteCyclicGrad", "testPsumZeroCotangents", "testPmapInAxesGrad", "test_remat_of_pmap",
+    "testPmapPostProcess", "testPmapMapVmapCombinations", "test_axis_env_length", "testVmapOfPmap2", "testTrees",
+    "testPostProcessMap2", "testGradOfPsum", "testPPermuteAgreesWithVmap", "testJvpAndPartialEval", "testGradBasic",
+    "testCollectivesWithVmap_psum_2", "testCollectivesWithVmap_pmax_2", "test_axis_name_shadowing_with_vmap",
+    "testVmapOfPmapTuple", "testVmapOfPmap3", "testPsumOnBooleanDtype", "testPmapConstant", "testGradOfJvp",
+    "testCollectivesWithTreesOfDifferentDtypes", "testAxisIndexRemat", "testAxisIndexInInitialStyle",
+    "test_num_replicas_with_switch", "testPmapInJit",
+    *(f"testPmapAllAxesGrad_{in_axes}_{out_axes}" for in_axes, out_axes in [((None, 1, 2), 2), ((2, None, 0), 1)]),
+    *(f"testAllToAllVsVmap_split={split}_concat={concat}" for split, concat in [(0, 0), (0, 2), (1, 0), (2, 1)]),
+    *(f"testGradOf{name}{kind}" for name in ("Gather", "ReduceScatter") for kind in ("", "Tiled", "IndexGroups")),
+    *(f"testWithVmap_{name}" for name in ("all_gather", "psum_scatter")),
+    *(f"testVsVmap_{name}_tiled={tiled}" for name in ("all_gather", "psum_scatter") for tiled in (False, True))})
+assert JAX_ORACLE_UNDER_JIT <= CASES.keys()
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_case_matches_jax(name):
-    ours, theirs = CASES[name](NUMAX), CASES[name](JAX)
+    ours = CASES[name](NUMAX)
+    if name in JAX_ORACLE_UNDER_JIT:
+        theirs = jax.jit(functools.partial(CASES[name], JAX))()
+    else:
+        theirs = CASES[name](JAX)
     assert_same_pytrees(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
