@@ -9,12 +9,15 @@ eigenvectors only with enable_eigvec_derivs, as in JAX). Last: debug_callback ru
 pure_callback refuses it with JAX's message.
 """
 
+import functools
+
 import numpy as np
 import pytest
 from harness import jax, jnp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax import lax as jlax
+from oracle import jit_all
 
 import numax
 import numax.numpy as xnp
@@ -42,24 +45,37 @@ def random_like(rng, x):
     return value.astype(x.dtype)
 
 
-def compare_vjp_with_jax(numax_fn, jax_fn, args, rng, tol=2e-4, jit=True):
+def derivative_inputs(jax_fn, args, rng):
+    """(args, random output cotangents, random tangents), drawn from `rng`."""
+    out_shapes = jax.eval_shape(jax_fn, *args)
+    cotangent = jax.tree_util.tree_map(lambda x: random_like(rng, np.zeros(x.shape, x.dtype)), out_shapes)
+    return args, cotangent, tuple(random_like(rng, a) for a in args)
+
+
+def derivatives(vjp, jvp, fn):
+    def run(args, cotangent, tangents):
+        out, pullback = vjp(fn, *args)
+        return out, pullback(cotangent), jvp(fn, args, tangents)[1]
+    return run
+
+
+def jax_derivatives(cases):
+    """JAX's side of compare_vjp_with_jax for each (jax_fn, args, rng) of a table, from one jax.jit program."""
+    return jit_all([derivatives(jax.vjp, jax.jvp, fn) for fn, _, _ in cases],
+                   [derivative_inputs(fn, args, rng) for fn, args, rng in cases])
+
+
+def compare_vjp_with_jax(numax_fn, jax_fn, args, rng, tol=2e-4, jit=True, expected=None):
     """numax.vjp against jax.vjp for random output cotangents, and numax.jvp against jax.jvp.
 
     With `jit`, numax's side runs as one compiled program (the rules traced into it), which costs one
-    compilation instead of one per primitive; check_grads covers eager execution."""
-    out_shapes = jax.eval_shape(jax_fn, *args)
-    cotangent = jax.tree_util.tree_map(lambda x: random_like(rng, np.zeros(x.shape, x.dtype)), out_shapes)
-    tangents = tuple(random_like(rng, a) for a in args)
-
-    def derivatives(vjp, jvp, fn):
-        def run(args, cotangent, tangents):
-            out, pullback = vjp(fn, *args)
-            return out, pullback(cotangent), jvp(fn, args, tangents)[1]
-        return run
-
-    expected = jax.jit(derivatives(jax.vjp, jax.jvp, jax_fn))(args, cotangent, tangents)
+    compilation instead of one per primitive; check_grads covers eager execution. `expected`: JAX's
+    results when a table computed them already (jax_derivatives, from the same draws of `rng`)."""
+    inputs = derivative_inputs(jax_fn, args, rng)
+    if expected is None:
+        expected = jax.jit(derivatives(jax.vjp, jax.jvp, jax_fn))(*inputs)
     run = derivatives(numax.vjp, numax.jvp, numax_fn)
-    actual = (numax.jit(run) if jit else run)(args, cotangent, tangents)
+    actual = (numax.jit(run) if jit else run)(*inputs)
     assert_tree_close(actual, expected, tol)
 
 
@@ -84,12 +100,27 @@ def test_dot_general_check_grads(lhs_shape, rhs_shape, numbers, x64, rng):
     check_grads(lambda a, b: lax.dot_general(a, b, numbers), (x, y), order=2, modes=("fwd", "rev"))
 
 
+def float32_pair(rng, lhs_shape, rhs_shape):
+    return rng.standard_normal(lhs_shape).astype(np.float32), rng.standard_normal(rhs_shape).astype(np.float32)
+
+
+# Each table below has its JAX side computed by one program, with the draws of a fresh rng fixture
+# (np.random.default_rng(0)) per case, as the test makes them.
+@functools.cache
+def expected_dot_general():
+    cases = []
+    for lhs_shape, rhs_shape, numbers in DOT_CASES:
+        rng = np.random.default_rng(0)
+        cases.append((lambda a, b, numbers=numbers: jlax.dot_general(a, b, numbers),
+                      float32_pair(rng, lhs_shape, rhs_shape), rng))
+    return jax_derivatives(cases)
+
+
 @pytest.mark.parametrize("lhs_shape,rhs_shape,numbers", DOT_CASES)
 def test_dot_general_matches_jax(lhs_shape, rhs_shape, numbers, rng):
-    x = rng.standard_normal(lhs_shape).astype(np.float32)
-    y = rng.standard_normal(rhs_shape).astype(np.float32)
-    compare_vjp_with_jax(lambda a, b: lax.dot_general(a, b, numbers),
-                         lambda a, b: jlax.dot_general(a, b, numbers), (x, y), rng)
+    expected = expected_dot_general()[DOT_CASES.index((lhs_shape, rhs_shape, numbers))]
+    compare_vjp_with_jax(lambda a, b: lax.dot_general(a, b, numbers), lambda a, b: jlax.dot_general(a, b, numbers),
+                         float32_pair(rng, lhs_shape, rhs_shape), rng, expected=expected)
 
 
 @st.composite
@@ -156,7 +187,7 @@ def test_dot_general_under_jit(rng):
     x, y = rng.standard_normal((2, 3, 4)).astype(np.float32), rng.standard_normal((2, 4)).astype(np.float32)
     numbers = (((2,), (1,)), ((0,), (0,)))
     loss = lambda a, b: (lax.dot_general(a, b, numbers) ** 2).sum()
-    expected = jax.grad(lambda a, b: (jlax.dot_general(a, b, numbers) ** 2).sum(), argnums=(0, 1))(x, y)
+    expected = jax.jit(jax.grad(lambda a, b: (jlax.dot_general(a, b, numbers) ** 2).sum(), argnums=(0, 1)))(x, y)
     for fn in (numax.jit(numax.grad(loss, argnums=(0, 1))), numax.grad(numax.jit(loss), argnums=(0, 1))):
         assert_tree_close(fn(x, y), expected, 1e-4)
 
@@ -176,11 +207,19 @@ NUMPY_CONTRACTIONS = [
 ]
 
 
+@functools.cache
+def expected_numpy_contractions():
+    cases = []
+    for _, fn, lhs_shape, rhs_shape in NUMPY_CONTRACTIONS:
+        rng = np.random.default_rng(0)
+        cases.append((lambda a, b, fn=fn: fn(jnp, a, b), float32_pair(rng, lhs_shape, rhs_shape), rng))
+    return dict(zip([c[0] for c in NUMPY_CONTRACTIONS], jax_derivatives(cases)))
+
+
 @pytest.mark.parametrize("name,fn,lhs_shape,rhs_shape", NUMPY_CONTRACTIONS, ids=[c[0] for c in NUMPY_CONTRACTIONS])
 def test_numpy_contractions_match_jax(name, fn, lhs_shape, rhs_shape, rng):
-    x = rng.standard_normal(lhs_shape).astype(np.float32)
-    y = rng.standard_normal(rhs_shape).astype(np.float32)
-    compare_vjp_with_jax(lambda a, b: fn(xnp, a, b), lambda a, b: fn(jnp, a, b), (x, y), rng)
+    compare_vjp_with_jax(lambda a, b: fn(xnp, a, b), lambda a, b: fn(jnp, a, b),
+                         float32_pair(rng, lhs_shape, rhs_shape), rng, expected=expected_numpy_contractions()[name])
 
 
 def test_numpy_einsum_check_grads(x64, rng):
@@ -213,13 +252,22 @@ def conv_args(case):
                 dimension_numbers=numbers, feature_group_count=groups, batch_group_count=batch_groups)
 
 
+@functools.cache
+def expected_conv():
+    cases = []
+    for case in CONV_CASES:
+        rng, params = np.random.default_rng(0), conv_args(case)
+        cases.append((lambda a, b, params=params: jlax.conv_general_dilated(a, b, **params),
+                      float32_pair(rng, case[0], case[1]), rng))
+    return jax_derivatives(cases)
+
+
 @pytest.mark.parametrize("case", CONV_CASES)
 def test_conv_matches_jax(case, rng):
-    x = rng.standard_normal(case[0]).astype(np.float32)
-    w = rng.standard_normal(case[1]).astype(np.float32)
     params = conv_args(case)
     compare_vjp_with_jax(lambda a, b: lax.conv_general_dilated(a, b, **params),
-                         lambda a, b: jlax.conv_general_dilated(a, b, **params), (x, w), rng)
+                         lambda a, b: jlax.conv_general_dilated(a, b, **params), float32_pair(rng, case[0], case[1]),
+                         rng, expected=expected_conv()[CONV_CASES.index(case)])
 
 
 @pytest.mark.parametrize("case", [CONV_CASES[i] for i in (1, 3, 5, 6, 9)])
@@ -240,7 +288,7 @@ def test_conv_wrappers_and_jit(rng):
     w = rng.standard_normal((3, 3, 2, 3)).astype(np.float32)
     numbers = ("NHWC", "HWIO", "NHWC")
     loss = lambda lax_, a, b: (lax_.conv_transpose(a, b, (2, 2), "SAME", dimension_numbers=numbers) ** 2).sum()
-    expected = jax.grad(lambda a, b: loss(jlax, a, b), argnums=(0, 1))(x, w)
+    expected = jax.jit(jax.grad(lambda a, b: loss(jlax, a, b), argnums=(0, 1)))(x, w)
     grad = numax.grad(lambda a, b: loss(lax, a, b), argnums=(0, 1))
     assert_tree_close(grad(x, w), expected, 1e-3)
     assert_tree_close(numax.jit(grad)(x, w), expected, 1e-3)
@@ -340,11 +388,11 @@ LINALG_CASES = [
     ("qr_tall", qr_outputs(xnp, xnp.linalg), qr_outputs(jnp, jnp.linalg), tall, (5, 3)),
     ("qr_square_batched", qr_outputs(xnp, xnp.linalg), qr_outputs(jnp, jnp.linalg), well_conditioned, (2, 3, 3)),
     ("qr_wide", qr_outputs(xnp, xnp.linalg), qr_outputs(jnp, jnp.linalg), tall, (3, 5)),
-    ("qr_complete", qr_outputs(xnp, xnp.linalg, "complete"), qr_outputs(jnp, jnp.linalg, "complete"), tall, (4, 2)),
+    ("qr_complete", qr_outputs(xnp, xnp.linalg, "complete"), qr_outputs(jnp, jnp.linalg, "complete"), tall, (5, 3)),
     ("eigh", eigh_invariants(xnp, xnp.linalg), eigh_invariants(jnp, jnp.linalg), distinct_spectrum, (4, 4)),
     ("eigh_batched", eigh_invariants(xnp, xnp.linalg), eigh_invariants(jnp, jnp.linalg), distinct_spectrum,
      (2, 3, 3)),
-    ("svd_tall", svd_invariants(xnp, xnp.linalg), svd_invariants(jnp, jnp.linalg), tall, (4, 3)),
+    ("svd_tall", svd_invariants(xnp, xnp.linalg), svd_invariants(jnp, jnp.linalg), tall, (5, 3)),
     ("svd_wide", svd_invariants(xnp, xnp.linalg), svd_invariants(jnp, jnp.linalg), tall, (2, 3, 4)),
     ("svdvals", lambda x: xnp.linalg.svd(x, compute_uv=False), lambda x: jnp.linalg.svd(x, compute_uv=False), tall,
      (5, 3)),
@@ -363,12 +411,23 @@ def eig_unavailable(fn, x):
     return True
 
 
+@functools.cache
+def expected_linalg():
+    """JAX's side of test_linalg_matches_jax (eigvals only where numax has a kernel for eig)."""
+    cases = [case for case in LINALG_CASES if case[0] != "eigvals" or numax.default_backend() == "cpu"]
+    inputs = []
+    for _, _, jax_fn, make, shape in cases:
+        rng = np.random.default_rng(0)
+        inputs.append((jax_fn, (make(rng, shape).astype(np.float32),), rng))
+    return dict(zip([case[0] for case in cases], jax_derivatives(inputs)))
+
+
 @pytest.mark.parametrize("name,numax_fn,jax_fn,make,shape", LINALG_CASES, ids=LINALG_IDS)
 def test_linalg_matches_jax(name, numax_fn, jax_fn, make, shape, rng):
     x = make(rng, shape).astype(np.float32)
     if name == "eigvals" and eig_unavailable(numax_fn, x):
         return
-    compare_vjp_with_jax(numax_fn, jax_fn, (x,), rng, tol=2e-3)
+    compare_vjp_with_jax(numax_fn, jax_fn, (x,), rng, tol=2e-3, expected=expected_linalg()[name])
 
 
 @pytest.mark.parametrize("name,numax_fn,jax_fn,make,shape", LINALG_CASES, ids=LINALG_IDS)
@@ -422,12 +481,24 @@ COMPLEX_CASES = [
 ]
 
 
+def complex_matrix(rng, kind, n=3):
+    z = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+    return z @ z.conj().T + n * np.eye(n) if kind == "hermitian" else z + 2 * np.eye(n)
+
+
+@functools.cache
+def expected_complex():
+    inputs = []
+    for _, _, jax_fn, kind in COMPLEX_CASES:
+        rng = np.random.default_rng(0)
+        inputs.append((jax_fn, (complex_matrix(rng, kind).astype(np.complex64),), rng))
+    return dict(zip([case[0] for case in COMPLEX_CASES], jax_derivatives(inputs)))
+
+
 @pytest.mark.parametrize("name,numax_fn,jax_fn,kind", COMPLEX_CASES, ids=[c[0] for c in COMPLEX_CASES])
 def test_complex_decompositions(name, numax_fn, jax_fn, kind, rng):
-    n = 3
-    z = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
-    x = z @ z.conj().T + n * np.eye(n) if kind == "hermitian" else z + 2 * np.eye(n)
-    compare_vjp_with_jax(numax_fn, jax_fn, (x.astype(np.complex64),), rng, tol=2e-3)
+    x = complex_matrix(rng, kind)
+    compare_vjp_with_jax(numax_fn, jax_fn, (x.astype(np.complex64),), rng, tol=2e-3, expected=expected_complex()[name])
     numax.config.update("numax_enable_x64", True)
     try:
         check_grads(numax_fn, (x,), order=1, modes=("fwd", "rev"))
@@ -439,7 +510,7 @@ def test_linalg_under_jit(rng):
     x = well_conditioned(rng, (3, 3)).astype(np.float32)
     loss = lambda np_: (lambda a: np_.linalg.slogdet(a)[1] + np_.sum(np_.linalg.inv(a) ** 2)
                         + np_.sum(np_.linalg.qr(a)[1] ** 2))
-    expected = jax.grad(loss(jnp))(x)
+    expected = jax.jit(jax.grad(loss(jnp)))(x)
     assert_tree_close(numax.jit(numax.grad(loss(xnp)))(x), expected, 1e-3)
     assert_tree_close(numax.grad(numax.jit(loss(xnp)))(x), expected, 1e-3)
 
@@ -487,7 +558,7 @@ def test_debug_callback_runs_under_differentiation():
         lax.debug_callback(lambda v: seen.append(float(v)), x)
         return lax.sin(x) * x
 
-    expected = jax.grad(lambda x: jnp.sin(x) * x)(np.float32(1.5))
+    expected = jax.jit(jax.grad(lambda x: jnp.sin(x) * x))(np.float32(1.5))
     np.testing.assert_allclose(numax.grad(f)(np.float32(1.5)), expected, rtol=1e-6)
     assert seen == [1.5]
     np.testing.assert_allclose(numax.jit(numax.grad(f))(np.float32(1.5)), expected, rtol=1e-6)

@@ -16,7 +16,7 @@ from harness import assert_close, jax, jnp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numax.core.dtypes import float0
-from oracle import jit_table
+from oracle import jit_all, jit_table
 
 import numax
 import numax.numpy as xnp
@@ -41,20 +41,23 @@ def _sort_pair(num_keys, dimension=-1):
     return lambda lax, x, y: lax.sort((x, y), dimension=dimension, num_keys=num_keys)
 
 
+# Shapes are shared where the shape is not the point, so that the eagerly compiled pieces of the rules (in
+# test_check_grads) are reused: the max/min reductions, sorts and top_k work on (3, 4); reduce_prod's tree of
+# products runs over the same (6, 2) operand for "reduce_prod" and "reduce_prod_axes" (6: an even and an odd level).
 CASES = [
     Case("reduce_sum", lambda lax, x: lax.reduce_sum(x, (1,)), [(3, 4)]),
     Case("reduce_sum_axes", lambda lax, x: lax.reduce_sum(x, (0, 2)), [(2, 3, 4)]),
     Case("reduce_sum_all", lambda lax, x: lax.reduce_sum(x, (0, 1)), [(3, 2)]),
     Case("reduce_sum_empty", lambda lax, x: lax.reduce_sum(x, (0,)), [(0, 3)]),
-    Case("reduce_prod", lambda lax, x: lax.reduce_prod(x, (1,)), [(3, 5)]),
-    Case("reduce_prod_axes", lambda lax, x: lax.reduce_prod(x, (0, 2)), [(3, 2, 2)]),
+    Case("reduce_prod", lambda lax, x: lax.reduce_prod(x, (1,)), [(2, 6)]),
+    Case("reduce_prod_axes", lambda lax, x: lax.reduce_prod(x, (0, 2)), [(2, 2, 3)]),
     Case("reduce_prod_all", lambda lax, x: lax.reduce_prod(x, (0, 1)), [(2, 3)]),
     Case("reduce_prod_one", lambda lax, x: lax.reduce_prod(x, (0,)), [(1, 3)]),
     Case("reduce_prod_empty", lambda lax, x: lax.reduce_prod(x, (1,)), [(2, 0)]),
     Case("reduce_max", lambda lax, x: lax.reduce_max(x, (1,)), [(3, 4)]),
     Case("reduce_max_axes", lambda lax, x: lax.reduce_max(x, (0, 2)), [(2, 3, 4)]),
-    Case("reduce_min", lambda lax, x: lax.reduce_min(x, (0,)), [(4, 3)]),
-    Case("reduce_min_all", lambda lax, x: lax.reduce_min(x, (0, 1)), [(3, 3)]),
+    Case("reduce_min", lambda lax, x: lax.reduce_min(x, (0,)), [(3, 4)]),
+    Case("reduce_min_all", lambda lax, x: lax.reduce_min(x, (0, 1)), [(3, 4)]),
     # Scans share shapes ((2, 6) along 1, (5, 2) along 0) so that their eagerly compiled pieces are reused.
     Case("cumsum", lambda lax, x: lax.cumsum(x, 1), [(2, 6)]),
     Case("cumsum_reverse", lambda lax, x: lax.cumsum(x, 0, reverse=True), [(5, 2)]),
@@ -84,16 +87,16 @@ CASES = [
     Case("window_mul_init", _window("mul", 0.5, (3,), (1,), "SAME", (2,)), [(4,)], False),
     Case("window_max_init", _window("max", 0.3, (2, 2), (1, 1), "SAME"), [(3, 4)], False),
     Case("window_min_init", _window("min", -0.2, (3,), (2,), ((1, 1),)), [(6,)], False),
-    Case("sort", lambda lax, x: lax.sort(x), [(3, 5)]),
+    Case("sort", lambda lax, x: lax.sort(x), [(3, 4)]),
     Case("sort_dimension0", lambda lax, x: lax.sort(x, dimension=0), [(4, 3)]),
     Case("sort_1d", lambda lax, x: lax.sort(x), [(7,)]),
     Case("sort_pair", _sort_pair(1), [(3, 4), (3, 4)]),
     Case("sort_pair_dimension0", _sort_pair(1, 0), [(4, 2), (4, 2)]),
     Case("sort_two_keys", _sort_pair(2), [(2, 5), (2, 5)]),
     Case("sort_key_val", lambda lax, x, y: lax.sort_key_val(x, y), [(6,), (6,)]),
-    Case("top_k", lambda lax, x: lax.top_k(x, 3)[0], [(2, 5)]),
+    Case("top_k", lambda lax, x: lax.top_k(x, 3)[0], [(3, 4)]),
     Case("top_k_all", lambda lax, x: lax.top_k(x, 4)[0], [(4,)]),
-    Case("top_k_axis0", lambda lax, x: lax.top_k(x, 2, axis=0)[0], [(4, 3)]),
+    Case("top_k_axis0", lambda lax, x: lax.top_k(x, 3, axis=0)[0], [(4, 3)]),  # top_k of its transpose, (3, 4)
 ]
 
 
@@ -190,22 +193,59 @@ TIE_CASES = {
 }
 
 
+def _weighted_sum(lax, weights):
+    """y -> sum(y * weights), with numax.lax's reduce_sum or with jnp.sum."""
+    if lax is nlax:
+        return lambda y: nlax.reduce_sum(y * weights, tuple(range(weights.ndim)))
+    return lambda y: jnp.sum(y * weights)
+
+
+def _grad_and_jvp(lax, grad, jvp, fn, weights):
+    """(the gradient of sum(fn(x) * weights), the JVP of fn along t): one program for both."""
+    def outputs(x, t):
+        return grad(lambda x: _weighted_sum(lax, weights)(fn(lax, x)))(x), jvp(lambda x: fn(lax, x), (x,), (t,))[1]
+    return outputs
+
+
+def _tie_inputs(fn):
+    """(weights of fn's outputs, a tangent of TIES)."""
+    weights = np.random.default_rng(2).standard_normal(_out_shape(fn, TIES)).astype(np.float32)
+    return weights, np.random.default_rng(3).standard_normal(TIES.shape).astype(np.float32)
+
+
+@functools.cache
+def _expected_ties():
+    """JAX's side of test_ties_like_jax for every case, from one jax.jit program."""
+    names = sorted(TIE_CASES)
+    inputs = [_tie_inputs(TIE_CASES[name]) for name in names]
+    return jit_table(names, [_grad_and_jvp(jax.lax, jax.grad, jax.jvp, TIE_CASES[name], weights)
+                             for name, (weights, _) in zip(names, inputs)],
+                     [(TIES, tangent) for _, tangent in inputs])
+
+
 @pytest.mark.parametrize("name", sorted(TIE_CASES))
 def test_ties_like_jax(name):
     fn = TIE_CASES[name]
-    weights = np.random.default_rng(2).standard_normal(_out_shape(fn, TIES)).astype(np.float32)
-    grad = numax.jit(numax.grad(lambda x: nlax.reduce_sum(fn(nlax, x) * weights, tuple(range(weights.ndim)))))(TIES)
-    expected = jax.jit(jax.grad(lambda x: jnp.sum(fn(jax.lax, x) * weights)))(TIES)
-    assert_close(grad, expected)
-    tangent = np.random.default_rng(3).standard_normal(TIES.shape).astype(np.float32)
-    assert_close(numax.jit(lambda x, t: numax.jvp(lambda x: fn(nlax, x), (x,), (t,))[1])(TIES, tangent),
-                 jax.jit(lambda x, t: jax.jvp(lambda x: fn(jax.lax, x), (x,), (t,))[1])(TIES, tangent))
+    weights, tangent = _tie_inputs(fn)
+    # The gradient and the JVP under one numax.jit (one compilation).
+    grad, tangent_out = numax.jit(_grad_and_jvp(nlax, numax.grad, numax.jvp, fn, weights))(TIES, tangent)
+    expected_grad, expected_tangent = _expected_ties()[name]
+    assert_close(grad, expected_grad)
+    assert_close(tangent_out, expected_tangent)
+
+
+def _expected_like_jax(fns, args):
+    """JAX's side of _compare_with_jax for each (fn, its arguments), from one jax.jit program."""
+    return jit_all([_jvp_and_vjp(jax.lax, jax.jvp, jax.vjp, fn, True) for fn in fns],
+                   [_directions(fn, a, 1) for fn, a in zip(fns, args)])
 
 
 def test_window_of_padding_only_like_jax():
     """A window holding only padding has an infinite max and, as in JAX, a zero tangent."""
-    _compare_with_jax(_window("max", -np.inf, (2,), (1,), ((2, 0),)), _args([(3,)], np.float32))
-    _compare_with_jax(_window("min", np.inf, (1, 2), (1, 1), ((0, 0), (0, 3))), _args([(2, 3)], np.float32))
+    fns = [_window("max", -np.inf, (2,), (1,), ((2, 0),)), _window("min", np.inf, (1, 2), (1, 1), ((0, 0), (0, 3)))]
+    args = [_args([(3,)], np.float32), _args([(2, 3)], np.float32)]
+    for fn, a, expected in zip(fns, args, _expected_like_jax(fns, args)):
+        _compare_with_jax(fn, a, expected=expected)
 
 
 COMPLEX_CASES = {
@@ -219,11 +259,22 @@ COMPLEX_CASES = {
 }
 
 
+def _complex_input():
+    rng = np.random.default_rng(6)
+    return (rng.uniform(-2, 2, (3, 4)) + 1j * rng.uniform(-2, 2, (3, 4))).astype(np.complex64)
+
+
+@functools.cache
+def _expected_complex():
+    """JAX's side of test_complex_like_jax for every case, from one jax.jit program."""
+    names = sorted(COMPLEX_CASES)
+    fns = [COMPLEX_CASES[name] for name in names]
+    return dict(zip(names, _expected_like_jax(fns, [[_complex_input()]] * len(names))))
+
+
 @pytest.mark.parametrize("name", sorted(COMPLEX_CASES))
 def test_complex_like_jax(name):
-    rng = np.random.default_rng(6)
-    x = (rng.uniform(-2, 2, (3, 4)) + 1j * rng.uniform(-2, 2, (3, 4))).astype(np.complex64)
-    _compare_with_jax(COMPLEX_CASES[name], [x])
+    _compare_with_jax(COMPLEX_CASES[name], [_complex_input()], expected=_expected_complex()[name])
 
 
 LOW_PRECISION_CASES = {
@@ -237,15 +288,29 @@ LOW_PRECISION_CASES = {
 }
 
 
-@pytest.mark.parametrize("name,dtype", [(name, [np.float16, jnp.bfloat16][i % 2])
-                                        for i, name in enumerate(sorted(LOW_PRECISION_CASES))])
+LOW_PRECISION_DTYPES = {name: [np.float16, jnp.bfloat16][i % 2] for i, name in enumerate(sorted(LOW_PRECISION_CASES))}
+
+
+def _low_precision_input(dtype):
+    return np.random.default_rng(7).permutation(np.linspace(-2, 2, 12)).reshape(3, 4).astype(dtype)
+
+
+@functools.cache
+def _expected_low_precision():
+    """JAX's gradients for test_low_precision_like_jax, from one jax.jit program."""
+    names = sorted(LOW_PRECISION_CASES)
+    return jit_table(names, [jax.grad(lambda x, fn=LOW_PRECISION_CASES[name]: jnp.sum(fn(jax.lax, x)))
+                             for name in names],
+                     [(_low_precision_input(LOW_PRECISION_DTYPES[name]),) for name in names])
+
+
+@pytest.mark.parametrize("name,dtype", LOW_PRECISION_DTYPES.items())
 def test_low_precision_like_jax(name, dtype):
     fn = LOW_PRECISION_CASES[name]
-    x = np.random.default_rng(7).permutation(np.linspace(-2, 2, 12)).reshape(3, 4).astype(dtype)
+    x = _low_precision_input(dtype)
     axes = tuple(range(len(_out_shape(fn, x))))
     grad = numax.jit(numax.grad(lambda x: nlax.reduce_sum(fn(nlax, x), axes)))(x)
-    expected = jax.jit(jax.grad(lambda x: jnp.sum(fn(jax.lax, x))))(x)
-    assert_close(grad, expected)
+    assert_close(grad, _expected_low_precision()[name])
 
 
 def test_reduce_max_ties_share_equally():
@@ -259,22 +324,37 @@ def test_window_max_picks_first_of_ties():
     np.testing.assert_array_equal(np.asarray(grad), np.array([0, 2, 1, 0, 1, 0], np.float32))
 
 
-@pytest.mark.parametrize("name", ["reduce_prod_rows", "reduce_prod_columns", "reduce_prod_all", "cumprod",
-                                  "cumprod_reverse"])
-def test_products_with_zeros_like_jax(name):
-    fn = {"reduce_prod_rows": lambda lax, x: lax.reduce_prod(x, (1,)),
-          "reduce_prod_columns": lambda lax, x: lax.reduce_prod(x, (0,)),
-          "reduce_prod_all": lambda lax, x: lax.reduce_prod(x[1:2, :3], (0, 1)),
-          "cumprod": lambda lax, x: lax.cumprod(x, 1),
-          "cumprod_reverse": lambda lax, x: lax.cumprod(x, 0, reverse=True)}[name]
+PRODUCT_CASES = {"reduce_prod_rows": lambda lax, x: lax.reduce_prod(x, (1,)),
+                 "reduce_prod_columns": lambda lax, x: lax.reduce_prod(x, (0,)),
+                 "reduce_prod_all": lambda lax, x: lax.reduce_prod(x[1:2, :3], (0, 1)),
+                 "cumprod": lambda lax, x: lax.cumprod(x, 1),
+                 "cumprod_reverse": lambda lax, x: lax.cumprod(x, 0, reverse=True)}
+PRODUCT_DIRECTION = np.random.default_rng(5).standard_normal(ZEROS.shape).astype(np.float32)
+
+
+def _grad_and_hvp(lax, grad, jvp, fn):
+    """(the gradient of sum(fn(x) * weights), a Hessian-vector product along v (forward over reverse))."""
     weights = np.random.default_rng(4).standard_normal(_out_shape(fn, ZEROS)).astype(np.float32)
-    numax_loss = lambda x: nlax.reduce_sum(fn(nlax, x) * weights, tuple(range(weights.ndim)))  # noqa: E731
-    jax_loss = lambda x: jnp.sum(fn(jax.lax, x) * weights)  # noqa: E731
-    assert_close(numax.grad(numax_loss)(ZEROS), jax.jit(jax.grad(jax_loss))(ZEROS))
-    # Second order: a Hessian-vector product (forward over reverse).
-    direction = np.random.default_rng(5).standard_normal(ZEROS.shape).astype(np.float32)
-    assert_close(numax.jit(lambda x, v: numax.jvp(numax.grad(numax_loss), (x,), (v,))[1])(ZEROS, direction),
-                 jax.jit(lambda x, v: jax.jvp(jax.grad(jax_loss), (x,), (v,))[1])(ZEROS, direction), scale=10)
+    loss = lambda x: _weighted_sum(lax, weights)(fn(lax, x))  # noqa: E731
+    return lambda x, v: (grad(loss)(x), jvp(grad(loss), (x,), (v,))[1])
+
+
+@functools.cache
+def _expected_products():
+    """JAX's side of test_products_with_zeros_like_jax for every case, from one jax.jit program."""
+    return jit_table(list(PRODUCT_CASES),
+                     [_grad_and_hvp(jax.lax, jax.grad, jax.jvp, fn) for fn in PRODUCT_CASES.values()],
+                     [(ZEROS, PRODUCT_DIRECTION)] * len(PRODUCT_CASES))
+
+
+@pytest.mark.parametrize("name", list(PRODUCT_CASES))
+def test_products_with_zeros_like_jax(name):
+    # numax under one jit (the eager rules are checked by test_check_grads, at a zero by
+    # test_reduce_prod_single_zero_gradient).
+    grad, hvp = numax.jit(_grad_and_hvp(nlax, numax.grad, numax.jvp, PRODUCT_CASES[name]))(ZEROS, PRODUCT_DIRECTION)
+    expected_grad, expected_hvp = _expected_products()[name]
+    assert_close(grad, expected_grad)
+    assert_close(hvp, expected_hvp, scale=10)
 
 
 def test_reduce_prod_single_zero_gradient():
@@ -294,7 +374,7 @@ def test_arg_reductions_have_zero_tangents():
         index = nlax.argmax(x, 1, np.int32)
         return nlax.reduce_sum(x * nlax.convert_element_type(index, np.float32)[:, None], (0, 1))
 
-    assert_close(numax.grad(loss)(x), jax.grad(lambda x: jnp.sum(x * jnp.argmax(x, 1)[:, None]))(x))
+    assert_close(numax.grad(loss)(x), jax.jit(jax.grad(lambda x: jnp.sum(x * jnp.argmax(x, 1)[:, None])))(x))
 
 
 def test_bitwise_reductions_have_zero_tangents():
@@ -306,7 +386,7 @@ def test_bitwise_reductions_have_zero_tangents():
         scale = sum(lax.convert_element_type(c, np.float32) for c in counts)
         return lax.reduce_sum(lax.mul(lax.reduce_sum(x, (1,)), scale), (0,))
 
-    assert_close(numax.grad(lambda x: loss(nlax, x))(x), jax.grad(lambda x: loss(jax.lax, x))(x))
+    assert_close(numax.grad(lambda x: loss(nlax, x))(x), jax.jit(jax.grad(lambda x: loss(jax.lax, x)))(x))
     out, tangent = numax.jvp(lambda n: nlax.reduce_or(n, (0,)), (np.arange(4, dtype=np.int32),),
                              (np.zeros(4, float0),))
     assert np.asarray(tangent).dtype == float0
@@ -328,7 +408,7 @@ def test_sort_integer_operand_carries_along():
         sorted_keys, sorted_labels = lax.sort((k, labels), num_keys=1)
         return lax.reduce_sum(sorted_keys * lax.convert_element_type(sorted_labels, np.float32), (0,))
 
-    assert_close(numax.grad(lambda k: loss(nlax, k))(keys), jax.grad(lambda k: loss(jax.lax, k))(keys))
+    assert_close(numax.grad(lambda k: loss(nlax, k))(keys), jax.jit(jax.grad(lambda k: loss(jax.lax, k)))(keys))
 
 
 def test_custom_window_computation_is_not_differentiable():
@@ -353,21 +433,32 @@ def test_window_init_value_gradient():
 
 
 # --- under jit -------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["reduce_prod_axes", "cummax_reverse", "window_max_pool", "sort_two_keys"])
+UNDER_JIT = ["reduce_prod_axes", "cummax_reverse", "window_max_pool", "sort_two_keys"]
+
+
+def _sin_loss(case, lax, sum_):
+    def fn(*a):
+        out = case.fn(lax, *a)
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        return sum(sum_(lax.sin(o)) for o in outs)
+    return fn
+
+
+@functools.cache
+def _expected_under_jit():
+    """JAX's gradients for test_grad_under_jit, from one jax.jit program."""
+    cases = [next(c for c in CASES if c.name == name) for name in UNDER_JIT]
+    return jit_table(UNDER_JIT, [jax.grad(_sin_loss(case, jax.lax, jnp.sum), tuple(range(len(case.shapes))))
+                                 for case in cases], [_args(case.shapes, np.float32) for case in cases])
+
+
+@pytest.mark.parametrize("name", UNDER_JIT)
 def test_grad_under_jit(name):
     case = next(c for c in CASES if c.name == name)
     args = _args(case.shapes, np.float32)
     argnums = tuple(range(len(args)))
-
-    def loss(lax, sum_):
-        def fn(*a):
-            out = case.fn(lax, *a)
-            outs = out if isinstance(out, (list, tuple)) else [out]
-            return sum(sum_(lax.sin(o)) for o in outs)
-        return fn
-
-    numax_loss = loss(nlax, lambda y: nlax.reduce_sum(y, tuple(range(np.ndim(y)))))
-    expected = jax.jit(jax.grad(loss(jax.lax, jnp.sum), argnums))(*args)
+    numax_loss = _sin_loss(case, nlax, lambda y: nlax.reduce_sum(y, tuple(range(np.ndim(y)))))
+    expected = _expected_under_jit()[name]
     for grads in (numax.jit(numax.grad(numax_loss, argnums))(*args), numax.grad(numax.jit(numax_loss), argnums)(*args)):
         for g, e in zip(grads, expected):
             assert_close(g, e, scale=10)
@@ -398,18 +489,36 @@ NUMPY_CASES = {
 }
 
 
+def _numpy_input_and_weights(fn):
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-2.0, 2.0, (3, 4)).astype(np.float32)
+    return x, rng.standard_normal(jax.eval_shape(lambda x: fn(jnp, x), x).shape).astype(np.float32)
+
+
+@functools.cache
+def _expected_numpy_grads():
+    """jax.grad of every NUMPY_CASES entry, from one jax.jit program."""
+    names = sorted(NUMPY_CASES)
+    inputs = [_numpy_input_and_weights(NUMPY_CASES[name]) for name in names]
+    return jit_table(names, [jax.grad(lambda x, fn=NUMPY_CASES[name], w=w: jnp.sum(fn(jnp, x) * w))
+                             for name, (_, w) in zip(names, inputs)], [(x,) for x, _ in inputs])
+
+
+# numax's gradient under jit for every case (one compilation), and also eagerly for these (eager numpy-level
+# gradients are compared with jax in test_grad_numpy.py too; the eager rules of the primitives in test_check_grads).
+NUMPY_EAGER = ("max_axis_keepdims", "var", "cumprod", "argsort_take", "median")
+
+
 @pytest.mark.parametrize("name", sorted(NUMPY_CASES))
 def test_numpy_reductions_grad_like_jax(name):
     fn = NUMPY_CASES[name]
-    rng = np.random.default_rng(5)
-    x = rng.uniform(-2.0, 2.0, (3, 4)).astype(np.float32)
-    weights = rng.standard_normal(jax.eval_shape(lambda x: fn(jnp, x), x).shape).astype(np.float32)
-    grad = numax.grad(lambda x: xnp.sum(fn(xnp, x) * weights))(xnp.asarray(x))
-    expected = jax.jit(jax.grad(lambda x: jnp.sum(fn(jnp, x) * weights)))(x)
-    assert_close(grad, expected, scale=10)
-    if name in ("max_axis_keepdims", "var", "cumprod", "argsort_take", "median"):
-        jitted = numax.jit(numax.grad(lambda x: xnp.sum(fn(xnp, x) * weights)))(xnp.asarray(x))
-        assert_close(jitted, expected, scale=10)
+    x, weights = _numpy_input_and_weights(fn)
+    expected = _expected_numpy_grads()[name]
+    jitted = numax.jit(numax.grad(lambda x: xnp.sum(fn(xnp, x) * weights)))(xnp.asarray(x))
+    assert_close(jitted, expected, scale=10)
+    if name in NUMPY_EAGER:
+        grad = numax.grad(lambda x: xnp.sum(fn(xnp, x) * weights))(xnp.asarray(x))
+        assert_close(grad, expected, scale=10)
 
 
 def test_logsumexp_grad_like_jax():
@@ -418,9 +527,12 @@ def test_logsumexp_grad_like_jax():
     import numax.scipy.special as xsp
 
     x = _args([(3, 5)], np.float32)[0]
-    for axis in (None, 1):
-        assert_close(numax.grad(lambda x: xnp.sum(xsp.logsumexp(x, axis=axis)))(x),
-                     jax.jit(jax.grad(lambda x: jnp.sum(jsp.logsumexp(x, axis=axis))))(x))
+
+    def grads(np_, sp, grad):  # both axes' gradients, as one program (the eager path: test_grad_numpy.py)
+        return lambda x: [grad(lambda y: np_.sum(sp.logsumexp(y, axis=axis)))(x) for axis in (None, 1)]
+
+    for got, expected in zip(numax.jit(grads(xnp, xsp, numax.grad))(x), jax.jit(grads(jnp, jsp, jax.grad))(x)):
+        assert_close(got, expected)
 
 
 def test_max_pool_like_jax():
