@@ -4,6 +4,7 @@ same jax.lax op in float32 and complex64; then JAX's conventions at non-differen
 tangents of integer-valued ops, transposes of the linear ops, jit composition and broadcasting."""
 
 import collections
+import functools
 
 import jax
 import ml_dtypes
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from jax import lax as jlax
 from numax.core import dtypes
 from numax.lax.elementwise import polygamma
+from oracle import jit_all, jit_table
 
 import numax
 from numax import lax
@@ -202,20 +204,42 @@ def test_check_grads_complex128(c, x64, rng):
 
 
 # --- against jax, float32 and complex64 -----------------------------------------------------------------------
-def compare_with_jax(c, dtype, rng):
+def _directions(c, dtype, rng):
+    """The case's differentiable part (numax's, JAX's), its operands, random tangents and a random cotangent."""
     f, jf, args = differentiable_part(c, make_operands(c, rng, dtype))
     tangents = [random_like(rng, a) for a in args]
+    out = jax.eval_shape(jf, *args)
+    return f, jf, args, tangents, random_like(rng, np.zeros(out.shape, out.dtype))
+
+
+def _jvp_and_vjp(api, f):
+    """f's output and JVP along the tangents, and its VJP of the cotangent, with `api` numax or jax."""
+    return lambda args, tangents, cotangent: (*api.jvp(f, args, tangents), api.vjp(f, *args)[1](cotangent))
+
+
+# numax's side stays eager: one numax.jit program for the table compiles no faster than its eager primitives (the
+# expansions of lgamma, erf_inv... make large programs), and eager float32 is the main path.
+@functools.cache
+def _expected_from_jax(dtype):
+    """JAX's outputs, JVPs and VJPs of every case in `dtype`, from one jax.jit program (eager jax compiles each op
+    of each case); each test draws the same operands and directions from its own `rng` (seed 0)."""
+    cases = CASES if dtype == np.float32 else COMPLEX_CASES
+    directions = [_directions(c, dtype, np.random.default_rng(0)) for c in cases]
+    return jit_table([c.name for c in cases], [_jvp_and_vjp(jax, jf) for _, jf, *_ in directions],
+                     [tuple(d[2:]) for d in directions])
+
+
+def compare_with_jax(c, dtype, rng):
+    f, _, args, tangents, cotangent = _directions(c, dtype, rng)
+    j_out, j_tangent_out, j_cts = _expected_from_jax(dtype)[c.name]
     out, tangent_out = numax.jvp(f, args, tangents)
-    j_out, j_tangent_out = jax.jvp(jf, args, tangents)
     tol = 2e-6 * c.tol if dtype == np.float32 else 1e-5 * c.tol
     np.testing.assert_allclose(np.asarray(out), np.asarray(j_out), rtol=tol, atol=tol)
     np.testing.assert_allclose(np.asarray(tangent_out), np.asarray(j_tangent_out), rtol=tol, atol=tol)
     assert np.asarray(tangent_out).dtype == np.asarray(j_tangent_out).dtype
 
-    cotangent = random_like(rng, j_out)
     cts = numax.vjp(f, *args)[1](cotangent)
-    j_cts = jax.vjp(jf, *args)[1](cotangent)
-    for ct, j_ct in zip(cts, j_cts):
+    for ct, j_ct in zip(cts, j_cts, strict=True):
         assert np.asarray(ct).dtype == np.asarray(j_ct).dtype
         np.testing.assert_allclose(np.asarray(ct), np.asarray(j_ct), rtol=tol, atol=tol)
 
@@ -232,19 +256,26 @@ def test_matches_jax_complex64(c, rng):
 
 def test_second_derivatives_match_jax():
     x = np.float32(0.4)
-    for name in ["tanh", "logistic", "erf_inv", "digamma", "cbrt", "tan"]:
-        c = BY_NAME[name]
-        got = numax.grad(numax.grad(c.numax_fn))(x)
-        expected = jax.grad(jax.grad(c.jax_fn))(x)
+    names = ["tanh", "logistic", "erf_inv", "digamma", "cbrt", "tan"]
+    # JAX's side in one jax.jit program (eagerly, each op of each second derivative would compile).
+    expected_all = jit_all([jax.grad(jax.grad(BY_NAME[name].jax_fn)) for name in names], [(x,)] * len(names))
+    for name, expected in zip(names, expected_all):
+        got = numax.grad(numax.grad(BY_NAME[name].numax_fn))(x)
         np.testing.assert_allclose(got, expected, rtol=1e-5, err_msg=name)
 
 
 # --- conventions at non-differentiable points, against jax --------------------------------------------------------
+@functools.cache
+def _jax_grad_of_sum(jax_fn, argnums):
+    """jax.grad of sum(jax_fn), jitted once per function (one compile per shape, not one per op)."""
+    return jax.jit(jax.grad(lambda *a: jnp.sum(jax_fn(*a)), argnums))
+
+
 def grads_agree(numax_fn, jax_fn, *args, argnums=None):
     argnums = tuple(range(len(args))) if argnums is None else argnums
     axes = tuple(range(np.ndim(args[0])))
     got = numax.grad(lambda *a: lax.reduce_sum(numax_fn(*a), axes), argnums)(*args)
-    expected = jax.grad(lambda *a: jnp.sum(jax_fn(*a)), argnums)(*args)
+    expected = _jax_grad_of_sum(jax_fn, argnums)(*args)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-6, equal_nan=True)
     return got
@@ -465,12 +496,12 @@ def test_grad_under_jit_and_jit_under_grad(rng):
     f = composite(lax)
     loss = lambda a, b: lax.reduce_sum(f(a, b), (0,))  # noqa: E731
     j_loss = lambda a, b: jnp.sum(composite(jlax)(a, b))  # noqa: E731
-    expected = jax.grad(j_loss, (0, 1))(x, y)
+    expected = jax.jit(jax.grad(j_loss, (0, 1)))(x, y)
     for fn in [numax.jit(numax.grad(loss, (0, 1))), numax.grad(numax.jit(loss), (0, 1)), numax.grad(loss, (0, 1))]:
         for g, e in zip(fn(x, y), expected):
             np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=2e-5, atol=1e-6)
     second = numax.jit(numax.grad(numax.grad(lambda a: lax.mul(lax.erf(a), lax.digamma(lax.add(a, np.float32(2)))))))
-    j_second = jax.grad(jax.grad(lambda a: jlax.erf(a) * jlax.digamma(a + 2)))
+    j_second = jax.jit(jax.grad(jax.grad(lambda a: jlax.erf(a) * jlax.digamma(a + 2))))
     np.testing.assert_allclose(second(np.float32(0.3)), j_second(np.float32(0.3)), rtol=1e-5)
 
 
@@ -480,7 +511,7 @@ def test_jvp_under_jit_matches_jax(rng):
     fn = lambda v: lax.mul(lax.log1p(v), lax.atan2(v, np.float32(1.0) + v))  # noqa: E731
     j_fn = lambda v: jlax.log1p(v) * jlax.atan2(v, np.float32(1.0) + v)  # noqa: E731
     got = numax.jit(lambda v, w: numax.jvp(fn, (v,), (w,)))(x, t)
-    expected = jax.jvp(j_fn, (x,), (t,))
+    expected = jax.jit(lambda v, w: jax.jvp(j_fn, (v,), (w,)))(x, t)
     np.testing.assert_allclose(np.asarray(got[1]), np.asarray(expected[1]), rtol=2e-6)
 
 
@@ -492,6 +523,13 @@ BROADCAST_OPS = {
 }
 
 
+@functools.cache
+def _jax_broadcast_grad(name):
+    """JAX's gradient for test_grad_wrt_broadcast_scalar, jitted once per op (one compile per shape)."""
+    jax_fn = BROADCAST_OPS[name][1]
+    return jax.jit(jax.grad(lambda a, b: jnp.sum(jnp.real(jax_fn(a, b)) ** 2), (0, 1)))
+
+
 # Few examples: every new shape compiles a new set of executables.
 @settings(max_examples=10)
 @given(name=st.sampled_from(sorted(BROADCAST_OPS)), n=st.integers(1, 3), scalar_first=st.booleans())
@@ -500,10 +538,10 @@ def test_grad_wrt_broadcast_scalar(name, n, scalar_first):
     vector = rng.uniform(0.6, 1.9, n).astype(np.float32)
     scalar = np.float32(1.3)
     args = (scalar, vector) if scalar_first else (vector, scalar)
-    numax_fn, jax_fn = BROADCAST_OPS[name]
+    numax_fn = BROADCAST_OPS[name][0]
     real_part = (lambda v: lax.real(v)) if name == "complex" else (lambda v: v)
     got = numax.grad(lambda a, b: lax.reduce_sum(real_part(numax_fn(a, b)) ** 2, (0,)), (0, 1))(*args)
-    expected = jax.grad(lambda a, b: jnp.sum(jnp.real(jax_fn(a, b)) ** 2), (0, 1))(*args)
+    expected = _jax_broadcast_grad(name)(*args)
     for g, e in zip(got, expected):
         assert np.shape(g) == np.shape(e)
         np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=2e-5)

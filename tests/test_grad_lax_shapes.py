@@ -184,17 +184,37 @@ def _jax_jvp_and_vjp(fn):
     return outputs
 
 
-def _compare_with_jax(fn, args, seed=1, expected=None):
-    """JVP along random tangents and VJP of a random cotangent, numax (eagerly) against JAX (float32; one jitted
-    program, or `expected` when a table computed it already)."""
+def _numax_jvp_and_vjp(fn):
+    """numax's output and JVP along the tangents, and its VJP of the cotangent."""
+    def outputs(args, tangents, cotangent):
+        f = lambda *a: fn(nlax, *a)  # noqa: E731
+        return (*numax.jvp(f, args, tangents), numax.vjp(f, *args)[1](cotangent))
+
+    return outputs
+
+
+def _numax_table(names, functions, arguments):
+    """{name: function(*args)} for a table of cases from one numax.jit program (one compile for the table, where
+    eager jvp and vjp compile each primitive), or None where that program fails: each case then runs alone."""
+    try:
+        results = numax.jit(lambda all_arguments: [f(*a) for f, a in zip(functions, all_arguments)])(list(arguments))
+    except Exception:  # noqa: BLE001  (the failing case reports its own error)
+        return None
+    return dict(zip(names, results, strict=True))
+
+
+def _compare_with_jax(fn, args, seed=1, expected=None, actual=None):
+    """JVP along random tangents and VJP of a random cotangent, numax (eagerly, or `actual` when a jitted table
+    computed it already) against JAX (float32; one jitted program, or `expected` when a table computed it)."""
     args, tangents, cotangent = _directions(fn, args, seed)
     if expected is None:
         expected = jax.jit(_jax_jvp_and_vjp(fn))(args, tangents, cotangent)
     expected_out, expected_tangent, expected_cts = expected
-    out, tangent_out = numax.jvp(lambda *a: fn(nlax, *a), args, tangents)
+    if actual is None:
+        actual = _numax_jvp_and_vjp(fn)(args, tangents, cotangent)
+    out, tangent_out, cts = actual
     assert_close(out, expected_out)
     assert_close(tangent_out, expected_tangent, scale=10)
-    cts = numax.vjp(lambda *a: fn(nlax, *a), *args)[1](cotangent)
     assert len(cts) == len(args)
     for ct, expected_ct, arg in zip(cts, expected_cts, args):
         assert np.shape(ct) == np.shape(arg) and np.asarray(ct).dtype == arg.dtype
@@ -202,39 +222,83 @@ def _compare_with_jax(fn, args, seed=1, expected=None):
 
 
 JAX_CASES = [c for c in CASES if c.like_jax]
+BY_NAME = {c.name: c for c in CASES}
 
 
+def _tables(names, fns, args):
+    """(JAX's, numax's) jvp-and-vjp tables of cases `fns` at `args`, each from one jitted program."""
+    directions = [_directions(fn, a, 1) for fn, a in zip(fns, args)]
+    return (jit_table(names, [_jax_jvp_and_vjp(fn) for fn in fns], directions),
+            _numax_table(names, [_numax_jvp_and_vjp(fn) for fn in fns], directions))
+
+
+def _compare_in_table(tables, name, fn, args):
+    expected, actual = tables
+    _compare_with_jax(fn, args, expected=expected[name], actual=None if actual is None else actual[name])
+
+
+# numax's side runs jitted here (one program for the table): every case's eager JVP and VJP are checked by
+# test_check_grads (float64, to second order), and the hypothesis tests below compare eager ones with JAX's.
 @functools.cache
-def _expected_against_jax():
-    """JAX's side of test_against_jax for every case, from one jax.jit program."""
-    return jit_table([case.name for case in JAX_CASES], [_jax_jvp_and_vjp(case.fn) for case in JAX_CASES],
-                     [_directions(case.fn, _args(case.shapes, np.float32), 1) for case in JAX_CASES])
+def _against_jax_tables():
+    return _tables([case.name for case in JAX_CASES], [case.fn for case in JAX_CASES],
+                   [_args(case.shapes, np.float32) for case in JAX_CASES])
 
 
 @pytest.mark.parametrize("case", JAX_CASES, ids=lambda c: c.name)
 def test_against_jax(case):
-    _compare_with_jax(case.fn, _args(case.shapes, np.float32), expected=_expected_against_jax()[case.name])
+    _compare_in_table(_against_jax_tables(), case.name, case.fn, _args(case.shapes, np.float32))
 
 
-@pytest.mark.parametrize("dtype", [np.float16, dtypes.bfloat16, np.complex64], ids=["f16", "bf16", "c64"])
-@pytest.mark.parametrize("name", ["pad_negative", "broadcast_stretch", "concatenate", "slice_strided",
-                                  "dynamic_update_slice", "gather_rows_clip", "scatter_add", "scatter"])
+OTHER_DTYPES = {"f16": np.float16, "bf16": dtypes.bfloat16, "c64": np.complex64}
+OTHER_DTYPE_CASES = ["pad_negative", "broadcast_stretch", "concatenate", "slice_strided", "dynamic_update_slice",
+                     "gather_rows_clip", "scatter_add", "scatter"]
+
+
+def _other_dtype_args(name, dtype):
+    rng = np.random.default_rng(2)
+    return [rand(rng, shape, dtype) for shape in BY_NAME[name].shapes]
+
+
+# Jitted on both sides: the eager dispatch of these dtypes is covered by tests/test_eager_fast_paths.py, and the
+# eager JVPs and VJPs of these cases by test_check_grads and test_against_jax's hypothesis companions.
+@functools.cache
+def _other_dtype_tables():
+    keys = [(name, dtype) for name in OTHER_DTYPE_CASES for dtype in OTHER_DTYPES]
+    return _tables(keys, [BY_NAME[name].fn for name, _ in keys],
+                   [_other_dtype_args(name, OTHER_DTYPES[dtype]) for name, dtype in keys])
+
+
+@pytest.mark.parametrize("dtype", OTHER_DTYPES)
+@pytest.mark.parametrize("name", OTHER_DTYPE_CASES)
 def test_other_dtypes_like_jax(name, dtype):
     """Cotangents keep the inputs' dtype; complex transposes do not conjugate."""
-    case = next(c for c in CASES if c.name == name)
-    rng = np.random.default_rng(2)
-    args = [rand(rng, shape, dtype) for shape in case.shapes]
-    _compare_with_jax(case.fn, args)
+    _compare_in_table(_other_dtype_tables(), (name, dtype), BY_NAME[name].fn,
+                      _other_dtype_args(name, OTHER_DTYPES[dtype]))
+
+
+TIE_INDICES = {"clip": (ROWS, "clip"), "unique": (UNIQUE_ROWS, "clip"), "drop": (ROWS, "drop"),
+               "oob": (OUT_OF_BOUNDS_ROWS, "drop")}
+TIE_OPERANDS = [np.array([[1, 2, 0], [1, 1, 1], [3, 0, 2], [2, 2, 2], [0, 1, 3]], np.float32),
+                np.array([[1, 2, 1], [2, 1, 0], [1, 2, 0], [0, 2, 3]], np.float32)]
+
+
+def _tie_fn(name, indices):
+    rows, mode = TIE_INDICES[indices]
+    return _scatter_rows(name, rows, mode=mode)
+
+
+@functools.cache
+def _tie_tables():
+    keys = [(name, indices) for name in ("scatter_min", "scatter_max") for indices in TIE_INDICES]
+    return _tables(keys, [_tie_fn(*key) for key in keys], [TIE_OPERANDS] * len(keys))
 
 
 @pytest.mark.parametrize("name", ["scatter_min", "scatter_max"])
-@pytest.mark.parametrize("indices, mode", [(ROWS, "clip"), (UNIQUE_ROWS, "clip"), (ROWS, "drop"),
-                                           (OUT_OF_BOUNDS_ROWS, "drop")], ids=["clip", "unique", "drop", "oob"])
-def test_scatter_extremal_ties_like_jax(name, indices, mode):
+@pytest.mark.parametrize("indices", TIE_INDICES)
+def test_scatter_extremal_ties_like_jax(name, indices):
     """Values tied between the operand and several updates share the tangent as in JAX."""
-    operand = np.array([[1, 2, 0], [1, 1, 1], [3, 0, 2], [2, 2, 2], [0, 1, 3]], np.float32)
-    updates = np.array([[1, 2, 1], [2, 1, 0], [1, 2, 0], [0, 2, 3]], np.float32)
-    _compare_with_jax(_scatter_rows(name, indices, mode=mode), [operand, updates])
+    _compare_in_table(_tie_tables(), (name, indices), _tie_fn(name, indices), TIE_OPERANDS)
 
 
 def test_scatter_ties_and_repeats_grad_like_jax():
@@ -393,18 +457,29 @@ def test_gather_scatter_add_hypothesis(rows, count, mode, data):
 
 
 # --- jit ---------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["pad_negative", "slice_strided", "dynamic_update_slice", "gather_rows_clip",
-                                  "scatter", "scatter_max", "broadcast_stretch", "concatenate"])
+UNDER_JIT = ["pad_negative", "slice_strided", "dynamic_update_slice", "gather_rows_clip", "scatter", "scatter_max",
+             "broadcast_stretch", "concatenate"]
+
+
+def _sin_loss(case, lax, sum_):
+    return lambda *a: sum_(lax.sin(case.fn(lax, *a)))
+
+
+@functools.cache
+def _expected_under_jit():
+    """JAX's gradients for test_grad_under_jit, from one jax.jit program."""
+    cases = [BY_NAME[name] for name in UNDER_JIT]
+    return jit_table(UNDER_JIT, [jax.grad(_sin_loss(c, jax.lax, jnp.sum), tuple(range(len(c.shapes)))) for c in cases],
+                     [_args(c.shapes, np.float32) for c in cases])
+
+
+@pytest.mark.parametrize("name", UNDER_JIT)
 def test_grad_under_jit(name):
-    case = next(c for c in CASES if c.name == name)
+    case = BY_NAME[name]
     args = _args(case.shapes, np.float32)
     argnums = tuple(range(len(args)))
-
-    def loss(lax, sum_):
-        return lambda *a: sum_(lax.sin(case.fn(lax, *a)))
-
-    numax_loss = loss(nlax, lambda y: nlax.reduce_sum(y, tuple(range(np.ndim(y)))))
-    expected = jax.jit(jax.grad(loss(jax.lax, jnp.sum), argnums))(*args)
+    numax_loss = _sin_loss(case, nlax, lambda y: nlax.reduce_sum(y, tuple(range(np.ndim(y)))))
+    expected = _expected_under_jit()[name]
     for grads in (numax.jit(numax.grad(numax_loss, argnums))(*args), numax.grad(numax.jit(numax_loss), argnums)(*args)):
         for g, e in zip(grads, expected):
             assert_close(g, e, scale=10)
@@ -466,14 +541,31 @@ NUMPY_CASES = {
 }
 
 
+def _indexing_inputs(name):
+    """x (3, 4) and output weights for a NUMPY_CASES case."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-2.0, 2.0, (3, 4)).astype(np.float32)
+    weights = rng.standard_normal(jax.eval_shape(lambda x: NUMPY_CASES[name](jnp, x), x).shape).astype(np.float32)
+    return x, weights
+
+
+def _jax_indexing_grad(name):
+    return jax.grad(lambda x, weights: jnp.sum(jnp.sin(NUMPY_CASES[name](jnp, x)) * weights))
+
+
+@functools.cache
+def _expected_indexing_grads():
+    """JAX's gradients for test_numpy_indexing_grad_like_jax, from one jax.jit program."""
+    names = sorted(NUMPY_CASES)
+    return jit_table(names, [_jax_indexing_grad(name) for name in names], [_indexing_inputs(name) for name in names])
+
+
 @pytest.mark.parametrize("name", sorted(NUMPY_CASES))
 def test_numpy_indexing_grad_like_jax(name):
     fn = NUMPY_CASES[name]
-    rng = np.random.default_rng(3)
-    x = rng.uniform(-2.0, 2.0, (3, 4)).astype(np.float32)
-    weights = rng.standard_normal(jax.eval_shape(lambda x: fn(jnp, x), x).shape).astype(np.float32)
+    x, weights = _indexing_inputs(name)
     grad = numax.grad(lambda x: xnp.sum(xnp.sin(fn(xnp, x)) * weights))(xnp.asarray(x))
-    expected = jax.jit(jax.grad(lambda x: jnp.sum(jnp.sin(fn(jnp, x)) * weights)))(x)
+    expected = _expected_indexing_grads()[name]
     assert_close(grad, expected, scale=10)
     if name in ("array_2d", "at_set", "at_add", "at_max", "take_clip", "roll"):
         jitted = numax.jit(numax.grad(lambda x: xnp.sum(xnp.sin(fn(xnp, x)) * weights)))(xnp.asarray(x))
