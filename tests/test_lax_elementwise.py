@@ -1,12 +1,16 @@
-"""Elementwise lax primitives against jax.lax: one table of cases, each checked eagerly and under jit.
+"""Elementwise lax primitives against jax.lax: one table of cases, each checked under jit and eagerly.
 
 Every case runs the numax primitive and the jax.lax one on the same inputs (random values of the
 case's domain plus edge values: nan, +-inf, -0.0, integer extremes) for every dtype the op accepts,
-and compares values, dtypes and weak types. Dtype acceptance is compared with jax for every op and
-dtype without compiling anything.
+and compares values, dtypes and weak types: every dtype under jit, the case's main dtype eagerly too (an
+eager call compiles one program per primitive and dtype; eager dispatch over dtypes is checked by
+test_select_and_bool_select_n_dtypes, test_binary_ops_broadcast_like_jax and tests/test_eager_fast_paths.py).
+jax's expected values come from one jax.jit program per table (see tests/oracle.py). Dtype acceptance is
+compared with jax for every op and dtype without compiling anything.
 """
 
 import collections
+import functools
 
 import jax
 import ml_dtypes
@@ -16,6 +20,7 @@ from harness import assert_close, rand
 from hypothesis import given
 from hypothesis import strategies as st
 from jax import lax as jlax
+from oracle import jit_all, jit_table
 
 import numax
 from numax import lax
@@ -221,21 +226,37 @@ def assert_matches(actual, expected, dtype, scale=1.0):
     assert_close(actual, np.asarray(expected), dtype=expected.dtype, scale=scale)
 
 
+def _case_operands(rng, c):
+    """The operand list of every dtype of case `c`, in `c.dtypes` order."""
+    return [_operands(rng, c, dtype) for dtype in c.dtypes]
+
+
+def _all_dtypes(fn):
+    return lambda operand_lists: [fn(*ops) for ops in operand_lists]
+
+
+def _eager_dtype(c):
+    """The dtype a case is also checked eagerly on: float32 where the case takes it, else its first dtype."""
+    return np.dtype(np.float32) if np.dtype(np.float32) in c.dtypes else c.dtypes[0]
+
+
+@functools.cache
+def _expected_cases():
+    """jax's results for every case and dtype from one jax.jit program; the operands are those each test draws
+    from its `rng` fixture (a fresh default_rng(0))."""
+    return jit_table(CASE_IDS, [_all_dtypes(c.jax_fn) for c in CASES],
+                     [(_case_operands(np.random.default_rng(0), c),) for c in CASES])
+
+
 @pytest.mark.parametrize("c", CASES, ids=CASE_IDS)
 def test_elementwise_matches_jax(c, rng):
-    """Each dtype eagerly; all dtypes in one numax.jit program and one jax.jit program."""
-    operands = {dtype: _operands(rng, c, dtype) for dtype in c.dtypes}
-
-    def all_dtypes(fn):
-        return lambda operand_lists: [fn(*ops) for ops in operand_lists]
-
-    lists = [operands[d] for d in c.dtypes]
-    expected = jax.jit(all_dtypes(c.jax_fn))(lists)
-    traced = numax.jit(all_dtypes(c.numax_fn))(lists)
-    for dtype, want, got_jit in zip(c.dtypes, expected, traced):
-        got = c.numax_fn(*operands[dtype])
-        assert_matches(got, want, dtype, c.scale)
+    """All dtypes in one numax.jit program; the main dtype eagerly as well."""
+    lists = _case_operands(rng, c)
+    traced = numax.jit(_all_dtypes(c.numax_fn))(lists)
+    for dtype, operands, want, got_jit in zip(c.dtypes, lists, _expected_cases()[c.name], traced, strict=True):
         assert_matches(got_jit, want, dtype, c.scale)
+        if dtype == _eager_dtype(c):
+            assert_matches(c.numax_fn(*operands), want, dtype, c.scale)
 
 
 # --- dtype acceptance and errors -------------------------------------------------------------------------
@@ -351,30 +372,43 @@ def _convert_source(dtype):
     return np.array([0.0, -0.0, 1.75, -3.5, 100.25, 126.5], dtype)
 
 
+def _convert_all(convert):
+    return lambda v: [convert(v, t) for t in CONVERT_DTYPES]
+
+
+@functools.cache
+def _expected_conversions():
+    """jax's conversions of every source dtype to every target, from one jax.jit program."""
+    return jit_table(CONVERT_DTYPES, [_convert_all(jlax.convert_element_type)] * len(CONVERT_DTYPES),
+                     [(_convert_source(source),) for source in CONVERT_DTYPES])
+
+
 @pytest.mark.parametrize("source", CONVERT_DTYPES, ids=str)
 def test_convert_element_type_all_pairs(source):
+    """Every pair under one numax.jit program per source; the pairs into or out of float32 eagerly as well (an
+    eager conversion compiles one program per pair)."""
     x = _convert_source(source)
-    targets = CONVERT_DTYPES
-
-    def convert_all(convert):
-        return lambda v: [convert(v, t) for t in targets]
-
-    expected = jax.jit(convert_all(jlax.convert_element_type))(x)
-    traced = numax.jit(convert_all(lax.convert_element_type))(x)
-    for target, want, got_jit in zip(targets, expected, traced):
-        got = lax.convert_element_type(numax.numpy.asarray(x), target)
-        for result in (got, got_jit):
+    traced = numax.jit(_convert_all(lax.convert_element_type))(x)
+    for target, want, got_jit in zip(CONVERT_DTYPES, _expected_conversions()[source], traced, strict=True):
+        results = [got_jit]
+        if np.float32 in (source, target):
+            results.append(lax.convert_element_type(numax.numpy.asarray(x), target))
+        for result in results:
             assert result.dtype == want.dtype, (source, target)
             assert not result.weak_type
             np.testing.assert_array_equal(np.asarray(result), np.asarray(want), err_msg=f"{source} -> {target}")
+
+
+SPECIAL_FLOAT_TARGETS = (np.int32, np.uint8, np.bool_, np.float16, ml_dtypes.bfloat16, np.complex64)
 
 
 def test_convert_element_type_special_floats():
     # nan and inf to integers and to bool follow jax's compiled conversion on the same platform (jax
     # converts a host numpy value with numpy instead, whose out-of-range results differ from XLA's GPU ones).
     x = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 3.7, -3.7], np.float32)
-    for target in (np.int32, np.uint8, np.bool_, np.float16, ml_dtypes.bfloat16, np.complex64):
-        want = jax.jit(jlax.convert_element_type, static_argnums=1)(jax.numpy.asarray(x), target)
+    expected = jax.jit(lambda v: [jlax.convert_element_type(v, t) for t in SPECIAL_FLOAT_TARGETS])(
+        jax.numpy.asarray(x))
+    for target, want in zip(SPECIAL_FLOAT_TARGETS, expected, strict=True):
         got = lax.convert_element_type(numax.numpy.asarray(x), target)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(np.asarray(got).astype(np.complex64), np.asarray(want).astype(np.complex64))
@@ -399,16 +433,28 @@ BITCASTS = [
 ]
 
 
+def _bitcast_input(rng, source, shape):
+    if np.dtype(source) == np.bool_:
+        return rng.random(shape) < 0.5
+    raw = rng.integers(0, 256, size=(max(1, int(np.prod(shape))), np.dtype(source).itemsize)).astype(np.uint8)
+    x = raw.view(source)[:int(np.prod(shape)), 0].reshape(shape)
+    if np.issubdtype(np.dtype(source), np.floating) or np.dtype(source) == ml_dtypes.bfloat16:
+        x = np.where(np.isnan(x.astype(np.float32)), np.asarray(1, source), x).astype(source)
+    return x
+
+
+@functools.cache
+def _expected_bitcasts():
+    """jax's bitcasts of every case from one jax.jit program; the inputs are those each test draws from its `rng`
+    fixture (a fresh default_rng(0))."""
+    return jit_all([lambda v, target=target: jlax.bitcast_convert_type(v, target) for _, target, _ in BITCASTS],
+                   [(_bitcast_input(np.random.default_rng(0), source, shape),) for source, _, shape in BITCASTS])
+
+
 @pytest.mark.parametrize("source, target, shape", BITCASTS, ids=str)
 def test_bitcast_convert_type(rng, source, target, shape):
-    if np.dtype(source) == np.bool_:
-        x = rng.random(shape) < 0.5
-    else:
-        raw = rng.integers(0, 256, size=(max(1, int(np.prod(shape))), np.dtype(source).itemsize)).astype(np.uint8)
-        x = raw.view(source)[:int(np.prod(shape)), 0].reshape(shape)
-        if np.issubdtype(np.dtype(source), np.floating) or np.dtype(source) == ml_dtypes.bfloat16:
-            x = np.where(np.isnan(x.astype(np.float32)), np.asarray(1, source), x).astype(source)
-    want = jlax.bitcast_convert_type(x, target)
+    x = _bitcast_input(rng, source, shape)
+    want = _expected_bitcasts()[BITCASTS.index((source, target, shape))]
     for fn in (lambda v: lax.bitcast_convert_type(v, target), numax.jit(lambda v: lax.bitcast_convert_type(v, target))):
         got = fn(x)
         assert got.shape == want.shape and got.dtype == want.dtype
@@ -426,28 +472,71 @@ def _op(module, name):
     return getattr(module, name)
 
 
-@pytest.mark.parametrize("shape", [(), (0,), (2, 0), (1, 3)], ids=str)
+def _all_ops(module, ops):
+    """One function applying every op of `ops` ((name, arity) pairs) to its own operands."""
+    return lambda operands: [_op(module, name)(*args) for (name, _), args in zip(ops, operands, strict=True)]
+
+
+ZERO_RANK_AND_EMPTY = [(), (0,), (2, 0), (1, 3)]
+
+
+def _shape_op_operands(rng, shape):
+    return [[rng.standard_normal(shape).astype(np.float32) for _ in range(arity)] for _, arity in SHAPE_OPS]
+
+
+@functools.cache
+def _expected_shape_ops():
+    """jax's results of every op on every shape from one jax.jit program (the operands each test draws from its
+    `rng` fixture)."""
+    return jit_all([_all_ops(jlax, SHAPE_OPS)] * len(ZERO_RANK_AND_EMPTY),
+                   [(_shape_op_operands(np.random.default_rng(0), shape),) for shape in ZERO_RANK_AND_EMPTY])
+
+
+@pytest.mark.parametrize("shape", ZERO_RANK_AND_EMPTY, ids=str)
 def test_zero_rank_and_empty_shapes(rng, shape):
-    for name, arity in SHAPE_OPS:
-        args = [rng.standard_normal(shape).astype(np.float32) for _ in range(arity)]
-        want = _op(jlax, name)(*args)
-        for fn in (_op(lax, name), numax.jit(_op(lax, name))):
-            got = fn(*args)
+    """Each op eagerly, and all of them in one numax.jit program."""
+    operands = _shape_op_operands(rng, shape)
+    expected = _expected_shape_ops()[ZERO_RANK_AND_EMPTY.index(shape)]
+    traced = numax.jit(_all_ops(lax, SHAPE_OPS))(operands)
+    for (name, _), args, want, got_jit in zip(SHAPE_OPS, operands, expected, traced, strict=True):
+        for got in (_op(lax, name)(*args), got_jit):
             assert got.shape == shape
             assert_matches(got, want, np.float32)
 
 
-@pytest.mark.parametrize("shapes", [((3, 1), (1, 4)), ((), (2, 3)), ((2, 3), ()), ((1,), (5,)), ((2, 1, 3), (2, 4, 1)),
-                                    ((), ())], ids=str)
+BROADCAST_SHAPES = [((3, 1), (1, 4)), ((), (2, 3)), ((2, 3), ()), ((1,), (5,)), ((2, 1, 3), (2, 4, 1)), ((), ())]
+BROADCAST_NAMES = ("add", "atan2", "lt", "max")
+
+
+def _broadcast_ops(module):
+    """The binary ops on (x, y), then a clamp of x between scalar bounds."""
+    return lambda x, y: ([getattr(module, name)(x, y) for name in BROADCAST_NAMES]
+                         + [module.clamp(np.float32(-0.5), x, np.float32(0.5))])
+
+
+def _broadcast_operands(rng, shapes):
+    return tuple(rng.standard_normal(s).astype(np.float32) for s in shapes)
+
+
+@functools.cache
+def _expected_broadcasts():
+    """jax's results for every pair of shapes from one jax.jit program (the operands each test draws from its
+    `rng` fixture)."""
+    return jit_all([_broadcast_ops(jlax)] * len(BROADCAST_SHAPES),
+                   [_broadcast_operands(np.random.default_rng(0), shapes) for shapes in BROADCAST_SHAPES])
+
+
+@pytest.mark.parametrize("shapes", BROADCAST_SHAPES, ids=str)
 def test_broadcasting_of_rank0_and_size1_dims(rng, shapes):
-    x, y = (rng.standard_normal(s).astype(np.float32) for s in shapes)
-    for name in ("add", "atan2", "lt", "max"):
-        want = getattr(jlax, name)(x, y)
-        for fn in (getattr(lax, name), numax.jit(getattr(lax, name))):
-            assert_matches(fn(x, y), want, np.float32)
-    # Ternary ops broadcast scalars too.
-    want = jlax.clamp(np.float32(-0.5), x, np.float32(0.5))
-    assert_matches(lax.clamp(np.float32(-0.5), x, np.float32(0.5)), want, np.float32)
+    """Each binary op eagerly, and all of them in one numax.jit program; ternary ops broadcast scalars too."""
+    x, y = _broadcast_operands(rng, shapes)
+    *expected, want_clamp = _expected_broadcasts()[BROADCAST_SHAPES.index(shapes)]
+    *traced, traced_clamp = numax.jit(_broadcast_ops(lax))(x, y)
+    for name, want, got_jit in zip(BROADCAST_NAMES, expected, traced, strict=True):
+        assert_matches(getattr(lax, name)(x, y), want, np.float32)
+        assert_matches(got_jit, want, np.float32)
+    for got in (lax.clamp(np.float32(-0.5), x, np.float32(0.5)), traced_clamp):
+        assert_matches(got, want_clamp, np.float32)
 
 
 def test_python_scalars_have_their_default_dtype_as_in_jax():
@@ -463,38 +552,33 @@ def test_python_scalars_have_their_default_dtype_as_in_jax():
         lax.mul(numax.numpy.asarray(np.array([1.0], np.float16)), 2.0)
 
 
+def _weak_type_results(lax_, weak, strong, weak_int):
+    """The results whose dtype and weak type the test compares, written once for both libraries."""
+    weak_complex = lax_.complex(weak, weak)
+    results = []
+    for name in ("add", "mul", "max", "atan2"):
+        results += [getattr(lax_, name)(weak, weak), getattr(lax_, name)(weak, strong)]
+    results += [getattr(lax_, name)(weak) for name in ("sin", "exp", "neg", "floor")]
+    return results + [
+        weak_complex, lax_.eq(weak, weak), lax_.is_finite(weak), lax_.abs(weak_complex), lax_.real(weak_complex),
+        lax_.conj(weak), lax_.population_count(weak_int), lax_.pow(weak, np.int32(2)), lax_.pow(weak, weak_int),
+        lax_.clamp(weak, weak, weak), lax_.clamp(np.float32(0), weak, weak), lax_.select_n(True, weak, weak),
+        lax_.integer_pow(weak, 2), lax_.round(weak),
+    ]
+
+
 def test_weak_types_propagate_like_jax():
+    """numax eagerly; jax's dtypes and weak types from one jax.jit program (jit keeps its arguments' and
+    results' weak types)."""
     weak = lax.convert_element_type(numax.numpy.asarray(np.float32(2.0)), np.float32, weak_type=True)
     jweak = jax.numpy.asarray(2.0)
     assert weak.weak_type and jweak.weak_type
-    strong = numax.numpy.asarray(np.float32(3.0))
-    for name in ("add", "mul", "max", "atan2"):
-        assert getattr(lax, name)(weak, weak).weak_type == getattr(jlax, name)(jweak, jweak).weak_type
-        assert getattr(lax, name)(weak, strong).weak_type == getattr(jlax, name)(jweak, np.float32(3.0)).weak_type
-    for name in ("sin", "exp", "neg", "floor"):
-        assert getattr(lax, name)(weak).weak_type == getattr(jlax, name)(jweak).weak_type
-    weak_complex = lax.complex(weak, weak)
-    jweak_complex = jlax.complex(jweak, jweak)
-    assert weak_complex.weak_type == jweak_complex.weak_type
     weak_int = lax.convert_element_type(numax.numpy.asarray(np.int32(3)), np.int32, weak_type=True)
     jweak_int = jax.numpy.asarray(3)
-    pairs = [
-        (lax.eq(weak, weak), jlax.eq(jweak, jweak)),
-        (lax.is_finite(weak), jlax.is_finite(jweak)),
-        (lax.abs(weak_complex), jlax.abs(jweak_complex)),
-        (lax.real(weak_complex), jlax.real(jweak_complex)),
-        (lax.conj(weak), jlax.conj(jweak)),
-        (lax.population_count(weak_int), jlax.population_count(jweak_int)),
-        (lax.pow(weak, np.int32(2)), jlax.pow(jweak, np.int32(2))),
-        (lax.pow(weak, weak_int), jlax.pow(jweak, jweak_int)),
-        (lax.clamp(weak, weak, weak), jlax.clamp(jweak, jweak, jweak)),
-        (lax.clamp(np.float32(0), weak, weak), jlax.clamp(np.float32(0), jweak, jweak)),
-        (lax.select_n(True, weak, weak), jlax.select_n(True, jweak, jweak)),
-        (lax.integer_pow(weak, 2), jlax.integer_pow(jweak, 2)),
-        (lax.round(weak), jlax.round(jweak)),
-    ]
-    for got, want in pairs:
-        assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type), (got, want)
+    got = _weak_type_results(lax, weak, numax.numpy.asarray(np.float32(3.0)), weak_int)
+    want = jax.jit(functools.partial(_weak_type_results, jlax))(jweak, np.float32(3.0), jweak_int)
+    for g, w in zip(got, want, strict=True):
+        assert (g.dtype, g.weak_type) == (w.dtype, w.weak_type), (g, w)
 
 
 # --- property test ---------------------------------------------------------------------------------------------------

@@ -144,21 +144,24 @@ def _all_configs(vmap, fn, configs):
 
 
 def _check_configs(rng, numax_fn, jax_fn, kinds, dtype, configs, scale=10.0, per_example=True, expected=None):
-    """All `configs` of one primitive in one jitted program per side, against jax.vmap and (when
-    `per_example`) against numax applied to each example in turn, stacked. `expected`: jax's results when a
-    table computed them already."""
+    """All `configs` of one primitive against jax.vmap and (when `per_example`) against numax applied to each
+    example in turn, stacked. Each side is one jitted program: numax's computes the vmapped configs and the
+    per-example results together (one compile instead of one per example shape). `expected`: jax's results
+    when a table computed them already."""
     inputs = _config_inputs(rng, kinds, dtype, configs)
     flat = [a for args in inputs for a in args]
-    actual = numax.jit(_all_configs(numax.vmap, numax_fn, configs))(*flat)
+    examples = [[[_example(a, ax, i) for a, ax in zip(args, in_axes)] for i in range(BATCH)]
+                for (in_axes, _, _), args in zip(configs, inputs)] if per_example else []
+    batched = _all_configs(numax.vmap, numax_fn, configs)
+    actual, per_example_results = numax.jit(
+        lambda flat, examples: (batched(*flat), [[numax_fn(*ex) for ex in config] for config in examples]))(
+        flat, examples)
     if expected is None:
         expected = jax.jit(_all_configs(jax.vmap, jax_fn, configs))(*flat)
-    for got, want in zip(actual, expected):
+    for got, want in zip(actual, expected, strict=True):
         assert_close(got, want, scale=scale)
-    if per_example:
-        one_example = numax.jit(numax_fn)
-        for (in_axes, _, out_axes), args, got in zip(configs, inputs, actual):
-            examples = [one_example(*[_example(a, ax, i) for a, ax in zip(args, in_axes)]) for i in range(BATCH)]
-            assert_close(got, np.stack([np.asarray(e) for e in examples], axis=out_axes), scale=scale)
+    for (_, _, out_axes), got, results in zip(configs, actual, per_example_results):
+        assert_close(got, np.stack([np.asarray(e) for e in results], axis=out_axes), scale=scale)
 
 
 def _cases(table):
@@ -259,16 +262,19 @@ def test_bitcast_wider_with_batch_anywhere(rng, axis):
     # int8[..., 4] -> int32 removes the last dimension, which must not be the batch one (jax.vmap itself
     # fails when the batch sits last, so the oracle maps over the batch moved to the front).
     x = _batched(rng, (2, 4), I8, "any", axis)
-
-    def fn(v):
-        return lax.bitcast_convert_type(v, np.int32)
-
+    fn = _bitcast_to_int32
     got = numax.vmap(fn, in_axes=axis)(x)
     want = jax.vmap(lambda v: jlax.bitcast_convert_type(v, np.int32))(np.moveaxis(x, axis, 0))
     assert_close(got, want)
-    per_example = numax.jit(fn)
-    assert_close(got, np.stack([per_example(_example(x, axis, i)) for i in range(BATCH)]))
+    assert_close(got, np.stack([_bitcast_to_int32_jit(_example(x, axis, i)) for i in range(BATCH)]))
     assert_close(numax.jit(numax.vmap(fn, in_axes=axis, out_axes=1))(x), np.moveaxis(np.asarray(want), 0, 1))
+
+
+def _bitcast_to_int32(v):
+    return lax.bitcast_convert_type(v, np.int32)
+
+
+_bitcast_to_int32_jit = numax.jit(_bitcast_to_int32)  # one program for every test's examples (all of one shape)
 
 
 def test_bitcast_narrower_keeps_batch_in_place(rng):
@@ -321,11 +327,12 @@ def test_python_scalars_and_rank0_arrays(rng):
     def jfn(v):
         return v * 2.0 + np.float32(1.5), jlax.clamp(-1.0, v, 1.0), jnp.where(v > 0.0, v, -v)
 
-    for got, want in zip(numax.vmap(fn, in_axes=1)(x), jax.vmap(jfn, in_axes=1)(x)):
+    # (jax's values from jax.jit programs: eager jax compiles one program per op)
+    for got, want in zip(numax.vmap(fn, in_axes=1)(x), jax.jit(jax.vmap(jfn, in_axes=1))(x)):
         assert_close(got, want)
     # Only the selector or a bound is batched: the scalar operands become one per example.
     pred = np.array([True, False, True])
-    want = jax.vmap(lambda q: jlax.select(q, 1.0, 2.0))(pred)
+    want = jax.jit(jax.vmap(lambda q: jlax.select(q, 1.0, 2.0)))(pred)
     assert_close(numax.vmap(lambda q: lax.select(q, 1.0, 2.0))(pred), want)
     bounds = np.float32([0.5, 1.5, 3.0])
     assert_close(numax.vmap(lambda b: lax.clamp(b, 1.0, 2.0))(bounds), np.float32([1.0, 1.5, 2.0]))
@@ -365,10 +372,12 @@ def test_nested_vmap(rng, name, numax_fn, jax_fn, axes):
         args.append(value)
     # Outer-unbatched operands need no outer axis; the layout above already dropped it.
     got = numax.vmap(numax.vmap(numax_fn, in_axes=inner), in_axes=outer)(*args)
-    want = jax.vmap(jax.vmap(jax_fn, in_axes=inner), in_axes=outer)(*args)
+    # jax's results for both inner out_axes from one jax.jit program
+    want, want_out1 = jax.jit(lambda *a: [jax.vmap(jax.vmap(jax_fn, in_axes=inner, out_axes=o), in_axes=outer)(*a)
+                                          for o in (0, 1)])(*args)
     assert_close(got, want, scale=10)
     assert_close(numax.jit(numax.vmap(numax.vmap(numax_fn, in_axes=inner, out_axes=1), in_axes=outer))(*args),
-                 jax.vmap(jax.vmap(jax_fn, in_axes=inner, out_axes=1), in_axes=outer)(*args), scale=10)
+                 want_out1, scale=10)
 
 
 def test_vmap_of_jit(rng):
@@ -381,7 +390,7 @@ def test_vmap_of_jit(rng):
         return jlax.clamp(0.5, jnp.exp(-a) * b ** 2, 2.0), a < b
 
     got = numax.vmap(numax.jit(fn), in_axes=(1, None), out_axes=(0, 1))(x, y)
-    want = jax.vmap(jfn, in_axes=(1, None), out_axes=(0, 1))(x, y)
+    want = jax.jit(jax.vmap(jfn, in_axes=(1, None), out_axes=(0, 1)))(x, y)
     for g, w in zip(got, want):
         assert_close(g, w, scale=10)
     inner_jit = numax.jit(numax.vmap(numax.jit(fn), in_axes=(1, None), out_axes=(0, 1)))(x, y)
@@ -415,7 +424,7 @@ def test_per_example_grads_two_arguments(rng):
     def loss(m, v, weights):
         return m.sum((m.tanh(v * weights) - 0.5) ** 2 + m.log1p(v))
 
-    want = jax.vmap(jax.grad(functools.partial(loss, jnp), argnums=(0, 1)), in_axes=(0, None))(x, w)
+    want = jax.jit(jax.vmap(jax.grad(functools.partial(loss, jnp), argnums=(0, 1)), in_axes=(0, None)))(x, w)
     got = numax.jit(numax.vmap(numax.grad(functools.partial(loss, mnp), argnums=(0, 1)), in_axes=(0, None)))(x, w)
     for g, e in zip(got, want):
         assert_close(g, e, scale=10)

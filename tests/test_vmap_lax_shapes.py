@@ -1,6 +1,11 @@
 """vmap of the shape, slicing, gather and scatter primitives (and the numpy indexing built on them), against
-jax.vmap of the same code and a Python loop over examples; the IR of batched indexing is one gather/scatter."""
+jax.vmap of the same code and a Python loop over examples; the IR of batched indexing is one gather/scatter.
 
+jax's results for a parametrized test's cases come from one jax.jit program (see tests/oracle.py and
+`check_case`); eager jax calls are jitted (eager jax compiles one program per op)."""
+
+import functools
+import itertools
 import re
 
 import numax.lax as nl
@@ -9,11 +14,49 @@ import pytest
 from harness import assert_close, check_vmap, count_ops, jax, jnp
 from hypothesis import given
 from hypothesis import strategies as st
+from oracle import jit_all
 
 import numax
 import numax.numpy as xnp
 
 jl = jax.lax
+
+
+def check_vmap_against(numax_fn, expected, args, in_axes=0, loop=True):
+    """harness.check_vmap with jax.vmap's (jitted) result `expected` given: numax.jit(numax.vmap(numax_fn))
+    against it and (when `loop`) against numax_fn applied eagerly to each example, stacked."""
+    args = [np.asarray(a) for a in args]
+    actual = numax.jit(numax.vmap(numax_fn, in_axes))(*args)
+    actual_leaves, expected_leaves = jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)
+    assert len(actual_leaves) == len(expected_leaves), (len(actual_leaves), len(expected_leaves))
+    for a, e in zip(actual_leaves, expected_leaves):
+        assert_close(a, np.asarray(e))
+    if loop:
+        axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+        size = next(a.shape[ax] for a, ax in zip(args, axes) if ax is not None)
+        per_example = [numax_fn(*[xnp.asarray(a if ax is None else np.take(a, b, axis=ax))
+                                  for a, ax in zip(args, axes)])
+                       for b in range(size)]
+        for i, leaf in enumerate(actual_leaves):
+            stacked = np.stack([np.asarray(jax.tree_util.tree_leaves(p)[i]) for p in per_example], axis=0)
+            assert_close(leaf, stacked)
+    return actual
+
+
+@functools.cache
+def _expected_table(build, params):
+    """jax.vmap's results for every case of a parametrized test from one jax.jit program; `build(*key)` gives a
+    case's (numax function, jax function, arguments, in_axes)."""
+    cases = [build(*key) for key in params]
+    return jit_all([jax.vmap(jax_fn, in_axes) for _, jax_fn, _, in_axes in cases],
+                   [[np.asarray(a) for a in args] for _, _, args, _ in cases])
+
+
+def check_case(build, params, key, loop=True):
+    """check_vmap of the case `build(*key)` of a parametrized test whose cases are `params`, against jax's result
+    from the test's table; returns numax's result and the case."""
+    numax_fn, jax_fn, args, in_axes = case = build(*key)
+    return check_vmap_against(numax_fn, _expected_table(build, params)[params.index(key)], args, in_axes, loop), case
 
 
 # --- shape primitives --------------------------------------------------------------------------------------
@@ -36,10 +79,17 @@ UNARY = {
 }
 
 
+UNARY_AXES = [0, 1, -1]
+
+
+def _unary_case(name, axis):
+    return UNARY[name](nl), UNARY[name](jl), [X], axis
+
+
 @pytest.mark.parametrize("name", sorted(UNARY))
-@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("axis", UNARY_AXES)
 def test_unary_shape_ops(name, axis):
-    check_vmap(UNARY[name](nl), UNARY[name](jl), [X], in_axes=axis, loop=axis == 1)
+    check_case(_unary_case, tuple(itertools.product(sorted(UNARY), UNARY_AXES)), (name, axis), loop=axis == 1)
 
 
 def test_transpose_keeps_batch_dim_in_place():
@@ -77,19 +127,32 @@ def _batched(per_example, axis, size=4, seed=0):
     return np.moveaxis(rng.normal(size=(size,) + per_example).astype(np.float32), 0, axis)
 
 
-@pytest.mark.parametrize("in_axes", [(0, None), (None, 1), (1, 0), (-1, -1)])
-def test_concatenate_mixed(in_axes):
+CONCATENATE_AXES = ((0, None), (None, 1), (1, 0), (-1, -1))
+
+
+def _concatenate_case(in_axes):
     x, y = _batched((4, 3), in_axes[0]), _batched((2, 3), in_axes[1], seed=1)
-    check_vmap(lambda a, b: nl.concatenate([a, b, a], 0), lambda a, b: jl.concatenate([a, b, a], 0), [x, y],
-          in_axes=in_axes)
+    return (lambda a, b: nl.concatenate([a, b, a], 0), lambda a, b: jl.concatenate([a, b, a], 0), [x, y], in_axes)
 
 
-@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (1, None)])
-def test_pad_batched_value(in_axes):
+@pytest.mark.parametrize("in_axes", CONCATENATE_AXES)
+def test_concatenate_mixed(in_axes):
+    check_case(_concatenate_case, tuple((a,) for a in CONCATENATE_AXES), (in_axes,))
+
+
+PAD_AXES = ((0, 0), (None, 0), (1, None))
+
+
+def _pad_case(in_axes):
     config = ((1, 2, 1), (0, -1, 0))
     x = X if in_axes[0] is not None else X[0]
     value = X[0, 0] if in_axes[1] is not None else X[0, 0, 0]
-    check_vmap(lambda a, p: nl.pad(a, p, config), lambda a, p: jl.pad(a, p, config), [x, value], in_axes=in_axes)
+    return lambda a, p: nl.pad(a, p, config), lambda a, p: jl.pad(a, p, config), [x, value], in_axes
+
+
+@pytest.mark.parametrize("in_axes", PAD_AXES)
+def test_pad_batched_value(in_axes):
+    check_case(_pad_case, tuple((a,) for a in PAD_AXES), (in_axes,))
 
 
 def test_iota_under_vmap():
@@ -100,26 +163,34 @@ def test_iota_under_vmap():
 STARTS = np.array([0, 3, -1, 2], np.int32)
 
 
-@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (2, 0), (1, None)])
-def test_dynamic_slice_per_example_starts(in_axes):
+DYNAMIC_SLICE_AXES = ((0, 0), (None, 0), (2, 0), (1, None))
+
+
+def _dynamic_slice_case(in_axes):
     x = X if in_axes[0] is not None else X[0]
     starts = STARTS if in_axes[1] is not None else STARTS[1]
 
     def fn(lax):
         return lambda a, i: lax.dynamic_slice(a, (i, 1), (2, 3))
 
-    check_vmap(fn(nl), fn(jl), [x, starts], in_axes=in_axes)
+    return fn(nl), fn(jl), [x, starts], in_axes
+
+
+@pytest.mark.parametrize("in_axes", DYNAMIC_SLICE_AXES)
+def test_dynamic_slice_per_example_starts(in_axes):
+    _, (numax_fn, _, args, _) = check_case(_dynamic_slice_case, tuple((a,) for a in DYNAMIC_SLICE_AXES), (in_axes,))
+    batched = numax.vmap(numax_fn, in_axes)
     if in_axes[1] is not None:
-        batched = numax.vmap(fn(nl), in_axes)
-        assert count_ops(batched, [x, starts], "gather") == 1
-        assert count_ops(batched, [x, starts], "dynamic_slice") == 0
+        assert count_ops(batched, args, "gather") == 1
+        assert count_ops(batched, args, "dynamic_slice") == 0
     else:
-        assert count_ops(numax.vmap(fn(nl), in_axes), [x, starts], "dynamic_slice") == 1
+        assert count_ops(batched, args, "dynamic_slice") == 1
 
 
-@pytest.mark.parametrize("in_axes", [(0, 0, 0), (None, 0, 0), (0, None, 0), (None, None, 0), (2, 1, None),
-                                     (None, 0, None)])
-def test_dynamic_update_slice_per_example(in_axes):
+DYNAMIC_UPDATE_SLICE_AXES = ((0, 0, 0), (None, 0, 0), (0, None, 0), (None, None, 0), (2, 1, None), (None, 0, None))
+
+
+def _dynamic_update_slice_case(in_axes):
     x = X if in_axes[0] is not None else X[0]
     update = X[:, :2, :3] * 10 if in_axes[1] is not None else X[0, :2, :3] * 10
     if in_axes[1] == 1:
@@ -129,9 +200,15 @@ def test_dynamic_update_slice_per_example(in_axes):
     def fn(lax):
         return lambda a, u, i: lax.dynamic_update_slice(a, u, (i, 1))
 
-    check_vmap(fn(nl), fn(jl), [x, update, starts], in_axes=in_axes)
+    return fn(nl), fn(jl), [x, update, starts], in_axes
+
+
+@pytest.mark.parametrize("in_axes", DYNAMIC_UPDATE_SLICE_AXES)
+def test_dynamic_update_slice_per_example(in_axes):
+    _, (numax_fn, _, args, _) = check_case(_dynamic_update_slice_case, tuple((a,) for a in DYNAMIC_UPDATE_SLICE_AXES),
+                                           (in_axes,))
     if in_axes[2] is not None:
-        assert count_ops(numax.vmap(fn(nl), in_axes), [x, update, starts], "scatter") == 1
+        assert count_ops(numax.vmap(numax_fn, in_axes), args, "scatter") == 1
 
 
 # --- gather / scatter ----------------------------------------------------------------------------------------
@@ -143,9 +220,19 @@ def _gather_fn(lax, mode):
 GATHER_INDICES = np.array([[[0], [3]], [[1], [5]], [[2], [2]], [[-1], [1]]], np.int32)  # (4, 2, 1), some OOB
 
 
-@pytest.mark.parametrize("mode", ["clip", "fill", "promise_in_bounds"])
-@pytest.mark.parametrize("in_axes", [(0, None), (None, 0), (0, 0), (2, 1), (1, -1)])
+GATHER_MODES = ["clip", "fill", "promise_in_bounds"]
+GATHER_AXES = [(0, None), (None, 0), (0, 0), (2, 1), (1, -1)]
+
+
+@pytest.mark.parametrize("mode", GATHER_MODES)
+@pytest.mark.parametrize("in_axes", GATHER_AXES)
 def test_gather(mode, in_axes):
+    _, (numax_fn, _, args, _) = check_case(_gather_case, tuple(itertools.product(GATHER_MODES, GATHER_AXES)),
+                                           (mode, in_axes))
+    assert count_ops(numax.vmap(numax_fn, in_axes), args, "gather") == 1
+
+
+def _gather_case(mode, in_axes):
     x = X if in_axes[0] is not None else X[0]
     indices = GATHER_INDICES if in_axes[1] is not None else GATHER_INDICES[1]
     if in_axes[1] == 1:
@@ -154,8 +241,7 @@ def test_gather(mode, in_axes):
         indices = np.moveaxis(GATHER_INDICES, 0, -1)
     if mode == "promise_in_bounds":
         indices = np.clip(indices, 0, 3)
-    check_vmap(_gather_fn(nl, mode), _gather_fn(jl, mode), [x, indices], in_axes=in_axes)
-    assert count_ops(numax.vmap(_gather_fn(nl, mode), in_axes), [x, indices], "gather") == 1
+    return _gather_fn(nl, mode), _gather_fn(jl, mode), [x, indices], in_axes
 
 
 def test_gather_with_batching_dims_nested_vmap():
@@ -173,7 +259,7 @@ def test_gather_with_batching_dims_nested_vmap():
     inner_n = numax.vmap(fn(nl, numbers_n), in_axes=(0, 1))
     inner_j = jax.vmap(fn(jl, numbers_j), in_axes=(0, 1))
     actual = numax.jit(numax.vmap(inner_n, in_axes=(1, 0)))(x, indices)
-    assert_close(actual, np.asarray(jax.vmap(inner_j, in_axes=(1, 0))(x, indices)))
+    assert_close(actual, np.asarray(jax.jit(jax.vmap(inner_j, in_axes=(1, 0)))(x, indices)))
     assert count_ops(numax.vmap(inner_n, in_axes=(1, 0)), [x, indices], "gather") == 1
 
 
@@ -190,10 +276,18 @@ def _scatter_fn(lax, name, mode):
 SCATTER_INDICES = np.array([[[0], [3]], [[1], [1]], [[2], [7]], [[3], [0]]], np.int32)  # (4, 2, 1)
 
 
+SCATTER_AXES = [(0, None, None), (None, 0, None), (None, None, 0), (0, 0, 0), (1, None, 2), (None, 1, 0)]
+
+
 @pytest.mark.parametrize("name", SCATTERS)
-@pytest.mark.parametrize("in_axes", [(0, None, None), (None, 0, None), (None, None, 0), (0, 0, 0), (1, None, 2),
-                                     (None, 1, 0)])
+@pytest.mark.parametrize("in_axes", SCATTER_AXES)
 def test_scatter(name, in_axes):
+    _, (numax_fn, _, args, _) = check_case(_scatter_case, tuple(itertools.product(SCATTERS, SCATTER_AXES)),
+                                           (name, in_axes))
+    assert count_ops(numax.vmap(numax_fn, in_axes), args, name) == 1
+
+
+def _scatter_case(name, in_axes):
     x, updates = X, np.random.default_rng(3).normal(size=(4, 2, 4)).astype(np.float32)
     indices = SCATTER_INDICES
     if name == "scatter":
@@ -209,15 +303,14 @@ def test_scatter(name, in_axes):
     elif in_axes[2] == 2:
         updates = np.moveaxis(updates, 0, 2)
     mode = "drop" if name != "scatter" else "clip"
-    check_vmap(_scatter_fn(nl, name, mode), _scatter_fn(jl, name, mode), [x, indices, updates], in_axes=in_axes)
-    assert count_ops(numax.vmap(_scatter_fn(nl, name, mode), in_axes), [x, indices, updates], name) == 1
+    return _scatter_fn(nl, name, mode), _scatter_fn(jl, name, mode), [x, indices, updates], in_axes
 
 
 # --- numpy-level indexing ----------------------------------------------------------------------------------
 I = np.array([0, 3, -1, 2], np.int32)
 
 
-@pytest.mark.parametrize("name, fn, in_axes", [
+NUMPY_INDEXING = [
     ("x[i]", lambda np_: lambda a, i: a[i], (0, 0)),
     ("x[i] unbatched x", lambda np_: lambda a, i: a[i], (None, 0)),
     ("x[i] unbatched i", lambda np_: lambda a, i: a[i], (1, None)),
@@ -225,19 +318,28 @@ I = np.array([0, 3, -1, 2], np.int32)
     ("x[i, 1:3]", lambda np_: lambda a, i: a[i, 1:3], (0, 0)),
     ("x[[i, 0]]", lambda np_: lambda a, i: a[np_.stack([i, i * 0])], (0, 0)),
     ("x[i, i]", lambda np_: lambda a, i: a[i, i], (None, 0)),
-])
-def test_numpy_indexing(name, fn, in_axes):
+]
+
+
+def _numpy_indexing_case(name, fn, in_axes):
     x = X if in_axes[0] is not None else X[0]
     i = I if in_axes[1] is not None else I[1]
-    out = check_vmap(fn(xnp), fn(jnp), [x, i], in_axes=in_axes)
+    return fn(xnp), fn(jnp), [x, i], in_axes
+
+
+@pytest.mark.parametrize("name, fn, in_axes", NUMPY_INDEXING)
+def test_numpy_indexing(name, fn, in_axes):
+    out, (_, _, (x, i), _) = check_case(_numpy_indexing_case, tuple(NUMPY_INDEXING), (name, fn, in_axes))
     assert out.dtype == np.float32
     text = str(numax.make_jaxpr(numax.vmap(fn(xnp), in_axes))(x, i))
     assert text.count(" gather[") + text.count(" dynamic_slice[") == 1, text
 
 
-@pytest.mark.parametrize("method", ["set", "add", "mul", "min", "max"])
-@pytest.mark.parametrize("in_axes", [(0, 0, 0), (0, None, None), (None, 0, None), (None, None, 0), (1, 0, None)])
-def test_numpy_at_updates(method, in_axes):
+AT_METHODS = ["set", "add", "mul", "min", "max"]
+AT_AXES = [(0, 0, 0), (0, None, None), (None, 0, None), (None, None, 0), (1, 0, None)]
+
+
+def _at_update_case(method, in_axes):
     x = X if in_axes[0] is not None else X[0]
     i = I if in_axes[1] is not None else I[1]
     values = X[:, 0] * 3 if in_axes[2] is not None else X[0, 0] * 3
@@ -245,10 +347,17 @@ def test_numpy_at_updates(method, in_axes):
     def fn(np_):
         return lambda a, i, v: getattr(a.at[i], method)(v)
 
-    check_vmap(fn(xnp), fn(jnp), [x, i, values], in_axes=in_axes)
+    return fn(xnp), fn(jnp), [x, i, values], in_axes
+
+
+@pytest.mark.parametrize("method", AT_METHODS)
+@pytest.mark.parametrize("in_axes", AT_AXES)
+def test_numpy_at_updates(method, in_axes):
+    _, (numax_fn, _, (x, i, values), _) = check_case(_at_update_case, tuple(itertools.product(AT_METHODS, AT_AXES)),
+                                                     (method, in_axes))
     scatter_name = {"set": "scatter", "add": "scatter_add", "mul": "scatter_mul", "min": "scatter_min",
                     "max": "scatter_max"}[method]
-    text = str(numax.make_jaxpr(numax.vmap(fn(xnp), in_axes))(x, i, values))
+    text = str(numax.make_jaxpr(numax.vmap(numax_fn, in_axes))(x, i, values))
     assert len(re.findall(rf"= {scatter_name}\[", text)) + text.count(" dynamic_update_slice ") == 1, text
 
 
@@ -258,9 +367,18 @@ def test_numpy_at_add_repeated_batched_indices():
     check_vmap(fn(xnp), fn(jnp), [X[:, :, 0], idx, X[:, :3, 1]], in_axes=(0, 0, 0))
 
 
-@pytest.mark.parametrize("mode", [None, "clip", "wrap", "fill"])
-@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (1, None)])
+TAKE_MODES = [None, "clip", "wrap", "fill"]
+TAKE_AXES = [(0, 0), (None, 0), (1, None)]
+
+
+@pytest.mark.parametrize("mode", TAKE_MODES)
+@pytest.mark.parametrize("in_axes", TAKE_AXES)
 def test_take(mode, in_axes):
+    _, (numax_fn, _, args, _) = check_case(_take_case, tuple(itertools.product(TAKE_MODES, TAKE_AXES)), (mode, in_axes))
+    assert count_ops(numax.vmap(numax_fn, in_axes), args, "gather") == 1
+
+
+def _take_case(mode, in_axes):
     idx = np.array([[0, 5, 1], [3, 3, -1], [2, 1, 0], [-5, 2, 3]], np.int32)
     x = X if in_axes[0] is not None else X[0]
     i = idx if in_axes[1] is not None else idx[0]
@@ -268,12 +386,19 @@ def test_take(mode, in_axes):
     def fn(np_):
         return lambda a, i: np_.take(a, i, axis=1, mode=mode)
 
-    check_vmap(fn(xnp), fn(jnp), [x, i], in_axes=in_axes)
-    assert count_ops(numax.vmap(fn(xnp), in_axes), [x, i], "gather") == 1
+    return fn(xnp), fn(jnp), [x, i], in_axes
 
 
-@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (2, None), (1, 2)])
+TAKE_ALONG_AXES = ((0, 0), (None, 0), (2, None), (1, 2))
+
+
+@pytest.mark.parametrize("in_axes", TAKE_ALONG_AXES)
 def test_take_along_axis(in_axes):
+    _, (numax_fn, _, args, _) = check_case(_take_along_axis_case, tuple((a,) for a in TAKE_ALONG_AXES), (in_axes,))
+    assert count_ops(numax.vmap(numax_fn, in_axes), args, "gather") == 1
+
+
+def _take_along_axis_case(in_axes):
     idx = np.random.default_rng(4).integers(0, 4, size=(4, 4, 2)).astype(np.int32)
     x = X if in_axes[0] is not None else X[0]
     i = idx if in_axes[1] is not None else idx[0]
@@ -283,11 +408,10 @@ def test_take_along_axis(in_axes):
     def fn(np_):
         return lambda a, i: np_.take_along_axis(a, i, axis=1)
 
-    check_vmap(fn(xnp), fn(jnp), [x, i], in_axes=in_axes)
-    assert count_ops(numax.vmap(fn(xnp), in_axes), [x, i], "gather") == 1
+    return fn(xnp), fn(jnp), [x, i], in_axes
 
 
-@pytest.mark.parametrize("name, fn", [
+NUMPY_SHAPE_FUNCTIONS = [
     ("concatenate", lambda np_: lambda a, b: np_.concatenate([a, b], axis=1)),
     ("stack", lambda np_: lambda a, b: np_.stack([a, b], axis=-1)),
     ("pad", lambda np_: lambda a, b: np_.pad(a, ((1, 0), (2, 1)), constant_values=2.0) + np_.sum(b)),
@@ -296,12 +420,21 @@ def test_take_along_axis(in_axes):
     ("reshape", lambda np_: lambda a, b: np_.reshape(a * b, (2, -1))),
     ("transpose", lambda np_: lambda a, b: np_.transpose(a) + b),
     ("moveaxis", lambda np_: lambda a, b: np_.moveaxis(np_.stack([a, b]), 0, -1)),
-])
-@pytest.mark.parametrize("in_axes", [(0, 0), (1, None), (None, 2)])
-def test_numpy_shape_functions(name, fn, in_axes):
+]
+NUMPY_SHAPE_AXES = [(0, 0), (1, None), (None, 2)]
+
+
+def _numpy_shape_case(name, fn, in_axes):
     a = X if in_axes[0] is not None else X[0]
     b = X * 2 if in_axes[1] is not None else X[1] * 2
-    check_vmap(fn(xnp), fn(jnp), [a, b], in_axes=in_axes, loop=in_axes == (0, 0))
+    return fn(xnp), fn(jnp), [a, b], in_axes
+
+
+@pytest.mark.parametrize("name, fn", NUMPY_SHAPE_FUNCTIONS)
+@pytest.mark.parametrize("in_axes", NUMPY_SHAPE_AXES)
+def test_numpy_shape_functions(name, fn, in_axes):
+    params = tuple(f + (a,) for f, a in itertools.product(NUMPY_SHAPE_FUNCTIONS, NUMPY_SHAPE_AXES))
+    check_case(_numpy_shape_case, params, (name, fn, in_axes), loop=in_axes == (0, 0))
 
 
 # --- nesting, jit and per-example gradients -------------------------------------------------------------------
@@ -313,7 +446,7 @@ def test_nested_vmap_indexing():
         return lambda a, i: a[i] * 2
 
     nested = numax.vmap(numax.vmap(fn(xnp), in_axes=(None, 0)), in_axes=(1, 0))
-    expected = jax.vmap(jax.vmap(fn(jnp), in_axes=(None, 0)), in_axes=(1, 0))(x, idx)
+    expected = jax.jit(jax.vmap(jax.vmap(fn(jnp), in_axes=(None, 0)), in_axes=(1, 0)))(x, idx)
     assert_close(numax.jit(nested)(x, idx), np.asarray(expected))
     assert_close(nested(x, idx), np.asarray(expected))
     assert count_ops(nested, [x, idx], "gather") == 1
@@ -321,7 +454,7 @@ def test_nested_vmap_indexing():
 
 def test_vmap_of_jit_indexing():
     fn = numax.vmap(numax.jit(lambda a, i: a.at[i].add(1.0)[i]), in_axes=(0, 0))
-    expected = jax.vmap(lambda a, i: a.at[i].add(1.0)[i])(X[:, 0], I)
+    expected = jax.jit(jax.vmap(lambda a, i: a.at[i].add(1.0)[i]))(X[:, 0], I)
     assert_close(fn(X[:, 0], I), np.asarray(expected))
 
 
@@ -332,13 +465,13 @@ def test_per_example_grads_through_indexing():
         return lambda a, i: a[i] ** 2
 
     actual = numax.vmap(numax.grad(loss(xnp)))(x, I)
-    expected = jax.vmap(jax.grad(loss(jnp)))(x, I)
+    expected = jax.jit(jax.vmap(jax.grad(loss(jnp))))(x, I)
     assert_close(actual, np.asarray(expected))
     assert_close(numax.jit(numax.vmap(numax.grad(loss(xnp))))(x, I), np.asarray(expected))
     # grad of a vmapped loss: each example's index receives its own gradient.
     total_n = lambda a, i: xnp.sum(numax.vmap(loss(xnp))(a, i))  # noqa: E731
     total_j = lambda a, i: jnp.sum(jax.vmap(loss(jnp))(a, i))  # noqa: E731
-    assert_close(numax.grad(total_n)(x, I), np.asarray(jax.grad(total_j)(x, I)))
+    assert_close(numax.grad(total_n)(x, I), np.asarray(jax.jit(jax.grad(total_j))(x, I)))
 
 
 def test_per_example_grads_through_dynamic_slice_and_gather():
@@ -348,15 +481,24 @@ def test_per_example_grads_through_dynamic_slice_and_gather():
         return lambda a, i: np_.sum(lax.dynamic_slice(a, (i,), (2,)) ** 2) + np_.sum(np_.take(a, np_.stack([i, i])))
 
     actual = numax.vmap(numax.grad(loss(nl, xnp)))(x, I)
-    assert_close(actual, np.asarray(jax.vmap(jax.grad(loss(jl, jnp)))(x, I)))
+    assert_close(actual, np.asarray(jax.jit(jax.vmap(jax.grad(loss(jl, jnp))))(x, I)))
 
 
 # --- hypothesis ---------------------------------------------------------------------------------------------
+GATHER_HYPOTHESIS_CASES = tuple(sorted({(o, 0 if o is None and i is None else i, size) for o, i, size in
+                                         itertools.product([None, 0, 1, 2], [None, 0, 1], [1, 2, 3])},
+                                        key=str))  # every case the test can draw (jax's results: one table)
+
+
 @given(operand_axis=st.sampled_from([None, 0, 1, 2]), indices_axis=st.sampled_from([None, 0, 1]),
        size=st.integers(1, 3))
 def test_gather_in_axes_hypothesis(operand_axis, indices_axis, size):
     if operand_axis is None and indices_axis is None:
         indices_axis = 0
+    check_case(_gather_hypothesis_case, GATHER_HYPOTHESIS_CASES, (operand_axis, indices_axis, size), loop=False)
+
+
+def _gather_hypothesis_case(operand_axis, indices_axis, size):
     rng = np.random.default_rng(size)
     x_shape = [3, 4]
     if operand_axis is not None:
@@ -370,7 +512,7 @@ def test_gather_in_axes_hypothesis(operand_axis, indices_axis, size):
     def fn(np_):
         return lambda a, i: a[i, 1:]
 
-    check_vmap(fn(xnp), fn(jnp), [x, i], in_axes=(operand_axis, indices_axis), loop=False)
+    return fn(xnp), fn(jnp), [x, i], (operand_axis, indices_axis)
 
 
 # --- edge cases: no examples, other dtypes, nested scatters, gradients through scatters --------------------------
@@ -382,21 +524,22 @@ def _compare(actual, expected):
                                 lambda lax: lambda a, i: lax.dynamic_slice(a, (i,), (2,))])
 def test_empty_batch(fn):
     x, i = np.zeros((0, 4), np.float32), np.zeros((0,), np.int32)
-    _compare(numax.vmap(fn(nl))(x, i), jax.vmap(fn(jl))(x, i))
+    _compare(numax.vmap(fn(nl))(x, i), jax.jit(jax.vmap(fn(jl)))(x, i))
 
 
 def test_other_dtypes():
     flags = np.array([[True, False], [False, False], [True, True]])
     values = np.array([True, False, True])
-    _compare(numax.vmap(lambda a, p: nl.pad(a, p, ((1, 1, 1),)))(flags, values),
-             jax.vmap(lambda a, p: jl.pad(a, p, ((1, 1, 1),)))(flags, values))
     small = np.arange(24, dtype=np.int8).reshape(3, 8)
     indices = np.array([[0, 9], [7, -1], [3, 3]], np.int32)
-    _compare(numax.vmap(lambda a, i: xnp.take(a, i, mode="fill"))(small, indices),
-             jax.vmap(lambda a, i: jnp.take(a, i, mode="fill"))(small, indices))
     ints = np.arange(12, dtype=np.int32).reshape(3, 4)
-    _compare(numax.vmap(lambda a, i: a.at[i].max(5))(ints, indices[:, 0] % 4),
-             jax.vmap(lambda a, i: a.at[i].max(5))(ints, indices[:, 0] % 4))
+    expected = jax.jit(lambda *args: [jax.vmap(lambda a, p: jl.pad(a, p, ((1, 1, 1),)))(*args[:2]),
+                                      jax.vmap(lambda a, i: jnp.take(a, i, mode="fill"))(*args[2:4]),
+                                      jax.vmap(lambda a, i: a.at[i].max(5))(*args[4:])])(
+        flags, values, small, indices, ints, indices[:, 0] % 4)
+    _compare(numax.vmap(lambda a, p: nl.pad(a, p, ((1, 1, 1),)))(flags, values), expected[0])
+    _compare(numax.vmap(lambda a, i: xnp.take(a, i, mode="fill"))(small, indices), expected[1])
+    _compare(numax.vmap(lambda a, i: a.at[i].max(5))(ints, indices[:, 0] % 4), expected[2])
 
 
 @pytest.mark.parametrize("axes", [(0, 0), (1, 1)])
@@ -408,7 +551,7 @@ def test_nested_vmap_scatter(axes):
         return lambda a, i: a.at[i].add(a[0] * 2)
 
     nested = numax.vmap(numax.vmap(fn(xnp), (0, 0)), axes)
-    _compare(numax.jit(nested)(x, idx), jax.vmap(jax.vmap(fn(jnp), (0, 0)), axes)(x, idx))
+    _compare(numax.jit(nested)(x, idx), jax.jit(jax.vmap(jax.vmap(fn(jnp), (0, 0)), axes))(x, idx))
     assert count_ops(nested, [x, idx], "scatter_add") == 1
 
 
@@ -420,7 +563,7 @@ def test_per_example_grads_through_scatter():
         return lambda a, i, v: np_.sum(a.at[i].set(v * a[0]) ** 2) + np_.sum(np_.pad(a, (1, 2)) * 2)
 
     actual = numax.vmap(numax.grad(loss(xnp), argnums=(0, 2)))(x, idx, values)
-    expected = jax.vmap(jax.grad(loss(jnp), argnums=(0, 2)))(x, idx, values)
+    expected = jax.jit(jax.vmap(jax.grad(loss(jnp), argnums=(0, 2))))(x, idx, values)
     for a, e in zip(actual, expected):
         _compare(a, e)
 
@@ -430,5 +573,5 @@ def test_per_example_grads_through_scatter():
 def test_shape_ops_in_out_axes_hypothesis(name, in_axis, out_axis):
     """vmap of jit (the batched op inside a jitted program) with the batch at various input and output axes."""
     actual = numax.vmap(numax.jit(UNARY[name](nl)), in_axes=in_axis, out_axes=out_axis)(X)
-    expected = jax.vmap(UNARY[name](jl), in_axes=in_axis, out_axes=out_axis)(X)
+    expected = jax.jit(jax.vmap(UNARY[name](jl), in_axes=in_axis, out_axes=out_axis))(X)
     _compare(actual, expected)
