@@ -259,7 +259,9 @@ def test_empty_and_enabled_errors():
             return x[api.numpy.array(500)]
 
         x = api.numpy.ones(2)
-        return [ck.checkify(multi_errors, errors=errors)(x)[0].get()
+        # Jitted: one compile per error set rather than one per eagerly run operation (eager checkify runs in
+        # test_jit_nan and test_jit_div_errors).
+        return [api.jit(ck.checkify(multi_errors, errors=errors))(x)[0].get()
                 for errors in (set(), ck.user_checks, ck.div_checks, ck.nan_checks, ck.index_checks,
                                ck.automatic_checks)]
 
@@ -304,9 +306,10 @@ def test_scan_and_while_consts():
 
             return lax.while_loop(cond, body, (0, jnp.zeros_like(xs[0])))
 
-        return [ck.checkify(scanned, errors=ck.index_checks)(jnp.ones(7))[0].get(),
-                ck.checkify(scanned2, errors=ck.index_checks)(jnp.ones((7, 3)))[0].get(),
-                ck.checkify(looped, errors=ck.float_checks)(jnp.ones((7, 3)))[0].get()]
+        # Jitted: one compile per function rather than one per eagerly run operation.
+        return [api.jit(ck.checkify(scanned, errors=ck.index_checks))(jnp.ones(7))[0].get(),
+                api.jit(ck.checkify(scanned2, errors=ck.index_checks))(jnp.ones((7, 3)))[0].get(),
+                api.jit(ck.checkify(looped, errors=ck.float_checks))(jnp.ones((7, 3)))[0].get()]
 
     result = same(case)
     assert result[0].startswith("out-of-bounds") and result[1].startswith("out-of-bounds")

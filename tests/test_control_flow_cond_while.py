@@ -1,6 +1,8 @@
 """lax.cond, lax.switch, lax.while_loop and lax.fori_loop against jax: values, dtypes and weak types,
 eager and jit, forward and reverse differentiation, vmap, error messages, the IR and eager caching."""
 
+import functools
+
 import numpy as np
 import pytest
 from harness import assert_close, jax, jnp
@@ -11,6 +13,7 @@ from numax.lax import ad, conditionals, elementwise
 from numax.lax import batching as lax_batching
 from numax.lowering import dispatch
 from numax.transforms.vmap import vmap
+from oracle import jit_all
 
 import numax
 import numax.numpy as nnp
@@ -93,6 +96,9 @@ def test_cond_no_operands_and_operand_keyword():
          jax.lax.cond(True, lambda a, b: (b, a, 7), lambda a, b: (a, b, 8), x, np.float32(1)))
 
 
+_argnums = [0, 1, (0, 1)]
+
+
 def test_cond_closes_over_outer_values(rng):
     x = rng.standard_normal(3).astype(np.float32)
     y = rng.standard_normal(3).astype(np.float32)
@@ -104,11 +110,14 @@ def test_cond_closes_over_outer_values(rng):
         return f
 
     for p in [x, -x]:
-        same(make(lax, nnp)(p, y), make(jax.lax, jnp)(p, y))
-        same(numax.jit(make(lax, nnp))(p, y), make(jax.lax, jnp)(p, y))
-        for argnums in [0, 1, (0, 1)]:
-            same(numax.grad(lambda a, b: make(lax, nnp)(a, b).sum(), argnums)(p, y),
-                 jax.grad(lambda a, b: make(jax.lax, jnp)(a, b).sum(), argnums)(p, y))
+        # jax's value and gradients (the oracle): one jitted program, compiled once for both signs.
+        expected_value, *expected_grads = jit_all(
+            [make(jax.lax, jnp)] + [jax.grad(lambda a, b: make(jax.lax, jnp)(a, b).sum(), argnums)
+                                    for argnums in _argnums], [(p, y)] * (1 + len(_argnums)))
+        same(make(lax, nnp)(p, y), expected_value)
+        same(numax.jit(make(lax, nnp))(p, y), expected_value)
+        for argnums, expected in zip(_argnums, expected_grads):
+            same(numax.grad(lambda a, b: make(lax, nnp)(a, b).sum(), argnums)(p, y), expected)
 
 
 def test_cond_weak_types():
@@ -133,17 +142,29 @@ def _branches(np_):
     return [lambda x: np_.sin(x), lambda x: x * x, lambda x: np_.exp(x) - x, lambda x: x + 1.0]
 
 
-@pytest.mark.parametrize("index", [-3, 0, 1, 2, 3, 4, 10])
+_switch_indices = [-3, 0, 1, 2, 3, 4, 10]
+
+
+@functools.cache
+def _switch_expected():
+    """{index: jax's (switch value, its gradient)} for every index, from one jitted program."""
+    def expected(index):
+        return lambda x: (jax.lax.switch(index, _branches(jnp), x),
+                          jax.grad(lambda x: jax.lax.switch(index, _branches(jnp), x).sum())(x))
+
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    return dict(zip(_switch_indices, jit_all([expected(i) for i in _switch_indices], [(x,)] * len(_switch_indices))))
+
+
+@pytest.mark.parametrize("index", _switch_indices)
 def test_switch_matches_jax(index):
     x = np.linspace(-1, 1, 5).astype(np.float32)
-    expected = jax.lax.switch(index, _branches(jnp), x)
+    expected, expected_grad = _switch_expected()[index]
     same(lax.switch(index, _branches(nnp), x), expected)
     same(numax.jit(lambda i, x: lax.switch(i, _branches(nnp), x))(index, x), expected)
     same(numax.jit(lambda i, x: lax.switch(i, _branches(nnp), x))(np.int8(index), x), expected)
-    same(numax.grad(lambda x: lax.switch(index, _branches(nnp), x).sum())(x),
-         jax.grad(lambda x: jax.lax.switch(index, _branches(jnp), x).sum())(x))
-    same(numax.jit(numax.grad(lambda x, i: lax.switch(i, _branches(nnp), x).sum()))(x, index),
-         jax.grad(lambda x: jax.lax.switch(index, _branches(jnp), x).sum())(x))
+    same(numax.grad(lambda x: lax.switch(index, _branches(nnp), x).sum())(x), expected_grad)
+    same(numax.jit(numax.grad(lambda x, i: lax.switch(i, _branches(nnp), x).sum()))(x, index), expected_grad)
 
 
 def test_switch_single_branch_and_keyword():
@@ -209,18 +230,25 @@ def test_cond_check_grads(x64):
         check_grads(f, (x, np.float64(0.4)), order=2, modes=("fwd", "rev"))
 
 
+@jax.jit
+def _diff_expected(x, y):
+    """jax's grad, jvp, jacfwd(grad) and jacrev(grad) of _diff_fun: the oracle, one program for both signs."""
+    g = _diff_fun(jax.lax, jnp)
+    return (jax.grad(g, (0, 1))(x, y), jax.jvp(g, (x, y), (jnp.ones_like(x), np.float32(0.5))),
+            jax.jacfwd(jax.grad(g))(x, y), jax.jacrev(jax.grad(g))(x, y))
+
+
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_cond_grad_transformations_match_jax(sign):
     x, y = sign * np.array([0.3, 0.7], np.float32), np.float32(0.4)
-    f, g = _diff_fun(lax, nnp), _diff_fun(jax.lax, jnp)
-    expected = jax.grad(g, (0, 1))(x, y)
+    f = _diff_fun(lax, nnp)
+    expected, expected_jvp, expected_jacfwd, expected_jacrev = _diff_expected(x, y)
     same(numax.grad(f, (0, 1))(x, y), expected)
     same(numax.jit(numax.grad(f, (0, 1)))(x, y), expected)
     same(numax.grad(numax.jit(f), (0, 1))(x, y), expected)
-    same(numax.jvp(f, (x, y), (np.ones_like(x), np.float32(0.5))),
-         jax.jvp(g, (x, y), (np.ones_like(x), np.float32(0.5))))
-    same(numax.jacfwd(numax.grad(f))(x, y), jax.jacfwd(jax.grad(g))(x, y), scale=10)
-    same(numax.jacrev(numax.grad(f))(x, y), jax.jacrev(jax.grad(g))(x, y), scale=10)
+    same(numax.jvp(f, (x, y), (np.ones_like(x), np.float32(0.5))), expected_jvp)
+    same(numax.jacfwd(numax.grad(f))(x, y), expected_jacfwd, scale=10)
+    same(numax.jacrev(numax.grad(f))(x, y), expected_jacrev, scale=10)
 
 
 def test_cond_grad_of_jit_splits_into_two_conds():
@@ -229,9 +257,9 @@ def test_cond_grad_of_jit_splits_into_two_conds():
     f = lambda x: lax.cond(x > 0, lambda v: nnp.sin(v) * v, lambda v: v * 3.0, x)  # noqa: E731
     jvp_program = numax.make_jaxpr(lambda x, t: numax.jvp(f, (x,), (t,)))(np.float32(1), np.float32(1))
     assert [e.primitive.name for e in jvp_program.equations].count("cond") == 2
+    expected = jax.jit(jax.grad(lambda v: jax.lax.cond(v > 0, lambda v: jnp.sin(v) * v, lambda v: v * 3.0, v)))
     for x in (np.float32(0.8), np.float32(-0.8)):
-        same(numax.grad(numax.jit(f))(x), jax.grad(lambda v: jax.lax.cond(v > 0, lambda v: jnp.sin(v) * v,
-                                                                        lambda v: v * 3.0, v))(x))
+        same(numax.grad(numax.jit(f))(x), expected(x))
 
 
 def test_cond_integer_outputs_and_inputs_differentiate():
@@ -239,8 +267,9 @@ def test_cond_integer_outputs_and_inputs_differentiate():
         n, y = lax_module.cond(x > 1, lambda x: (3, x * 2), lambda x: (4, x * x), x)
         return y * n
 
+    expected = jax.jit(jax.grad(lambda x: f(jax.lax, x)))
     for x in (np.float32(2.0), np.float32(0.5)):
-        same(numax.grad(lambda x: f(lax, x))(x), jax.grad(lambda x: f(jax.lax, x))(x))
+        same(numax.grad(lambda x: f(lax, x))(x), expected(x))
 
 
 # --- cond under vmap --------------------------------------------------------------------------------------
@@ -250,8 +279,9 @@ def test_cond_vmap_batched_predicate_becomes_select(rng):
     g = lambda v: jax.lax.cond(v[0] > 0, lambda v: jnp.sin(v) * 2.0, lambda v: v + 1.0, v)  # noqa: E731
     pred = lambda v: v[:, 0] > 0  # noqa: E731
     f_pred = lambda p, v: lax.cond(p, lambda v: nnp.sin(v) * 2.0, lambda v: v + 1.0, v)  # noqa: E731
-    same(vmap(f_pred)(np.asarray(pred(x)), x), jax.vmap(g)(x))
-    same(numax.jit(vmap(f_pred))(np.asarray(pred(x)), x), jax.vmap(g)(x))
+    expected = jax.jit(jax.vmap(g))(x)  # the oracle, jitted and computed once
+    same(vmap(f_pred)(np.asarray(pred(x)), x), expected)
+    same(numax.jit(vmap(f_pred))(np.asarray(pred(x)), x), expected)
     names = equations(vmap(f_pred), np.asarray(pred(x)), x)
     assert "cond" not in names and "select_n" in names
     del f
@@ -275,20 +305,22 @@ def test_cond_vmap_composes_with_differentiation():
 
     f, g = make(lax, nnp), make(jax.lax, jnp)
     ps, xs = np.array([1.0, -1.0, 2.0], np.float32), np.array([0.5, -0.3, 0.8], np.float32)
-    same(vmap(numax.grad(lambda p, x: f(p, x) * x, 1))(ps, xs), jax.vmap(jax.grad(lambda p, x: g(p, x) * x, 1))(ps, xs))
-    same(vmap(lambda p, x: numax.jvp(lambda x: f(p, x), (x,), (x,)))(ps, xs),
-         jax.vmap(lambda p, x: jax.jvp(lambda x: g(p, x), (x,), (x,)))(ps, xs))
-    same(numax.grad(lambda xs: (vmap(f)(ps, xs) * xs).sum())(xs),
-         jax.grad(lambda xs: (jax.vmap(g)(ps, xs) * xs).sum())(xs))
-    same(numax.grad(lambda x: numax.checkpoint(f)(np.float32(1), x) * x)(np.float32(0.5)),
-         jax.grad(lambda x: jax.checkpoint(g)(np.float32(1), x) * x)(np.float32(0.5)))
+    expected = jit_all([jax.vmap(jax.grad(lambda p, x: g(p, x) * x, 1)),  # the oracle, in one jitted program
+                        jax.vmap(lambda p, x: jax.jvp(lambda x: g(p, x), (x,), (x,))),
+                        jax.grad(lambda xs: (jax.vmap(g)(ps, xs) * xs).sum()),
+                        jax.grad(lambda x: jax.checkpoint(g)(np.float32(1), x) * x)],
+                       [(ps, xs), (ps, xs), (xs,), (np.float32(0.5),)])
+    same(vmap(numax.grad(lambda p, x: f(p, x) * x, 1))(ps, xs), expected[0])
+    same(vmap(lambda p, x: numax.jvp(lambda x: f(p, x), (x,), (x,)))(ps, xs), expected[1])
+    same(numax.grad(lambda xs: (vmap(f)(ps, xs) * xs).sum())(xs), expected[2])
+    same(numax.grad(lambda x: numax.checkpoint(f)(np.float32(1), x) * x)(np.float32(0.5)), expected[3])
 
 
 def test_switch_vmap_batched_index(rng):
     x = rng.standard_normal((6, 2)).astype(np.float32)
     idx = np.array([0, 1, 2, 3, 5, -1], np.int32)
     same(vmap(lambda i, v: lax.switch(i, _branches(nnp), v))(idx, x),
-         jax.vmap(lambda i, v: jax.lax.switch(i, _branches(jnp), v))(idx, x))
+         jax.jit(jax.vmap(lambda i, v: jax.lax.switch(i, _branches(jnp), v)))(idx, x))
 
 
 # --- effects and eager caching ----------------------------------------------------------------------------
@@ -376,13 +408,15 @@ def test_while_loop_jvp_and_reverse_error():
         return f
 
     x, y = np.float32(0.7), np.float32(1.3)
-    same(numax.jvp(make(lax, nnp), (x, y), (np.float32(1), np.float32(0.5))),
-         jax.jvp(make(jax.lax, jnp), (x, y), (np.float32(1), np.float32(0.5))))
+    jvp = lambda x, y, tx, ty: jax.jvp(make(jax.lax, jnp), (x, y), (tx, ty))  # noqa: E731
+    expected = jit_all([jvp, jvp, jvp, jax.jacfwd(lambda x: make(jax.lax, jnp)(x, y)[1])],  # the oracle, one program
+                       [(x, y, np.float32(1), np.float32(0.5)), (x, y, np.float32(0), np.float32(1)),
+                        (x, y, np.float32(1), y), (x,)])
+    same(numax.jvp(make(lax, nnp), (x, y), (np.float32(1), np.float32(0.5))), expected[0])
     same(numax.jvp(make(lax, nnp), (x, y), (np.float32(0), np.float32(1))),  # tangent enters through a const
-         jax.jvp(make(jax.lax, jnp), (x, y), (np.float32(0), np.float32(1))))
-    same(numax.jit(lambda x, y: numax.jvp(make(lax, nnp), (x, y), (np.float32(1), y)))(x, y),
-         jax.jvp(make(jax.lax, jnp), (x, y), (np.float32(1), y)))
-    same(numax.jacfwd(lambda x: make(lax, nnp)(x, y)[1])(x), jax.jacfwd(lambda x: make(jax.lax, jnp)(x, y)[1])(x))
+         expected[1])
+    same(numax.jit(lambda x, y: numax.jvp(make(lax, nnp), (x, y), (np.float32(1), y)))(x, y), expected[2])
+    same(numax.jacfwd(lambda x: make(lax, nnp)(x, y)[1])(x), expected[3])
     with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for lax.while_loop or "
                        "lax.fori_loop with dynamic start/stop values. Try using lax.scan"):
         numax.grad(lambda x: make(lax, nnp)(x, y)[1])(x)
@@ -420,8 +454,9 @@ def test_fori_loop_static_bounds_use_scan_and_reverse_mode():
     x = np.float32(0.9)
     same(make(lax)(x), make(jax.lax)(x))
     same(numax.jit(make(lax))(x), jax.jit(make(jax.lax))(x))
-    same(numax.grad(make(lax))(x), jax.grad(make(jax.lax))(x))
-    same(numax.jit(numax.grad(make(lax)))(x), jax.grad(make(jax.lax))(x))
+    expected_grad = jax.jit(jax.grad(make(jax.lax)))(x)  # the oracle, jitted and computed once
+    same(numax.grad(make(lax))(x), expected_grad)
+    same(numax.jit(numax.grad(make(lax)))(x), expected_grad)
     names = equations(make(lax), x)
     assert "scan" in names and "while" not in names
     # Concrete array bounds are static too; an empty range returns the initial value.
@@ -490,8 +525,10 @@ def test_while_vmap_unbatched_predicate(rng):
 def test_cond_while_shapes(shape, pred, trips):
     x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) - 1.0
     f = lambda v, lax_module: lax_module.cond(pred, lambda v: v * 2.0, lambda v: v - 1.0, v)  # noqa: E731
-    same(numax.jit(lambda v: f(v, lax))(x), f(x, jax.lax))
     w = lambda v, lax_module: lax_module.while_loop(lambda c: c[0] < trips, lambda c: (c[0] + 1, c[1] * 1.5 + 1),  # noqa
                                                     (0, v))
-    same(numax.jit(lambda v: w(v, lax))(x), w(x, jax.lax))
+    # jax's values (the oracle) from one jitted program per example.
+    expected_cond, expected_while = jax.jit(lambda v: (f(v, jax.lax), w(v, jax.lax)))(x)
+    same(numax.jit(lambda v: f(v, lax))(x), expected_cond)
+    same(numax.jit(lambda v: w(v, lax))(x), expected_while)
 

@@ -1,6 +1,8 @@
 """lax.scan, lax.map and lax.associative_scan against jax: values, pytrees, reverse/unroll, derivatives
 (forward, reverse, nested, through jit), vmap, the IR they stage and the errors they raise."""
 
+import functools
+
 import numpy as np
 import pytest
 from harness import assert_close, jax, jnp
@@ -11,6 +13,7 @@ from numax.lax import batching as lax_batching
 from numax.lax import elementwise as E
 from numax.lowering import dispatch
 from numax.transforms.vmap import vmap
+from oracle import jit_all
 
 import numax
 import numax.numpy as nnp
@@ -28,8 +31,9 @@ for _p in (E.sin_p, E.cos_p, E.tanh_p, E.neg_p, E.convert_element_type_p):
 
 
 def _both(numax_fn, jax_fn, *args, scale=1.0, check_dtype=True):
-    """numax_fn(*args) (eager and jitted) against jax_fn(*args), leaf by leaf."""
-    expected = jax_fn(*args)
+    """numax_fn(*args) (eager and jitted) against jax_fn(*args), leaf by leaf. jax's values (the oracle) come
+    jitted: one compile, where eagerly every op outside the scan compiles too."""
+    expected = jax.jit(jax_fn)(*args)
     for fn in (numax_fn, numax.jit(numax_fn)):
         actual = fn(*args)
         actual_leaves, actual_tree = jax.tree_util.tree_flatten(
@@ -204,11 +208,15 @@ def loss_args(rng):
             rng.normal(size=(6, 3)).astype(np.float32))
 
 
+# jax's gradient of _loss (the oracle), one jitted function shared by the tests (compiled once per process).
+_jax_loss_grad = jax.jit(jax.grad(_loss(jax.lax, jnp), (0, 1, 2)))
+
+
 @pytest.mark.parametrize("transform", ["grad", "jit_grad", "grad_jit"])
 def test_grad_through_scan(loss_args, transform):
-    ours, theirs = _loss(lax, nnp), _loss(jax.lax, jnp)
+    ours = _loss(lax, nnp)
     argnums = (0, 1, 2)
-    expected = jax.grad(theirs, argnums)(*loss_args)
+    expected = _jax_loss_grad(*loss_args)
     fn = {"grad": numax.grad(ours, argnums), "jit_grad": numax.jit(numax.grad(ours, argnums)),
           "grad_jit": numax.grad(numax.jit(ours), argnums)}[transform]
     for a, e in zip(fn(*loss_args), expected):
@@ -218,7 +226,7 @@ def test_grad_through_scan(loss_args, transform):
 def test_jvp_through_scan(loss_args, rng):
     tangents = tuple(rng.normal(size=a.shape).astype(np.float32) for a in loss_args)
     out, tan = numax.jvp(_loss(lax, nnp), loss_args, tangents)
-    expected_out, expected_tan = jax.jvp(_loss(jax.lax, jnp), loss_args, tangents)
+    expected_out, expected_tan = jax.jit(lambda p, t: jax.jvp(_loss(jax.lax, jnp), p, t))(loss_args, tangents)
     assert_close(out, np.asarray(expected_out), scale=10)
     assert_close(tan, np.asarray(expected_tan), scale=10)
     out, tan = numax.jit(lambda p, t: numax.jvp(_loss(lax, nnp), p, t))(loss_args, tangents)
@@ -229,7 +237,7 @@ def test_grad_of_grad_through_scan(loss_args):
     def second(module, np_like, grad):
         return lambda w, h0, xs: grad(_loss(module, np_like))(w, h0, xs).sum()
 
-    expected = jax.grad(second(jax.lax, jnp, jax.grad))(*loss_args)
+    expected = jax.jit(jax.grad(second(jax.lax, jnp, jax.grad)))(*loss_args)
     assert_close(numax.grad(second(lax, nnp, numax.grad))(*loss_args), np.asarray(expected), scale=30)
 
 
@@ -242,7 +250,7 @@ def test_grad_reverse_and_unroll(loss_args, reverse, unroll):
         return f
 
     w, _, xs = loss_args
-    expected = jax.grad(loss(jax.lax, jnp), (0, 1))(w, xs)
+    expected = jax.jit(jax.grad(loss(jax.lax, jnp), (0, 1)))(w, xs)
     for a, e in zip(numax.grad(loss(lax, nnp), (0, 1))(w, xs), expected):
         assert_close(a, np.asarray(e), scale=10)
 
@@ -269,8 +277,8 @@ def test_grad_with_carry_that_becomes_differentiable(rng):
             return a + b + ys.sum()
         return f
 
-    assert_close(numax.grad(loss(lax))(np.float32(1.3), xs), np.asarray(jax.grad(loss(jax.lax))(np.float32(1.3), xs)),
-                 scale=10)
+    expected = jax.jit(jax.grad(loss(jax.lax)))(np.float32(1.3), xs)
+    assert_close(numax.grad(loss(lax))(np.float32(1.3), xs), np.asarray(expected), scale=10)
 
 
 def test_rnn_training_matches_jax(rng):
@@ -297,7 +305,7 @@ def test_rnn_training_matches_jax(rng):
         return params
 
     ours = train(lax, nnp, numax.grad, params)
-    theirs = train(jax.lax, jnp, jax.grad, params)
+    theirs = jax.jit(lambda params: train(jax.lax, jnp, jax.grad, params))(params)  # the oracle: one compile
     for k in params:
         assert_close(ours[k], np.asarray(theirs[k]), scale=20)
     first = loss(lax, nnp)(params, xs, targets)
@@ -342,7 +350,7 @@ def test_grad_with_int_carry_forwarded_xs_and_unchanged_carry(rng):
             return b.sum() + (ab ** 2).sum() + xx.sum() * 2 + k
         return f
 
-    for a, e in zip(numax.grad(loss(lax), (0, 1))(w, xs), jax.grad(loss(jax.lax), (0, 1))(w, xs)):
+    for a, e in zip(numax.grad(loss(lax), (0, 1))(w, xs), jax.jit(jax.grad(loss(jax.lax), (0, 1)))(w, xs)):
         assert_close(a, np.asarray(e), scale=10)
 
 
@@ -366,7 +374,7 @@ def test_grad_nested_scan_and_checkpoint(rng, where):
         ours = numax.checkpoint(ours)
     elif where == "outside_jit":
         ours = numax.jit(numax.checkpoint(ours))
-    expected = jax.grad(loss(jax.lax, jnp, jax.checkpoint))(w)
+    expected = jax.jit(jax.grad(loss(jax.lax, jnp, jax.checkpoint)))(w)
     assert_close(numax.grad(ours)(w), np.asarray(expected), scale=10)
 
 
@@ -387,7 +395,8 @@ def test_grad_reads_xs_residuals_from_xs(rng):
     assert len(forward.outvars) == 2  # carry and ys: the only residual, x, is read from xs
     assert any(a is program.program.invars[1] for a in backward.inputs)
     actual = numax.grad(lambda c, xs: lax.scan(lambda c, x: (c * x, c), c, xs)[0].sum(), (0, 1))(xs[0], xs)
-    expected = jax.grad(lambda c, xs: jax.lax.scan(lambda c, x: (c * x, c), c, xs)[0].sum(), (0, 1))(xs[0], xs)
+    expected = jax.jit(jax.grad(lambda c, xs: jax.lax.scan(lambda c, x: (c * x, c), c, xs)[0].sum(), (0, 1)))(
+        xs[0], xs)
     for a, e in zip(actual, expected):
         assert_close(a, np.asarray(e), scale=10)
 
@@ -525,7 +534,7 @@ def test_vmap_of_scan(rng, in_axes):
         return f
 
     actual = vmap(run(lax, nnp), in_axes)(*args)
-    expected = jax.vmap(run(jax.lax, jnp), in_axes)(*args)
+    expected = jax.jit(jax.vmap(run(jax.lax, jnp), in_axes))(*args)
     for a, e in zip(actual, expected):
         assert_close(a, np.asarray(e), scale=10)
 
@@ -555,7 +564,7 @@ def test_vmap_carry_becomes_batched_only_after_a_step(rng):
         return f
 
     actual = vmap(run(lax))(xs)
-    expected = jax.vmap(run(jax.lax))(xs)
+    expected = jax.jit(jax.vmap(run(jax.lax)))(xs)
     for a, e in zip(jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)):
         assert_close(a, np.asarray(e))
 
@@ -571,7 +580,7 @@ def test_map_matches_python_loop(rng):
     for i in range(5):
         assert_close(out["s"][i], np.asarray(f(xs[i])["s"]))
         assert_close(out["sum"][i], np.asarray(f(xs[i])["sum"]))
-    expected = jax.lax.map(lambda x: {"s": jnp.sin(x) * 2, "sum": x.sum()}, xs)
+    expected = jax.jit(lambda xs: jax.lax.map(lambda x: {"s": jnp.sin(x) * 2, "sum": x.sum()}, xs))(xs)
     assert_close(out["s"], np.asarray(expected["s"]))
     (eqn,) = _scan_eqns(numax.make_jaxpr(lambda xs: lax.map(nnp.sin, xs))(xs))
     assert eqn.params["length"] == 5
@@ -581,7 +590,7 @@ def test_map_matches_python_loop(rng):
 def test_map_with_batch_size(rng, batch_size):
     xs = rng.normal(size=(5, 3)).astype(np.float32)
     actual = lax.map(lambda x: nnp.sin(x) * x, xs, batch_size=batch_size)
-    expected = jax.lax.map(lambda x: jnp.sin(x) * x, xs, batch_size=batch_size)
+    expected = jax.jit(lambda xs: jax.lax.map(lambda x: jnp.sin(x) * x, xs, batch_size=batch_size))(xs)
     assert_close(actual, np.asarray(expected))
 
 
@@ -606,26 +615,42 @@ def test_associative_scan_add_and_max(length):
     assert_close(numax.jit(lambda x: lax.associative_scan(E.add, x))(ints), np.cumsum(ints, dtype=np.int32))
 
 
-@pytest.mark.parametrize("length", [1, 2, 5, 8])
-def test_associative_scan_matmul_compose_and_pytrees(rng, length):
+_lengths = [1, 2, 5, 8]
+
+
+def _affine(f, g):
+    """Affine maps (a, b): x -> a x + b, composed as pytrees."""
+    return (g[0] * f[0], g[0] * f[1] + g[1])
+
+
+def _matmul_affine_operands(length):
+    rng = np.random.default_rng(0)  # the rng fixture's seed
     mats = rng.normal(size=(length, 3, 3)).astype(np.float32)
+    return mats, rng.uniform(0.5, 1.5, (length,)).astype(np.float32), rng.normal(size=(length,)).astype(np.float32)
+
+
+@functools.cache
+def _matmul_affine_expected():
+    """{length: jax's (matmul scan, reversed affine scan, affine scan)}, every length in one jitted program."""
+    def expected(mats, a, b):
+        return (jax.lax.associative_scan(lambda x, y: jnp.matmul(x, y), mats),
+                jax.lax.associative_scan(_affine, (a, b), reverse=True), jax.lax.associative_scan(_affine, (a, b)))
+
+    return dict(zip(_lengths, jit_all([expected] * len(_lengths), [_matmul_affine_operands(n) for n in _lengths])))
+
+
+@pytest.mark.parametrize("length", _lengths)
+def test_associative_scan_matmul_compose_and_pytrees(length):
+    mats, a, b = _matmul_affine_operands(length)
+    expected_matmul, expected_reversed, expected_affine = _matmul_affine_expected()[length]
 
     actual = numax.jit(lambda m: lax.associative_scan(lambda a, b: nnp.matmul(a, b), m))(mats)
-    expected = jax.lax.associative_scan(lambda a, b: jnp.matmul(a, b), mats)
-    assert_close(actual, np.asarray(expected), scale=100)
-    # Affine maps (a, b): x -> a x + b, composed as pytrees.
-    a = rng.uniform(0.5, 1.5, (length,)).astype(np.float32)
-    b = rng.normal(size=(length,)).astype(np.float32)
-
-    def affine(f, g):
-        return (g[0] * f[0], g[0] * f[1] + g[1])
-
-    actual = numax.jit(lambda a, b: lax.associative_scan(affine, (a, b), reverse=True))(a, b)
-    expected = jax.lax.associative_scan(affine, (a, b), reverse=True)
-    for x, y in zip(actual, expected):
+    assert_close(actual, np.asarray(expected_matmul), scale=100)
+    actual = numax.jit(lambda a, b: lax.associative_scan(_affine, (a, b), reverse=True))(a, b)
+    for x, y in zip(actual, expected_reversed):
         assert_close(x, np.asarray(y), scale=10)
-    jitted = numax.jit(lambda a, b: lax.associative_scan(affine, (a, b)))(a, b)
-    for x, y in zip(jitted, jax.lax.associative_scan(affine, (a, b))):
+    jitted = numax.jit(lambda a, b: lax.associative_scan(_affine, (a, b)))(a, b)
+    for x, y in zip(jitted, expected_affine):
         assert_close(x, np.asarray(y), scale=10)
 
 
@@ -634,5 +659,5 @@ def test_associative_scan_errors_and_grad(rng):
         lax.associative_scan(E.add, (np.ones(3, np.float32), np.ones(4, np.float32)))
     xs = rng.normal(size=(6,)).astype(np.float32)
     actual = numax.jit(numax.grad(lambda xs: (lax.associative_scan(E.mul, xs) ** 2).sum()))(xs)
-    expected = jax.grad(lambda xs: (jax.lax.associative_scan(jax.lax.mul, xs) ** 2).sum())(xs)
+    expected = jax.jit(jax.grad(lambda xs: (jax.lax.associative_scan(jax.lax.mul, xs) ** 2).sum()))(xs)
     assert_close(actual, np.asarray(expected), scale=10)

@@ -1,11 +1,14 @@
 """numax.scipy.signal against jax.scipy.signal: every function over modes, shapes and dtypes, under jit,
 vmap and grad, and jax's errors for bad arguments."""
 
+import functools
+
 import numpy as np
 import pytest
 from harness import assert_close, jax, raised, rand
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import jit_all
 
 import numax
 from numax.scipy import signal
@@ -83,11 +86,13 @@ def test_table_matches_jax(case):
 def test_eager_matches_jit(rng):
     # The table runs jitted; the same functions eagerly, on a few cases.
     a, b = rand(rng, (6, 5), np.float32), rand(rng, (3, 2), np.float32)
-    for name, kwargs in (("convolve", dict(mode="same")), ("correlate", dict(mode="full", method="fft")),
-                         ("convolve2d", dict(mode="valid")), ("correlate2d", dict(mode="same")),
-                         ("fftconvolve", dict(mode="full"))):
-        expected = getattr(jsignal, name)(a, b, **kwargs)
-        assert_close(getattr(signal, name)(a, b, **kwargs), expected, scale=50)
+    cases = (("convolve", dict(mode="same")), ("correlate", dict(mode="full", method="fft")),
+             ("convolve2d", dict(mode="valid")), ("correlate2d", dict(mode="same")), ("fftconvolve", dict(mode="full")))
+    # numax runs eagerly (the subject); jax's expected values come from one jitted program.
+    expected = jit_all([functools.partial(getattr(jsignal, name), **kwargs) for name, kwargs in cases],
+                       [(a, b)] * len(cases))
+    for (name, kwargs), e in zip(cases, expected, strict=True):
+        assert_close(getattr(signal, name)(a, b, **kwargs), e, scale=50)
 
 
 @settings(max_examples=6, deadline=None)
@@ -99,8 +104,17 @@ def test_convolve_random_shapes(sizes, mode, larger_first, seed):
     shape2 = tuple(min(s) for s in sizes) if larger_first else tuple(max(s) for s in sizes)
     rng = np.random.default_rng(seed)
     a, b = rand(rng, shape1, np.float32), rand(rng, shape2, np.float32)
-    assert_close(signal.convolve(a, b, mode), jsignal.convolve(a, b, mode), scale=2)
-    assert_close(signal.correlate(a, b, mode), jsignal.correlate(a, b, mode), scale=2)
+    # Both functions in one jitted program per library and mode (one compile per example, not one per op);
+    # test_eager_matches_jit covers the eager path.
+    actual = _convolve_correlate(numax.jit, signal, mode)(a, b)
+    expected = _convolve_correlate(jax.jit, jsignal, mode)(a, b)
+    for result, e in zip(actual, expected, strict=True):
+        assert_close(result, e, scale=2)
+
+
+@functools.cache
+def _convolve_correlate(jit, module, mode):
+    return jit(lambda a, b: (module.convolve(a, b, mode), module.correlate(a, b, mode)))
 
 
 def test_jit_vmap_grad(rng):
@@ -113,19 +127,34 @@ def test_jit_vmap_grad(rng):
         return jsignal.convolve(x, y, mode="same")
 
     assert_close(numax.jit(numax.vmap(numax_fn))(a, b), jax.jit(jax.vmap(jax_fn))(a, b), scale=2)
+    # numax's grad runs eagerly; jax's (the oracle) is jitted: one compile instead of one per op.
     assert_close(numax.grad(lambda x: signal.correlate2d(x, b).sum())(a),
-                 jax.grad(lambda x: jsignal.correlate2d(x, b).sum())(a), scale=2)
+                 jax.jit(jax.grad(lambda x: jsignal.correlate2d(x, b).sum()))(a), scale=2)
     assert_close(numax.jit(numax.grad(lambda x: signal.fftconvolve(x, b[0:1]).sum()))(a),
                  jax.jit(jax.grad(lambda x: jsignal.fftconvolve(x, b[0:1]).sum()))(a), scale=50)
 
 
-@pytest.mark.parametrize("kwargs", [dict(), dict(type="constant"), dict(axis=0), dict(bp=[2, 5]), dict(bp=3, axis=0)],
-                         ids=str)
+_detrend_kwargs = [dict(), dict(type="constant"), dict(axis=0), dict(bp=[2, 5]), dict(bp=3, axis=0)]
+
+
+@functools.cache
+def _detrend_results():
+    """{(kwargs index, dtype name): (numax's, jax's)}: every case in one jitted program per library."""
+    rng = np.random.default_rng(0)  # the rng fixture's seed
+    data = {np.dtype(dtype).name: rand(rng, (8, 7), dtype) for dtype in (np.float32, np.int32)}
+    keys = [(i, name) for i in range(len(_detrend_kwargs)) for name in data]
+
+    def table(module):
+        return lambda data: [module.detrend(data[name], **_detrend_kwargs[i]) for i, name in keys]
+
+    return dict(zip(keys, zip(numax.jit(table(signal))(data), jax.jit(table(jsignal))(data), strict=True)))
+
+
+@pytest.mark.parametrize("kwargs", range(len(_detrend_kwargs)), ids=lambda i: str(_detrend_kwargs[i]))
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
-def test_detrend_under_jit(rng, kwargs, dtype):
-    data = rand(rng, (8, 7), dtype)
-    assert_close(numax.jit(lambda d: signal.detrend(d, **kwargs))(data),
-                 jax.jit(lambda d: jsignal.detrend(d, **kwargs))(data), scale=20)
+def test_detrend_under_jit(kwargs, dtype):
+    actual, expected = _detrend_results()[kwargs, np.dtype(dtype).name]
+    assert_close(actual, expected, scale=20)
 
 
 def _errors(module):
@@ -155,8 +184,20 @@ def _error_kinds(calls):
     return [None if (error := raised(call, ())) is None else type(error) for call in calls]
 
 
+class _Jitted:
+    """A module whose functions run under jax.jit: jax's error kinds (the oracle) are the same as eagerly, and a
+    call that fails while tracing compiles nothing (eagerly, each jax op before the error compiles)."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def __getattr__(self, name):
+        function = getattr(self.module, name)
+        return lambda *args, **kwargs: jax.jit(lambda: function(*args, **kwargs))()
+
+
 def test_errors_match_jax():
-    numax_kinds, jax_kinds = _errors(signal), _errors(jsignal)
+    numax_kinds, jax_kinds = _errors(signal), _errors(_Jitted(jsignal))
     assert None not in jax_kinds
     assert numax_kinds == jax_kinds
 
@@ -167,7 +208,7 @@ def test_public_names_match_jax():
                                              "fftconvolve", "istft", "stft", "welch"}
 
 
-# --- spectral analysis (each case jitted in both libraries: one compile per case) ---------------------------------
+# --- spectral analysis (all cases in one jitted program per library) ------------------------------------------
 _spectral_cases = {
     "stft": lambda m, x, y: m.stft(x, nperseg=32),
     "stft_odd_hamming_linear": lambda m, x, y: m.stft(x, nperseg=31, noverlap=10, boundary="odd", window="hamming",
@@ -192,22 +233,33 @@ def jnp_swap(z):
     return z.swapaxes(-1, -2)
 
 
-@pytest.mark.parametrize("case", list(_spectral_cases))
-def test_spectral_functions_match_jax(rng, case):
+@functools.cache
+def _spectral_results():
+    """{case: (numax's, jax's)}, every case in one jitted program per library."""
+    rng = np.random.default_rng(0)  # the rng fixture's seed
     x, y = rand(rng, (3, 200), np.float32), rand(rng, (3, 200), np.float32)
-    function = _spectral_cases[case]
-    expected = jax.jit(lambda x, y: function(jsignal, x, y))(x, y)
-    actual = numax.jit(lambda x, y: function(signal, x, y))(x, y)
+
+    def table(module):
+        return lambda x, y: [function(module, x, y) for function in _spectral_cases.values()]
+
+    actual, expected = numax.jit(table(signal))(x, y), jax.jit(table(jsignal))(x, y)
+    return dict(zip(_spectral_cases, zip(actual, expected, strict=True)))
+
+
+@pytest.mark.parametrize("case", list(_spectral_cases))
+def test_spectral_functions_match_jax(case):
+    actual, expected = _spectral_results()[case]
     for a, e in zip(actual, expected, strict=True):
         assert_close(a, e, scale=20)
 
 
 def test_spectral_complex_input_warns_and_is_two_sided(rng):
     z = (rand(rng, (2, 64), np.float32) + 1j * rand(rng, (2, 64), np.float32)).astype(np.complex64)
+    # Under jit (the warning comes while tracing): one compile per library instead of one per eager op.
     with pytest.warns(UserWarning, match="Input data is complex"):
-        expected = jsignal.stft(z, nperseg=16)
+        expected = jax.jit(lambda z: jsignal.stft(z, nperseg=16))(z)
     with pytest.warns(UserWarning, match="Input data is complex"):
-        actual = signal.stft(z, nperseg=16)
+        actual = numax.jit(lambda z: signal.stft(z, nperseg=16))(z)
     for a, e in zip(actual, expected, strict=True):
         assert_close(a, e, scale=20)
 
@@ -232,6 +284,6 @@ def _spectral_errors(module):
 
 
 def test_spectral_errors_match_jax():
-    expected = _spectral_errors(jsignal)
+    expected = _spectral_errors(_Jitted(jsignal))
     assert None not in expected
     assert _spectral_errors(signal) == expected

@@ -16,6 +16,7 @@ from numax.core.staging import trace_to_program
 from numax.core.trace import get_aval_of
 from numax.transforms.custom_derivatives import CustomJVPException
 from numax.transforms.transpose import backward_pass
+from oracle import jit_all
 
 import numax
 import numax.numpy as xnp
@@ -77,11 +78,40 @@ def svd_table_fn(name, fn):
     return (lambda m: gauge_free_svd(fn(m))) if ON_GPU and name.startswith("svd") and name != "svdvals" else fn
 
 
+@functools.cache
+def _linalg_results():
+    """{name: (numax's batched, jax's batched, numax's per-example results)}: what check_vmap computes for each
+    case, with every case's batched function in one jitted program per library and numax's loop over the
+    examples in one more (the eager linear algebra is tested in the linalg tests)."""
+    names = sorted(LINALG)
+    fns = [svd_table_fn(name, LINALG[name][0]) for name in names]
+    args = [tuple(np.asarray(a) for a in LINALG[name][1]) for name in names]
+    in_axes = [LINALG[name][2] for name in names]
+    actual = numax.jit(lambda all_args: [numax.vmap(fn(xnp), axes)(*a)
+                                         for fn, a, axes in zip(fns, all_args, in_axes)])(args)
+    expected = jit_all([jax.vmap(fn(jnp), axes) for fn, axes in zip(fns, in_axes)], args)
+    examples = []  # for each case, the arguments of each example
+    for a, axes in zip(args, in_axes):
+        axes = axes if isinstance(axes, tuple) else (axes,) * len(a)
+        size = next(x.shape[ax] for x, ax in zip(a, axes) if ax is not None)
+        examples.append([[x if ax is None else np.take(x, b, axis=ax) for x, ax in zip(a, axes)]
+                         for b in range(size)])
+    per_example = numax.jit(lambda all_examples: [[fn(xnp)(*e) for e in case]
+                                                  for fn, case in zip(fns, all_examples)])(examples)
+    return dict(zip(names, zip(actual, expected, per_example, strict=True)))
+
+
 @pytest.mark.parametrize("name", sorted(LINALG))
 def test_numpy_linalg(name):
-    fn, args, in_axes = LINALG[name]
-    fn = svd_table_fn(name, fn)
-    check_vmap(fn(xnp), fn(jnp), args, in_axes, scale=20)
+    # check_vmap's checks (out_axes 0, scale 20), from one program per library for the whole table.
+    actual, expected, per_example = _linalg_results()[name]
+    actual_leaves, expected_leaves = jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)
+    assert len(actual_leaves) == len(expected_leaves), (len(actual_leaves), len(expected_leaves))
+    for a, e in zip(actual_leaves, expected_leaves):
+        assert_close(a, np.asarray(e), scale=20)
+    for i, leaf in enumerate(actual_leaves):
+        stacked = np.stack([np.asarray(jax.tree_util.tree_leaves(p)[i]) for p in per_example], axis=0)
+        assert_close(leaf, stacked, scale=20)
 
 
 def test_numpy_linalg_batched_matrices_of_batches():
@@ -107,17 +137,38 @@ def test_numpy_linalg_per_example_gradients():
         return lambda x: m.sum(m.linalg.cholesky(x)) + m.linalg.slogdet(x)[1] + m.sum(m.linalg.inv(x))
 
     per_example = numax.vmap(numax.grad(loss(xnp)))(A)
-    assert_close(per_example, np.asarray(jax.vmap(jax.grad(loss(jnp)))(A)), scale=100)
-    summed = numax.grad(lambda x: numax.vmap(loss(xnp))(x).sum())(A)
+    assert_close(per_example, np.asarray(jax.jit(jax.vmap(jax.grad(loss(jnp))))(A)), scale=100)
+    # Jitted: eager vmap of grad runs above; one compile instead of one per op.
+    summed = numax.jit(numax.grad(lambda x: numax.vmap(loss(xnp))(x).sum()))(A)
     assert_close(summed, np.asarray(per_example), scale=100)
     jitted = numax.jit(numax.vmap(numax.grad(loss(xnp))))(A)
     assert_close(jitted, np.asarray(per_example), scale=100)
 
 
-@pytest.mark.parametrize("left_side", [True, False])
-@pytest.mark.parametrize("a_batched", [True, False])
-@pytest.mark.parametrize("b_dim", [0, 1, 2, None])
-def test_triangular_solve(left_side, a_batched, b_dim):
+def check_vmap_against(numax_fn, expected, args, in_axes, scale):
+    """check_vmap (jitted, out_axes 0) with jax's jitted vmap result `expected` computed beforehand (in a table's
+    one jitted program)."""
+    args = [np.asarray(a) for a in args]
+    actual = numax.jit(numax.vmap(numax_fn, in_axes))(*args)
+    actual_leaves, expected_leaves = jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)
+    assert len(actual_leaves) == len(expected_leaves), (len(actual_leaves), len(expected_leaves))
+    for a, e in zip(actual_leaves, expected_leaves):
+        assert_close(a, np.asarray(e), scale=scale)
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    size = next(a.shape[ax] for a, ax in zip(args, axes) if ax is not None)
+    per_example = [numax_fn(*[xnp.asarray(a if ax is None else np.take(a, b, axis=ax)) for a, ax in zip(args, axes)])
+                   for b in range(size)]
+    for i, leaf in enumerate(actual_leaves):
+        stacked = np.stack([np.asarray(jax.tree_util.tree_leaves(p)[i]) for p in per_example], axis=0)
+        assert_close(leaf, stacked, scale=scale)
+
+
+_triangular_cases = [(left_side, a_batched, b_dim) for left_side in (True, False) for a_batched in (True, False)
+                     for b_dim in (0, 1, 2, None) if a_batched or b_dim is not None]
+
+
+def _triangular_case(left_side, a_batched, b_dim):
+    """(kwargs, operands, in_axes) of a triangular_solve case."""
     rng = np.random.default_rng(3)
     a = np.triu(rng.normal(size=(3, 4, 4))).astype(np.float32) + 4 * np.eye(4, dtype=np.float32)
     b_shape = [4, 2] if left_side else [2, 4]
@@ -125,11 +176,27 @@ def test_triangular_solve(left_side, a_batched, b_dim):
         b_shape.insert(b_dim, 3)
     b = rng.normal(size=b_shape).astype(np.float32)
     a_arg, a_dim = (a, 0) if a_batched else (a[0], None)
-    if a_dim is None and b_dim is None:
+    return dict(left_side=left_side, lower=False, transpose_a=True), (a_arg, b), (a_dim, b_dim)
+
+
+@functools.cache
+def _triangular_expected():
+    """{case: jax's jitted vmap}, every case in one jitted program."""
+    cases = [_triangular_case(*case) for case in _triangular_cases]
+    functions = [jax.vmap(functools.partial(jl.linalg.triangular_solve, **kwargs), in_axes)
+                 for kwargs, _, in_axes in cases]
+    return dict(zip(_triangular_cases, jit_all(functions, [args for _, args, _ in cases])))
+
+
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("a_batched", [True, False])
+@pytest.mark.parametrize("b_dim", [0, 1, 2, None])
+def test_triangular_solve(left_side, a_batched, b_dim):
+    if not a_batched and b_dim is None:
         return
-    kwargs = dict(left_side=left_side, lower=False, transpose_a=True)
-    check_vmap(lambda x, y: nl.linalg.triangular_solve(x, y, **kwargs),
-          lambda x, y: jl.linalg.triangular_solve(x, y, **kwargs), (a_arg, b), (a_dim, b_dim), scale=10)
+    kwargs, args, in_axes = _triangular_case(left_side, a_batched, b_dim)
+    check_vmap_against(lambda x, y: nl.linalg.triangular_solve(x, y, **kwargs),
+                       _triangular_expected()[left_side, a_batched, b_dim], args, in_axes, scale=10)
 
 
 def test_triangular_solve_shared_matrix_ir():
@@ -156,6 +223,14 @@ LAX_LINALG = {
 }
 
 
+@functools.cache
+def _lax_linalg_expected():
+    """{name: jax's jitted vmap}, every case in one jitted program (not eig on a GPU: it has only a CPU kernel)."""
+    names = [name for name in sorted(LAX_LINALG) if not (ON_GPU and name == "eig_values")]
+    functions = [jax.vmap(svd_table_fn(name, LAX_LINALG[name][0])(jl_linalg)) for name in names]
+    return dict(zip(names, jit_all(functions, [LAX_LINALG[name][1] for name in names])))
+
+
 @pytest.mark.parametrize("name", sorted(LAX_LINALG))
 def test_lax_linalg_primitive_is_one_batched_op(name):
     fn, args = LAX_LINALG[name]
@@ -167,7 +242,7 @@ def test_lax_linalg_primitive_is_one_batched_op(name):
             numax.jit(numax.vmap(fn(nl)))(*args)
         return
     fn = svd_table_fn(name, fn)
-    check_vmap(fn(nl), fn(jl_linalg), args, 0, scale=20)
+    check_vmap_against(fn(nl), _lax_linalg_expected()[name], args, 0, scale=20)
 
 
 @settings(max_examples=8)
@@ -226,19 +301,20 @@ def test_custom_vmap_values_and_grads(kind, in_axes):
     check_vmap(f, jf, (x, y), in_axes)
     # Per-example gradients (vmap of grad) and the gradient of the batched function (grad of vmap).
     argnums = (0, 1)
-    per_example = numax.vmap(numax.grad(f, argnums), in_axes)(x, y)
-    expected = jax.vmap(jax.grad(jf, argnums), in_axes)(x, y)
-    for a, e in zip(per_example, expected):
-        assert_close(a, np.asarray(e))
+    # jax's expected values (the oracle): both in one jitted program, each computed once.
     total = lambda api, fn: lambda x, y: api.vmap(fn, in_axes)(x, y).sum()
+    per_example_expected, total_expected = jit_all(
+        [jax.vmap(jax.grad(jf, argnums), in_axes), jax.grad(total(jax, jf), argnums)], [(x, y), (x, y)])
+    per_example = numax.vmap(numax.grad(f, argnums), in_axes)(x, y)
+    for a, e in zip(per_example, per_example_expected):
+        assert_close(a, np.asarray(e))
     for grad_fn in (numax.grad(total(numax, f), argnums), numax.jit(numax.grad(total(numax, f), argnums)),
                     numax.grad(numax.jit(total(numax, f)), argnums)):
         grads = grad_fn(x, y)
-        expected = jax.grad(total(jax, jf), argnums)(x, y)
-        for a, e in zip(grads, expected):
+        for a, e in zip(grads, total_expected):
             assert_close(a, np.asarray(e))
     jitted = numax.vmap(numax.jit(numax.grad(f, argnums)), in_axes)(x, y)
-    for a, e in zip(jitted, jax.vmap(jax.grad(jf, argnums), in_axes)(x, y)):
+    for a, e in zip(jitted, per_example_expected):
         assert_close(a, np.asarray(e))
 
 
@@ -269,12 +345,15 @@ def test_custom_nested_vmap_and_jacobians(kind):
     f, jf = CUSTOM[kind](numax), CUSTOM[kind](jax)
     x = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
     y = np.float32(1.5)
-    actual = numax.vmap(numax.vmap(f, (0, None)), (1, None))(x, y)
-    assert_close(actual, np.asarray(jax.vmap(jax.vmap(jf, (0, None)), (1, None))(x, y)))
     loss = lambda api, fn: lambda x: api.vmap(api.vmap(fn, (0, None)), (1, None))(x, y).sum()
-    assert_close(numax.grad(loss(numax, f))(x), np.asarray(jax.grad(loss(jax, jf))(x)))
+    # jax's expected values (the oracle) from one jitted program.
+    expected = jit_all([jax.vmap(jax.vmap(jf, (0, None)), (1, None)), jax.grad(loss(jax, jf)),
+                        jax.jacrev(lambda v: jax.vmap(jf, (0, None))(v, y))], [(x, y), (x,), (X3,)])
+    actual = numax.vmap(numax.vmap(f, (0, None)), (1, None))(x, y)
+    assert_close(actual, np.asarray(expected[0]))
+    assert_close(numax.grad(loss(numax, f))(x), np.asarray(expected[1]))
     jac = numax.jacrev(lambda v: numax.vmap(f, (0, None))(v, y))(X3)
-    assert_close(jac, np.asarray(jax.jacrev(lambda v: jax.vmap(jf, (0, None))(v, y))(X3)))
+    assert_close(jac, np.asarray(expected[2]))
 
 
 @pytest.mark.parametrize("kind", sorted(CUSTOM))
@@ -364,10 +443,13 @@ def test_checkpoint_under_vmap(in_axes):
     f, jf = _checkpointed(numax), _checkpointed(jax)
     check_vmap(f, jf, args, in_axes, scale=10)
     loss = lambda api, fn: lambda x, w: api.vmap(fn, in_axes)(x, w).sum()
-    for a, e in zip(numax.grad(loss(numax, f), (0, 1))(*args), jax.grad(loss(jax, jf), (0, 1))(*args)):
+    # jax's expected values (the oracle) from one jitted program.
+    grads_expected, expected = jit_all([jax.grad(loss(jax, jf), (0, 1)),
+                                        jax.vmap(jax.grad(lambda x, w: jf(x, w).sum(), (0, 1)), in_axes)],
+                                       [args, args])
+    for a, e in zip(numax.grad(loss(numax, f), (0, 1))(*args), grads_expected):
         assert_close(a, np.asarray(e), scale=10)
     per_example = numax.vmap(numax.grad(lambda x, w: f(x, w).sum(), (0, 1)), in_axes)(*args)
-    expected = jax.vmap(jax.grad(lambda x, w: jf(x, w).sum(), (0, 1)), in_axes)(*args)
     for a, e in zip(per_example, expected):
         assert_close(a, np.asarray(e), scale=10)
 
@@ -498,15 +580,21 @@ RANDOM = {
 }
 
 
+@functools.cache
+def _random_expected():
+    """{name: jax.vmap of the case over KEYS}, the whole table in one jitted program (jax's bits are the same
+    jitted or not: the oracle for both of numax's modes)."""
+    names = sorted(RANDOM)
+    return dict(zip(names, jit_all([jax.vmap(RANDOM[name](jax.random)) for name in names], [(KEYS,)] * len(names))))
+
+
 @pytest.mark.parametrize("name", sorted(RANDOM))
 @pytest.mark.parametrize("jit", [False, True])
 def test_random_vmap_over_keys_bit_exact(name, jit):
-    fn = RANDOM[name]
-    actual = numax.vmap(fn(numax.random))
-    expected = jax.vmap(fn(jax.random))
+    actual = numax.vmap(RANDOM[name](numax.random))
     if jit:
-        actual, expected = numax.jit(actual), jax.jit(expected)
-    np.testing.assert_array_equal(np.asarray(actual(KEYS)), np.asarray(expected(KEYS)))
+        actual = numax.jit(actual)
+    np.testing.assert_array_equal(np.asarray(actual(KEYS)), np.asarray(_random_expected()[name]))
 
 
 def test_random_keys_along_axis_1_and_batched_data():
@@ -556,10 +644,13 @@ def test_custom_rule_closing_over_batched_value(kind, x_axis):
     x = X3 if x_axis == 0 else np.float32(1.0)
     check_vmap(f, jf, (c, x), (0, x_axis), jit=False)
     loss = lambda api, fn: lambda x: api.vmap(fn, (0, x_axis))(c, x).sum()
-    assert_close(numax.grad(loss(numax, f))(x), np.asarray(jax.grad(loss(jax, jf))(x)))
-    assert_close(numax.jit(numax.grad(loss(numax, f)))(x), np.asarray(jax.grad(loss(jax, jf))(x)))
+    # jax's expected values (the oracle) from one jitted program, each computed once.
+    grad_expected, per_example_expected = jit_all([jax.grad(loss(jax, jf)), jax.vmap(jax.grad(jf, 1), (0, x_axis))],
+                                                  [(x,), (c, x)])
+    assert_close(numax.grad(loss(numax, f))(x), np.asarray(grad_expected))
+    assert_close(numax.jit(numax.grad(loss(numax, f)))(x), np.asarray(grad_expected))
     per_example = numax.vmap(numax.grad(f, 1), (0, x_axis))(c, x)
-    assert_close(per_example, np.asarray(jax.vmap(jax.grad(jf, 1), (0, x_axis))(c, x)))
+    assert_close(per_example, np.asarray(per_example_expected))
     assert_close(per_example, 10.0 * c)
 
 
@@ -576,7 +667,7 @@ def test_custom_grad_of_vmap_of_jit(kind):
     f, jf = CUSTOM[kind](numax), CUSTOM[kind](jax)
     y = np.float32(2.0)
     actual = numax.grad(lambda x: numax.vmap(numax.jit(f), (0, None))(x, y).sum())(X3)
-    assert_close(actual, np.asarray(jax.grad(lambda x: jax.vmap(jax.jit(jf), (0, None))(x, y).sum())(X3)))
+    assert_close(actual, np.asarray(jax.jit(jax.grad(lambda x: jax.vmap(jax.jit(jf), (0, None))(x, y).sum()))(X3)))
     stacked = np.stack([X3, 2 * X3])
     actual = numax.vmap(numax.grad(lambda x: numax.vmap(numax.jit(f), (0, None))(x, y).sum()))(stacked)
     assert_close(actual, np.full((2, 3), 20.0, np.float32))
