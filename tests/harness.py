@@ -65,16 +65,18 @@ def assert_close(actual, expected, dtype=None, scale=1.0, check_dtype=True):
         np.testing.assert_allclose(actual_np, expected_np, rtol=tol, atol=tol)
 
 
-def check_vmap(numax_fn, jax_fn, args, in_axes=0, out_axes=0, loop=True, jit=True, scale=1.0):
+def check_vmap(numax_fn, jax_fn, args, in_axes=0, out_axes=0, loop=True, jit=True, scale=1.0, expected=None):
     """numax.vmap(numax_fn) against jax.vmap(jax_fn) (both jitted unless `jit` is False), and against a loop
     of numax_fn over the examples (stacked at `out_axes`), with tolerances `scale` times the dtype's. Outputs
-    may be pytrees; returns numax's."""
+    may be pytrees; returns numax's. `expected`: jax.vmap's result computed beforehand (a table's one jax
+    program) instead of from `jax_fn`."""
     args = [np.asarray(a) for a in args]
     batched = numax.vmap(numax_fn, in_axes, out_axes)
-    expected_fn = jax.vmap(jax_fn, in_axes, out_axes)
-    if jit:
-        batched, expected_fn = numax.jit(batched), jax.jit(expected_fn)
-    actual, expected = batched(*args), expected_fn(*args)
+    batched = numax.jit(batched) if jit else batched
+    if expected is None:
+        expected_fn = jax.vmap(jax_fn, in_axes, out_axes)
+        expected = (jax.jit(expected_fn) if jit else expected_fn)(*args)
+    actual = batched(*args)
     actual_leaves, expected_leaves = jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)
     assert len(actual_leaves) == len(expected_leaves), (len(actual_leaves), len(expected_leaves))
     for a, e in zip(actual_leaves, expected_leaves):

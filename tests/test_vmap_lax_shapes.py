@@ -22,27 +22,6 @@ import numax.numpy as xnp
 jl = jax.lax
 
 
-def check_vmap_against(numax_fn, expected, args, in_axes=0, loop=True):
-    """harness.check_vmap with jax.vmap's (jitted) result `expected` given: numax.jit(numax.vmap(numax_fn))
-    against it and (when `loop`) against numax_fn applied eagerly to each example, stacked."""
-    args = [np.asarray(a) for a in args]
-    actual = numax.jit(numax.vmap(numax_fn, in_axes))(*args)
-    actual_leaves, expected_leaves = jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)
-    assert len(actual_leaves) == len(expected_leaves), (len(actual_leaves), len(expected_leaves))
-    for a, e in zip(actual_leaves, expected_leaves):
-        assert_close(a, np.asarray(e))
-    if loop:
-        axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
-        size = next(a.shape[ax] for a, ax in zip(args, axes) if ax is not None)
-        per_example = [numax_fn(*[xnp.asarray(a if ax is None else np.take(a, b, axis=ax))
-                                  for a, ax in zip(args, axes)])
-                       for b in range(size)]
-        for i, leaf in enumerate(actual_leaves):
-            stacked = np.stack([np.asarray(jax.tree_util.tree_leaves(p)[i]) for p in per_example], axis=0)
-            assert_close(leaf, stacked)
-    return actual
-
-
 @functools.cache
 def _expected_table(build, params):
     """jax.vmap's results for every case of a parametrized test from one jax.jit program; `build(*key)` gives a
@@ -56,7 +35,8 @@ def check_case(build, params, key, loop=True):
     """check_vmap of the case `build(*key)` of a parametrized test whose cases are `params`, against jax's result
     from the test's table; returns numax's result and the case."""
     numax_fn, jax_fn, args, in_axes = case = build(*key)
-    return check_vmap_against(numax_fn, _expected_table(build, params)[params.index(key)], args, in_axes, loop), case
+    expected = _expected_table(build, params)[params.index(key)]
+    return check_vmap(numax_fn, None, args, in_axes, loop=loop, expected=expected), case
 
 
 # --- shape primitives --------------------------------------------------------------------------------------

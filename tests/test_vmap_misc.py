@@ -145,24 +145,6 @@ def test_numpy_linalg_per_example_gradients():
     assert_close(jitted, np.asarray(per_example), scale=100)
 
 
-def check_vmap_against(numax_fn, expected, args, in_axes, scale):
-    """check_vmap (jitted, out_axes 0) with jax's jitted vmap result `expected` computed beforehand (in a table's
-    one jitted program)."""
-    args = [np.asarray(a) for a in args]
-    actual = numax.jit(numax.vmap(numax_fn, in_axes))(*args)
-    actual_leaves, expected_leaves = jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)
-    assert len(actual_leaves) == len(expected_leaves), (len(actual_leaves), len(expected_leaves))
-    for a, e in zip(actual_leaves, expected_leaves):
-        assert_close(a, np.asarray(e), scale=scale)
-    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
-    size = next(a.shape[ax] for a, ax in zip(args, axes) if ax is not None)
-    per_example = [numax_fn(*[xnp.asarray(a if ax is None else np.take(a, b, axis=ax)) for a, ax in zip(args, axes)])
-                   for b in range(size)]
-    for i, leaf in enumerate(actual_leaves):
-        stacked = np.stack([np.asarray(jax.tree_util.tree_leaves(p)[i]) for p in per_example], axis=0)
-        assert_close(leaf, stacked, scale=scale)
-
-
 _triangular_cases = [(left_side, a_batched, b_dim) for left_side in (True, False) for a_batched in (True, False)
                      for b_dim in (0, 1, 2, None) if a_batched or b_dim is not None]
 
@@ -195,8 +177,8 @@ def test_triangular_solve(left_side, a_batched, b_dim):
     if not a_batched and b_dim is None:
         return
     kwargs, args, in_axes = _triangular_case(left_side, a_batched, b_dim)
-    check_vmap_against(lambda x, y: nl.linalg.triangular_solve(x, y, **kwargs),
-                       _triangular_expected()[left_side, a_batched, b_dim], args, in_axes, scale=10)
+    check_vmap(lambda x, y: nl.linalg.triangular_solve(x, y, **kwargs), None, args, in_axes, scale=10,
+               expected=_triangular_expected()[left_side, a_batched, b_dim])
 
 
 def test_triangular_solve_shared_matrix_ir():
@@ -242,7 +224,7 @@ def test_lax_linalg_primitive_is_one_batched_op(name):
             numax.jit(numax.vmap(fn(nl)))(*args)
         return
     fn = svd_table_fn(name, fn)
-    check_vmap_against(fn(nl), _lax_linalg_expected()[name], args, 0, scale=20)
+    check_vmap(fn(nl), None, args, 0, scale=20, expected=_lax_linalg_expected()[name])
 
 
 @settings(max_examples=8)
