@@ -17,3 +17,8 @@ def jit_all(functions, arguments):
 def jit_table(names, functions, arguments):
     """{name: function(*args)} for a table of cases, computed by one jax.jit program."""
     return dict(zip(names, jit_all(functions, arguments), strict=True))
+
+
+def jit_cases(cases):
+    """{key: function(*args)} for a table given as {key: (function, args)}, computed by one jax.jit program."""
+    return jit_table(list(cases), [function for function, _ in cases.values()], [args for _, args in cases.values()])

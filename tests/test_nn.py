@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from harness import assert_close, jax
 from numax.core import dtypes
-from oracle import jit_table
+from oracle import jit_cases
 
 import numax
 import numax.nn as xnn
@@ -32,19 +32,13 @@ def _fixture_inputs(dtype):
     return _inputs(np.random.default_rng(0), dtype)  # (the rng fixture's generator)
 
 
-def _table(cases):
-    """{key: function(*args)} for {key: (function, args)}: a table's jax oracle as one jax.jit program (an eager
-    jax call compiles each of its ops), computed once per process where it is cached."""
-    return jit_table(list(cases), [f for f, _ in cases.values()], [args for _, args in cases.values()])
-
-
 def _key(dtype):
     return None if dtype is None else np.dtype(dtype).name
 
 
 @functools.cache
 def _activations_expected():
-    return _table({(name, _key(dtype)): (getattr(jnn, name), (_fixture_inputs(dtype),))
+    return jit_cases({(name, _key(dtype)): (getattr(jnn, name), (_fixture_inputs(dtype),))
                    for name in _activations for dtype in float_dtypes})
 
 
@@ -59,7 +53,7 @@ def test_activations_match_jax(name, dtype):
 
 @functools.cache
 def _gelu_expected():
-    return _table({(approximate, _key(dtype)): (functools.partial(jnn.gelu, approximate=approximate),
+    return jit_cases({(approximate, _key(dtype)): (functools.partial(jnn.gelu, approximate=approximate),
                                                 (_fixture_inputs(dtype),))
                    for approximate in (True, False) for dtype in float_dtypes})
 
@@ -74,7 +68,7 @@ def test_gelu_matches_jax(approximate, dtype):
 def test_activation_parameters_and_int_inputs():
     x = np.array([-3.0, -0.5, 0.0, 2.0], np.float32)
     ints = np.array([-2, 0, 3], np.int32)
-    expected = _table({"elu": (lambda v: jnn.elu(v, 0.3), (x,)), "celu": (lambda v: jnn.celu(v, 2.0), (x,)),
+    expected = jit_cases({"elu": (lambda v: jnn.elu(v, 0.3), (x,)), "celu": (lambda v: jnn.celu(v, 2.0), (x,)),
                        "leaky_relu": (lambda v: jnn.leaky_relu(v, 0.2), (x,)), "relu": (jnn.relu, (ints,)),
                        "gelu": (jnn.gelu, (ints,)), "sigmoid": (jnn.sigmoid, (np.float32(700.0),))})
     assert_close(xnn.elu(x, 0.3), expected["elu"])
@@ -91,7 +85,7 @@ def _glu_input():
 
 @functools.cache
 def _glu_expected():
-    return _table({axis: (lambda v, axis=axis: jnn.glu(v, axis), (_glu_input(),)) for axis in (0, 1, -1)})
+    return jit_cases({axis: (lambda v, axis=axis: jnn.glu(v, axis), (_glu_input(),)) for axis in (0, 1, -1)})
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1])
@@ -111,7 +105,7 @@ def _softmax_input(dtype):
 
 @functools.cache
 def _softmax_expected():
-    return _table({(name, axis, _key(dtype)): (functools.partial(getattr(jnn, name), axis=axis),
+    return jit_cases({(name, axis, _key(dtype)): (functools.partial(getattr(jnn, name), axis=axis),
                                                (_softmax_input(dtype),))
                    for name in ("softmax", "log_softmax") for axis in _softmax_axes for dtype in float_dtypes})
 
@@ -131,7 +125,7 @@ def test_softmax_edge_cases(name):
                  np.float32)
     where = np.array([True, False, True])
     y = np.array([[1.0, 100.0, 2.0], [-1.0, np.inf, 0.0]], np.float32)
-    expected, expected_where = _table({"x": (ref, (x,)), "where": (lambda v: ref(v, where=where), (y,))}).values()
+    expected, expected_where = jit_cases({"x": (ref, (x,)), "where": (lambda v: ref(v, where=where), (y,))}).values()
     with np.errstate(invalid="ignore"):
         assert_close(fn(x), expected)
     assert_close(fn(y, where=where), expected_where)
@@ -155,7 +149,7 @@ def _standardize_expected():
     for algorithm in ("fast", "stable"):
         cases[algorithm, -1] = (lambda v, a=algorithm: jnn.standardize(v, algorithm=a), (x,))
         cases[algorithm, 0] = (lambda v, a=algorithm: jnn.standardize(v, axis=0, algorithm=a), (x,))
-    return x, _table(cases)
+    return x, jit_cases(cases)
 
 
 @pytest.mark.parametrize("algorithm", ["fast", "stable"])
@@ -177,7 +171,7 @@ _one_hot_dtypes = [None, np.int32, np.bool_, dtypes.bfloat16]
 
 @functools.cache
 def _one_hot_expected():
-    return _table({(axis, _key(dtype)): (lambda v, d=dtype, a=axis: jnn.one_hot(v, 4, dtype=d, axis=a),
+    return jit_cases({(axis, _key(dtype)): (lambda v, d=dtype, a=axis: jnn.one_hot(v, 4, dtype=d, axis=a),
                                          (_one_hot_input,))
                    for axis in (-1, 0, 1) for dtype in _one_hot_dtypes})
 
@@ -198,7 +192,7 @@ _init_factories = ["glorot_uniform", "glorot_normal", "xavier_uniform", "xavier_
 @functools.cache
 def _variance_scaling_expected():
     key = jax.random.PRNGKey(7)
-    return _table({(name, shape): (functools.partial(getattr(jnn.initializers, name)(), shape=shape), (key,))
+    return jit_cases({(name, shape): (functools.partial(getattr(jnn.initializers, name)(), shape=shape), (key,))
                    for name in _init_factories for shape in [(3, 4), (2, 3, 4)]})
 
 
@@ -224,7 +218,7 @@ def test_simple_initializers_match_jax(dtype):
         (xnn.initializers.variance_scaling(1.0, "fan_geo_avg", "uniform", in_axis=0, out_axis=(1, 2)),
          jnn.initializers.variance_scaling(1.0, "fan_geo_avg", "uniform", in_axis=0, out_axis=(1, 2))),
     ]
-    expected = _table({**{i: (lambda k, f=f: f(k, (2, 3, 4), dtype), (jkey,)) for i, (_, f) in enumerate(pairs)},
+    expected = jit_cases({**{i: (lambda k, f=f: f(k, (2, 3, 4), dtype), (jkey,)) for i, (_, f) in enumerate(pairs)},
                        "zeros": (lambda k: jnn.initializers.zeros(k, (2, 3), dtype), (jkey,)),
                        "ones": (lambda k: jnn.initializers.ones(k, (2,), dtype), (jkey,)),
                        "constant": (lambda k: jnn.initializers.constant(3.5, dtype)(k, (2,)), (jkey,))})
@@ -299,7 +293,7 @@ def _logmeanexp_expected():
         x, kwargs = _logmeanexp_operands(kwargs)
         cases[i, "float16"] = (functools.partial(jnn.logmeanexp, **kwargs), (x.astype(np.float16),))
         cases[i, "grad"] = (_logmeanexp_and_grad(jnn, jax.grad, kwargs), (x,))
-    return _table(cases)
+    return jit_cases(cases)
 
 
 @pytest.mark.parametrize("kwargs", _logmeanexp_kwargs)
@@ -379,7 +373,7 @@ def _attention_expected():
     for name in _attention_cases:
         operands, kwargs = _attention_case(name)
         cases[name] = (lambda *a, kw=kwargs: jnn.dot_product_attention(*a, return_residual=True, **kw), operands)
-    return _table(cases)
+    return jit_cases(cases)
 
 
 @pytest.mark.parametrize("name", sorted(_attention_cases))

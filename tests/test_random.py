@@ -8,7 +8,7 @@ from harness import jax
 from hypothesis import given
 from hypothesis import strategies as st
 from numax.core import dtypes
-from oracle import jit_table
+from oracle import jit_cases
 
 import numax
 import numax.random as xr
@@ -22,12 +22,6 @@ def assert_bits_equal(actual, expected):
     assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
     assert actual.tobytes() == expected.tobytes(), (actual, expected)
-
-
-def _table(cases):
-    """{key: function(*args)} for {key: (function, args)}: a table's jax draws as one jax.jit program (each
-    jax.random call on its own compiles a program of its own), computed once per process where it is cached."""
-    return jit_table(list(cases), [f for f, _ in cases.values()], [args for _, args in cases.values()])
 
 
 def _draw(fn, key, *args, **kwargs):
@@ -57,7 +51,7 @@ _seeds = [0, 1, -1, 42, 2**31 - 1, 2**32 - 1, 2**40 + 5, np.uint32(4000000000), 
 @functools.cache
 def _prngkey_expected():
     # (the seeds are the program's constants: turning a seed into a key is what is checked)
-    return _table({(i, kind): (lambda s=seed, kind=kind: jr.PRNGKey(s) if kind == "raw" else jr.key_data(jr.key(s)),
+    return jit_cases({(i, kind): (lambda s=seed, kind=kind: jr.PRNGKey(s) if kind == "raw" else jr.key_data(jr.key(s)),
                                ()) for i, seed in enumerate(_seeds) for kind in ("raw", "typed")})
 
 
@@ -103,7 +97,7 @@ _split_nums = [2, 3, 1, 0, (2, 3)]
 
 @functools.cache
 def _split_expected():
-    return _table({num: (lambda key, num=num: jr.split(key, num), (jr.PRNGKey(42),)) for num in _split_nums})
+    return jit_cases({num: (lambda key, num=num: jr.split(key, num), (jr.PRNGKey(42),)) for num in _split_nums})
 
 
 @pytest.mark.parametrize("num", _split_nums)
@@ -126,7 +120,7 @@ def test_fold_in_rejects_out_of_range_python_int():
 
 @functools.cache
 def _bits_expected():
-    return _table({(shape, _name(dtype)): (functools.partial(jr.bits, shape=shape, dtype=dtype), (jr.PRNGKey(9),))
+    return jit_cases({(shape, _name(dtype)): (functools.partial(jr.bits, shape=shape, dtype=dtype), (jr.PRNGKey(9),))
                    for dtype in [np.uint8, np.uint16, np.uint32] for shape in [(), (5,), (3, 4)]})
 
 
@@ -141,8 +135,8 @@ def test_bits_uint64_with_x64():
     jax.config.update("jax_enable_x64", True)
     try:
         big = 2**40 + 5
-        keys = _table({9: (lambda: jr.PRNGKey(9), ()), big: (lambda: jr.PRNGKey(big), ())})
-        expected = _table({"bits": (functools.partial(jr.bits, shape=(3,), dtype=np.uint64), (keys[9],)),
+        keys = jit_cases({9: (lambda: jr.PRNGKey(9), ()), big: (lambda: jr.PRNGKey(big), ())})
+        expected = jit_cases({"bits": (functools.partial(jr.bits, shape=(3,), dtype=np.uint64), (keys[9],)),
                            "uniform": (functools.partial(jr.uniform, shape=(3,), dtype=np.float64), (keys[9],)),
                            "randint": (lambda key, lo, hi: jr.randint(key, (5,), lo, hi), (keys[big], 0, 10**12)),
                            "normal": (functools.partial(jr.normal, shape=(5,)), (keys[big],))})
@@ -161,7 +155,7 @@ def test_bits_uint64_with_x64():
 @functools.cache
 def _jax_keys():
     """jr.PRNGKey(seed) for the seeds the sampler tables draw from (integer bits: one small program)."""
-    return _table({seed: (lambda seed=seed: jr.PRNGKey(seed), ()) for seed in (0, 2, 4, 5, 6, 8, 11, 77, 1234)})
+    return jit_cases({seed: (lambda seed=seed: jr.PRNGKey(seed), ()) for seed in (0, 2, 4, 5, 6, 8, 11, 77, 1234)})
 
 
 @functools.cache
@@ -191,7 +185,7 @@ def _continuous_expected():
         cases["gumbel_high", _name(dtype)] = (functools.partial(jr.gumbel, shape=(9,), dtype=dtype, mode="high"),
                                               (k[8],))
     cases["complex_normal"] = (functools.partial(jr.normal, shape=(5,), dtype=np.complex64), (k[8],))
-    return _table(cases)
+    return jit_cases(cases)
 
 
 @pytest.mark.parametrize("dtype", float_dtypes)
@@ -264,7 +258,7 @@ def _discrete_expected():
     for axis, shape in _categorical_cases:
         cases["categorical", axis, shape] = (functools.partial(jr.categorical, axis=axis, shape=shape),
                                              (k[6], _categorical_logits))
-    return _table(cases)
+    return jit_cases(cases)
 
 
 @pytest.mark.parametrize("dtype", float_dtypes)
@@ -313,7 +307,7 @@ def test_categorical_without_replacement_matches_jax():
 def test_permutation_matches_jax():
     key, jkey = xr.PRNGKey(3), jr.PRNGKey(3)
     x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
-    expected = _table({"range": _draw(jr.permutation, jkey, 10), "x": _draw(jr.permutation, jkey, x),
+    expected = jit_cases({"range": _draw(jr.permutation, jkey, 10), "x": _draw(jr.permutation, jkey, x),
                        "axis": _draw(jr.permutation, jkey, x, 1),
                        "independent": _draw(jr.permutation, jkey, x, 1, independent=True)})
     assert_bits_equal(xr.permutation(key, 10), expected["range"])
@@ -338,7 +332,7 @@ def test_choice_matches_jax():
         dict(a=x, shape=(2, 2), p=p, axis=1),
         dict(a=5, shape=(0,)),
     ]
-    expected = _table({i: _draw(jr.choice, jkey, **case) for i, case in enumerate(cases)})
+    expected = jit_cases({i: _draw(jr.choice, jkey, **case) for i, case in enumerate(cases)})
     for i, case in enumerate(cases):
         assert_bits_equal(xr.choice(key, **case), expected[i])
 
@@ -441,7 +435,7 @@ def test_transformed_samplers_match_jax(dtype):
         ("rayleigh", (params, (2, 3), dtype)),
         ("weibull_min", (2.0, 1.5, (5,), dtype)),
     ]
-    expected = _table({**{i: _draw(getattr(jr, name), jkey, *args) for i, (name, args) in enumerate(cases)},
+    expected = jit_cases({**{i: _draw(getattr(jr, name), jkey, *args) for i, (name, args) in enumerate(cases)},
                        "lognormal": _draw(jr.lognormal, jkey)})
     for i, (name, args) in enumerate(cases):
         assert_bits_equal(getattr(xr, name)(key, *args), expected[i])
@@ -456,7 +450,7 @@ _rademacher_dtypes = [None, np.int8, np.float32]
 @functools.cache
 def _rademacher_expected():
     key = jr.PRNGKey(1)
-    return _table({_name(dtype): _draw(jr.rademacher, key, (9,), dtype) for dtype in _rademacher_dtypes})
+    return jit_cases({_name(dtype): _draw(jr.rademacher, key, (9,), dtype) for dtype in _rademacher_dtypes})
 
 
 @pytest.mark.parametrize("dtype", _rademacher_dtypes)
@@ -473,7 +467,7 @@ _mvn_methods = ["cholesky", "eigh", "svd"]
 @functools.cache
 def _mvn_expected():
     key = jr.PRNGKey(1)
-    return _table({method: _draw(jr.multivariate_normal, key, _mvn_mean, _mvn_cov, (4,), method=method)
+    return jit_cases({method: _draw(jr.multivariate_normal, key, _mvn_mean, _mvn_cov, (4,), method=method)
                    for method in _mvn_methods})
 
 

@@ -8,7 +8,7 @@ import scipy.special as osp_special
 import scipy.stats as osp_stats
 from harness import assert_close, jax
 from numax.core import dtypes
-from oracle import jit_table
+from oracle import jit_cases
 
 import numax
 from numax.scipy import special, stats
@@ -30,12 +30,6 @@ def _pad(values):
     return np.resize(values, 30)
 
 
-def _table(cases):
-    """{key: function(*args)} for {key: (function, args)}: a table's jax oracle as one jax.jit program (an eager
-    jax.scipy call compiles each of its ops), computed once per process."""
-    return jit_table(list(cases), [f for f, _ in cases.values()], [args for _, args in cases.values()])
-
-
 _unary = ["erf", "erfc", "gammaln", "digamma", "expit", "logit", "entr", "erfinv"]
 _unary_dtypes = [np.float32, dtypes.bfloat16, np.float16]
 
@@ -47,7 +41,7 @@ def _unary_input(name, dtype):
 
 @functools.cache
 def _unary_expected():
-    return _table({(name, np.dtype(dtype).name): (getattr(jsp, name), (_unary_input(name, dtype),))
+    return jit_cases({(name, np.dtype(dtype).name): (getattr(jsp, name), (_unary_input(name, dtype),))
                    for name in _unary for dtype in _unary_dtypes})
 
 
@@ -64,7 +58,7 @@ _int_input = np.array([-2, 0, 1, 3], np.int32)
 
 @functools.cache
 def _int_input_expected():
-    return _table({name: (getattr(jsp, name), (_int_input,)) for name in ["erf", "expit", "gammaln"]})
+    return jit_cases({name: (getattr(jsp, name), (_int_input,)) for name in ["erf", "expit", "gammaln"]})
 
 
 @pytest.mark.parametrize("name", ["erf", "expit", "gammaln"])
@@ -100,7 +94,7 @@ def _xlogy_expected():
         cases[name, "vector"] = (f, (x, y))
         cases[name, "broadcast"] = (f, (x[:, None], y))
         cases[name, "scalars"] = (lambda f=f: f(2, np.int32(3)), ())
-    return _table(cases)
+    return jit_cases(cases)
 
 
 @pytest.mark.parametrize("name", ["xlogy", "xlog1py"])
@@ -120,7 +114,7 @@ def _ndtr_input():
 
 @functools.cache
 def _ndtr_expected():
-    return _table({name: (getattr(jsp, name), (_ndtr_input(),)) for name in ["ndtr", "log_ndtr"]})
+    return jit_cases({name: (getattr(jsp, name), (_ndtr_input(),)) for name in ["ndtr", "log_ndtr"]})
 
 
 @pytest.mark.parametrize("name", ["ndtr", "log_ndtr"])
@@ -133,7 +127,7 @@ def test_ndtr_family_matches_jax(name):
 
 def test_log_ndtr_series_order():
     x = _pad(np.array([-30.0, -12.0, -10.5], np.float32))
-    expected = _table({order: (lambda v, order=order: jsp.log_ndtr(v, series_order=order), (x,))
+    expected = jit_cases({order: (lambda v, order=order: jsp.log_ndtr(v, series_order=order), (x,))
                        for order in (0, 1, 4)})
     for order in (0, 1, 4):
         assert_close(special.log_ndtr(x, series_order=order), expected[order])
@@ -172,7 +166,7 @@ def _logsumexp_expected():
             cases[axis, keepdims, "b"] = (lambda a, b, kw=kw: jsp.logsumexp(a, b=b, **kw), (a, b))
             cases[axis, keepdims, "sign"] = (lambda a, b, kw=kw: jsp.logsumexp(a, b=b, return_sign=True, **kw),
                                              (a, b))
-    return _table(cases)
+    return jit_cases(cases)
 
 
 @pytest.mark.parametrize("axis", _logsumexp_axes)
@@ -195,7 +189,7 @@ def test_logsumexp_edge_cases(rng):
     x = rng.normal(size=(2, 5)).astype(dtypes.bfloat16)
     where = np.array([True, False, True, True, False])
     y = rng.normal(size=(2, 5)).astype(np.float32)
-    expected = _table({**{i: (jsp.logsumexp, (a,)) for i, a in enumerate(plain)},
+    expected = jit_cases({**{i: (jsp.logsumexp, (a,)) for i, a in enumerate(plain)},
                        "axis1": (lambda v: jsp.logsumexp(v, axis=1), (x,)),
                        "where": (lambda v: jsp.logsumexp(v, axis=1, where=where), (y,)),
                        "axis0": (lambda v: jsp.logsumexp(v, axis=0), (y,))})
@@ -209,7 +203,7 @@ def test_logsumexp_edge_cases(rng):
 
 def test_special_softmax():
     x = np.array([[1.0, 2.0, 3.0], [0.0, -np.inf, 5.0]], np.float32)
-    expected = _table({"softmax": (lambda v: jsp.softmax(v, axis=1), (x,)),
+    expected = jit_cases({"softmax": (lambda v: jsp.softmax(v, axis=1), (x,)),
                        "log_softmax": (lambda v: jsp.log_softmax(v, axis=None), (x,))})
     assert_close(special.softmax(x, axis=1), expected["softmax"])
     assert_close(special.log_softmax(x, axis=None), expected["log_softmax"])
@@ -232,7 +226,7 @@ def _norm_expected():
     for fn in _norm_fns:
         cases[fn, "standard"] = (getattr(jstats.norm, fn), (x,))
         cases[fn, "loc_scale"] = (getattr(jstats.norm, fn), (x, _norm_loc, _norm_scale))
-    return _table(cases)
+    return jit_cases(cases)
 
 
 @pytest.mark.parametrize("fn", _norm_fns)
@@ -249,7 +243,7 @@ def test_norm_matches_jax_and_scipy(fn):
 
 def test_norm_quantiles():
     q = _pad(np.array([0.0, 1e-6, 0.25, 0.5, 0.9, 1.0], np.float32))
-    expected = _table({"ppf_loc_scale": (lambda v: jstats.norm.ppf(v, 1.0, 3.0), (q,)),
+    expected = jit_cases({"ppf_loc_scale": (lambda v: jstats.norm.ppf(v, 1.0, 3.0), (q,)),
                        "isf": (jstats.norm.isf, (q,)), "ppf": (jstats.norm.ppf, (q,))})
     assert_close(stats.norm.ppf(q, 1.0, 3.0), expected["ppf_loc_scale"])
     assert_close(stats.norm.isf(q), expected["isf"])
@@ -267,7 +261,7 @@ def _uniform_expected():
         cases[fn, "standard"] = (f, (_uniform_x,))
         cases[fn, "loc_scale"] = (lambda v, f=f: f(v, -1.0, 3.0), (_uniform_x,))
         cases[fn, "int"] = (lambda f=f: f(np.int32(1), 0, 2), ())
-    return _table(cases)
+    return jit_cases(cases)
 
 
 @pytest.mark.parametrize("fn", ["logpdf", "pdf", "cdf", "ppf"])
@@ -290,7 +284,7 @@ def _expon_expected():
         f = getattr(jstats.expon, fn)
         cases[fn, "standard"] = (f, (_expon_x,))
         cases[fn, "loc_scale"] = (lambda v, f=f: f(v, 0.5, 2.0), (_expon_x,))
-    return _table(cases)
+    return jit_cases(cases)
 
 
 @pytest.mark.parametrize("fn", _expon_fns)
@@ -306,7 +300,7 @@ def test_bernoulli_matches_jax():
     p = np.float32(0.3)
     q = _pad(np.array([0.0, 0.5, 0.7, 0.71, 1.0, 2.0], np.float32))
     b = jstats.bernoulli
-    expected = _table({"logpmf": (b.logpmf, (k, p)), "pmf": (b.pmf, (k, p)), "cdf": (b.cdf, (k, p)),
+    expected = jit_cases({"logpmf": (b.logpmf, (k, p)), "pmf": (b.pmf, (k, p)), "cdf": (b.cdf, (k, p)),
                        "ppf": (b.ppf, (q, p)), "pmf_int": (lambda: b.pmf(np.array([0, 1]), 0.0), ())})
     assert_close(stats.bernoulli.logpmf(k, p), expected["logpmf"])
     assert_close(stats.bernoulli.pmf(k, p), expected["pmf"])
@@ -322,7 +316,7 @@ _entropy_q = _pad(np.array([0.0, 1.0, 0.25, 0.0, 1.0, 3.0, 1.0, 1.0], np.float32
 @functools.cache
 def _entropy_expected():
     p, q = _entropy_p, _entropy_q
-    return _table({**{(name, "vector"): (getattr(jsp, name), (p, q)) for name in ["rel_entr", "kl_div"]},
+    return jit_cases({**{(name, "vector"): (getattr(jsp, name), (p, q)) for name in ["rel_entr", "kl_div"]},
                    **{(name, "broadcast"): (getattr(jsp, name), (p[:, None], q)) for name in ["rel_entr", "kl_div"]}})
 
 
@@ -337,7 +331,7 @@ def test_relative_entropy_matches_jax(name):
 def test_gamma_and_gammasgn_match_jax(rng):
     x = _pad(np.concatenate([rng.uniform(-5, 5, 10), [-3.0, -2.5, -0.0, 0.0, 0.5, 1.0, 30.0, 40.0, np.inf, -np.inf,
                                                      np.nan]]).astype(np.float32))
-    expected = _table({"gammasgn": (jsp.gammasgn, (x,)), "gamma": (jsp.gamma, (x,))})
+    expected = jit_cases({"gammasgn": (jsp.gammasgn, (x,)), "gamma": (jsp.gamma, (x,))})
     with np.errstate(all="ignore"):
         assert_close(special.gammasgn(x), expected["gammasgn"])
         assert_close(special.gamma(x), expected["gamma"], scale=5)
@@ -352,7 +346,7 @@ def test_multivariate_normal_logpdf_matches_jax(rng):
                                                                                  np.float32(2.0))]
     batched_cov = np.stack([cov, 2 * cov])
     mvn = jstats.multivariate_normal
-    expected = _table({**{("logpdf", i): (mvn.logpdf, args) for i, args in enumerate(arguments)},
+    expected = jit_cases({**{("logpdf", i): (mvn.logpdf, args) for i, args in enumerate(arguments)},
                        **{("pdf", i): (mvn.pdf, args) for i, args in enumerate(arguments)},
                        "batched": (mvn.logpdf, (x[:2], mean, batched_cov))})
     for i, args in enumerate(arguments):
