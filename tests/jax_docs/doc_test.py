@@ -40,18 +40,21 @@ def run_page(stem):
         page = _PAGES.Process(target=_run_in_page_process, args=(stem, report_path, output_path))
         page.start()
         page.join(TIMEOUT_SECONDS)
-        if page.is_alive():
+        timed_out = page.is_alive()
+        if timed_out:
             page.kill()
             page.join()
-        records = []
+        records, output = [], ""
         if os.path.exists(report_path):
             with open(report_path) as report:
                 records = [json.loads(line) for line in report]
-        output = open(output_path).read() if os.path.exists(output_path) else ""
+        if os.path.exists(output_path):
+            with open(output_path) as page_output:
+                output = page_output.read()
     if page.exitcode != 0:
         last = f"after cell at line {records[-1]['line']}" if records else "before its first cell"
-        raise AssertionError(f"{stem}: the page's process ended with status {page.exitcode} {last}:\n"
-                             f"{output[-4000:]}")
+        ended = f"was killed after {TIMEOUT_SECONDS} s" if timed_out else f"ended with status {page.exitcode}"
+        raise AssertionError(f"{stem}: the page's process {ended} {last}:\n{output[-4000:]}")
     return records
 
 
