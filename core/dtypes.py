@@ -32,8 +32,21 @@ _to_32_bit = {int64: int32, uint64: uint32, float64: float32, complex128: comple
 _known = frozenset(all_dtypes) | {float0}
 
 
+class extended(np.generic):
+    """The category of jax's extended dtypes (typed PRNG keys' `key<fry>`), for `issubdtype`; never instantiated.
+    An extended dtype object says its category in `.type`."""
+
+
+class prng_key(extended):
+    """The category of typed PRNG key dtypes."""
+
+
 def issubdtype(dtype, category) -> bool:
-    """`np.issubdtype` that knows bfloat16 is a floating type."""
+    """`np.issubdtype` that knows bfloat16 is a floating type and the extended (key) dtypes' categories."""
+    if isinstance(getattr(dtype, "type", None), type) and issubclass(dtype.type, extended):
+        return isinstance(category, type) and issubclass(dtype.type, category) or category == dtype
+    if isinstance(category, type) and issubclass(category, extended):
+        return isinstance(dtype, type) and issubclass(dtype, category)
     dtype = np.dtype(dtype)
     if dtype == bfloat16:
         return category in (np.floating, np.inexact, np.number, np.generic)

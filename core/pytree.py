@@ -76,20 +76,20 @@ def _simple_key(key):
 
 
 # --- registration ----------------------------------------------------------------------------
-def register_pytree_node(node_type, flatten_func, unflatten_func, flatten_with_keys_func=None):
-    """Makes `node_type` a pytree node: `flatten_func(x) -> (children, aux)`, `unflatten_func(aux, children)`."""
-    if node_type in _registry:
-        raise ValueError(f"duplicate pytree registration for {node_type}")
-    _leaf_types.discard(node_type)
-    _registry[node_type] = NodeKind(node_type, flatten_func, unflatten_func, flatten_with_keys_func)
+def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None):
+    """Makes `nodetype` a pytree node: `flatten_func(x) -> (children, aux)`, `unflatten_func(aux, children)`."""
+    if nodetype in _registry:
+        raise ValueError(f"duplicate pytree registration for {nodetype}")
+    _leaf_types.discard(nodetype)
+    _registry[nodetype] = NodeKind(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
 
 
-def register_pytree_with_keys(node_type, flatten_with_keys, unflatten_func, flatten_func=None):
+def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
     def plain_flatten(node):
         keyed, aux = flatten_with_keys(node)
         return [child for _, child in keyed], aux
 
-    register_pytree_node(node_type, flatten_func or plain_flatten, unflatten_func, flatten_with_keys)
+    register_pytree_node(nodetype, flatten_func or plain_flatten, unflatten_func, flatten_with_keys)
 
 
 def register_pytree_with_keys_class(cls):

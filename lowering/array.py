@@ -9,8 +9,8 @@ import enum
 
 import numpy as np
 
+from ..core import array_type, dtypes
 from ..core import avals as avals_module
-from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.sharding import SingleDeviceSharding
 from . import xla
@@ -296,6 +296,9 @@ class Array(_ArrayBase):
         device = _device_with_hardware_id(self._backend, target[1])
         buffer = xla.copy_to_device(self._buffer, self.shape, self.dtype, self._backend, device)
         return xla.dlpack_capsule(buffer, stream)
+
+
+array_type.Array.register(Array)  # numax.Array: what users check values against
 
 
 class DLDeviceType(enum.IntEnum):

@@ -512,7 +512,14 @@ def _compile(text, backend, devices, host_callbacks, num_replicas, num_partition
     # Always assigned: without it XLA runs a one-device program on device 0, whatever `devices` says.
     ids = np.array([d.id for d in devices], dtype=np.int32).reshape(num_replicas, num_partitions)
     options.device_assignment = xc.DeviceAssignment.create(ids)
-    return backend.client.compile_and_load(module, backend.device_list(devices), options, list(host_callbacks))
+    return backend_compile_and_load(backend, module, backend.device_list(devices), options, list(host_callbacks))
+
+
+def backend_compile_and_load(backend, module, executable_devices, options, host_callbacks):
+    """XLA's compile of a parsed module: every program numax compiles goes through this one function, called
+    through the module's attribute (as `jax._src.compiler.backend_compile_and_load`, which tools such as chex's
+    `restrict_backends` wrap to watch or refuse compiles for a platform)."""
+    return backend.client.compile_and_load(module, executable_devices, options, host_callbacks)
 
 
 _DYNAMIC_TENSOR = re.compile(r"tensor<(?:\d+x)*\?")  # a type with a dynamic dimension

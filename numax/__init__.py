@@ -45,11 +45,11 @@ from numax._runtime import (  # noqa: F401, E402
     process_index,
 )
 from numax.core import pytree as _pytree
+from numax.core.array_type import Array  # noqa: F401
 from numax.core.config import config  # noqa: F401
 from numax.core.errors import ConcretizationTypeError  # noqa: F401
 from numax.core.lazy_imports import defer_imports as _defer_imports
 from numax.lowering import dispatch as _dispatch  # noqa: F401  (installs eager execution)
-from numax.lowering.array import Array  # noqa: F401
 from numax.transforms.autodiff import (  # noqa: F401
     grad,
     hessian,
@@ -78,7 +78,7 @@ __version__ = "0.1.0"
 # `import numax.scipy.special`, `numax.remat`).
 _defer_imports(globals(), {"_device": ("Device",), "debug": ("pure_callback",), "distributed": (), "dtypes": (),
                           "export": (), "extend": (), "interpreters": (), "nn": (), "experimental": (), "random": (),
-                          "scipy": (),
+                          "scipy": (), "typing": (), "version": (), "flatten_util": (),
                           "transforms.checkpoint": ("checkpoint", "checkpoint_policies", "remat"),
                           "transforms.pmap": ("pmap",), "transforms.shard_map": ("shard_map",),
                           "sharding": ("make_mesh", "P", "NamedSharding", "set_mesh", "reshard"),

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from harness import assert_close, jax, jnp
 from numax.lowering import dispatch
+from numax.lowering.array import Array as ArrayImpl  # the concrete class of device arrays
 from numax.transforms import transpose
 
 import numax
@@ -66,7 +67,7 @@ def test_disable_jit_runs_python_control_flow_on_values():
                 _branchy(xnp.ones(3))
         seen = []
         numax.jit(lambda x: seen.append(type(x)) or x)(xnp.ones(2))
-        assert seen == [numax.Array]  # the function saw the concrete array, not a tracer
+        assert seen == [ArrayImpl]  # the function saw the concrete array, not a tracer
     with pytest.raises(numax.errors.TracerBoolConversionError):
         _branchy(xnp.ones(3))
     f = numax.jit(lambda x: x + 1)
@@ -99,7 +100,7 @@ def test_ensure_compile_time_eval_gives_concrete_values_inside_jit():
     ours = numax.jit(f, static_argnums=1)(xnp.ones(2), numax)
     theirs = jax.jit(f, static_argnums=1)(jnp.ones(2), jax)
     assert_close(ours, theirs)
-    assert seen["numax"] == (numax.Array, 6) and seen["jax"][1] == 6
+    assert seen["numax"] == (ArrayImpl, 6) and seen["jax"][1] == 6
     assert seen["numax traced"] and seen["jax traced"]
 
 

@@ -28,8 +28,9 @@ from ..core.trace import Tracer, get_aval_of
 from ..lowering.array import Array
 from ..lowering.lower import register_lowering
 
-__all__ = ["Error", "JaxRuntimeError", "all_checks", "automatic_checks", "check", "check_error", "checkify",
-           "debug_check", "div_checks", "float_checks", "index_checks", "init_error", "nan_checks", "user_checks"]
+__all__ = ["Error", "ErrorCategory", "JaxRuntimeError", "all_checks", "automatic_checks", "check", "check_error",
+           "checkify", "debug_check", "div_checks", "float_checks", "index_checks", "init_error", "nan_checks",
+           "user_checks"]
 
 
 class JaxRuntimeError(ValueError):
@@ -128,6 +129,7 @@ class BatchedError(JaxException):
                          for index, error in self.by_index.items())
 
 
+ErrorCategory = type[JaxException]  # what the check sets hold (annotations use the name)
 user_checks = frozenset({FailedCheckError})
 nan_checks = frozenset({NaNError})
 index_checks = frozenset({OOBError})

@@ -14,12 +14,13 @@ from numax.core.avals import InconclusiveDimensionOperation, ShapedArray
 from numax.core.evaluation import eval_program
 from numax.core.ir import ClosedProgram, Literal, Program, Var
 from numax.core.primitives import Primitive
-from numax.core.trace import Tracer, get_aval_of
+from numax.core.trace import Trace, Tracer, find_top_trace, get_aval_of
 from numax.core.trace import concrete_or_error as _concrete_or_error
 from numax.transforms.aot import ClosedJaxpr, Jaxpr, JaxprEqn
 
 __all__ = ["ClosedJaxpr", "InconclusiveDimensionOperation", "Jaxpr", "JaxprEqn", "Literal", "Primitive",
-           "ShapedArray", "Tracer", "Var", "concrete_or_error", "eval_jaxpr", "get_aval", "jaxpr_as_fun"]
+           "ShapedArray", "Trace", "Tracer", "Var", "concrete_or_error", "eval_jaxpr", "find_top_trace", "get_aval",
+           "jaxpr_as_fun"]
 
 
 def _program_of(jaxpr):

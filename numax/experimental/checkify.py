@@ -4,6 +4,7 @@ as `jax.experimental.checkify`. The transformation lives in numax.transforms.che
 from numax.transforms.checkify import (  # noqa: F401
     DivisionByZeroError,
     Error,
+    ErrorCategory,
     FailedCheckError,
     JaxRuntimeError,
     NaNError,

@@ -3,6 +3,7 @@
 import numpy as _np
 
 from numax.core import dtypes as _dtypes
+from numax.core.array_type import Array as ndarray  # noqa: F401
 from numax.core.dtypes import (  # noqa: F401
     finfo,
     iinfo,
@@ -10,7 +11,6 @@ from numax.core.dtypes import (  # noqa: F401
     promote_types,
 )
 from numax.core.lazy_imports import defer_imports as _defer_imports
-from numax.lowering.array import Array as ndarray  # noqa: F401
 
 from . import _array_methods  # noqa: F401  (installs operators on arrays and tracers)
 from ._advanced import *  # noqa: F401, F403

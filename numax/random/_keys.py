@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from numax import lax
-from numax.core import dtypes
+from numax.core import array_type, dtypes
 from numax.core.config import config
 from numax.core.pytree import register_pytree_node
 from numax.core.trace import Tracer, get_aval_of
@@ -104,6 +104,7 @@ class KeyDType:
     """The dtype of typed threefry keys; prints as JAX's `key<fry>`."""
 
     name = "key<fry>"
+    type = dtypes.prng_key
     impl = "threefry2x32"
     itemsize = 8
 
@@ -188,6 +189,7 @@ class PRNGKeyArray:
         return f"Array({self.shape}, dtype=key<fry>) overlaying:\n{np.asarray(self._data)}"
 
 
+array_type.Array.register(PRNGKeyArray)  # typed keys are arrays to user code, as in jax
 register_pytree_node(PRNGKeyArray, lambda keys: ([keys._data], None), lambda _, children: PRNGKeyArray(children[0]))
 
 
