@@ -67,7 +67,8 @@ class ShapedArray:
 
     __slots__ = ("shape", "dtype", "weak_type", "vma", "_hash")
 
-    def __init__(self, shape, dtype, weak_type=False, vma=_INVARIANT):
+    def __init__(self, shape, dtype, weak_type=False, vma=_INVARIANT, *, sharding=None):
+        # `sharding` (jax's keyword) is accepted and not kept: numax's types carry no splits (see `.sharding`).
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
@@ -109,6 +110,12 @@ class ShapedArray:
 
     def strip_weak_type(self):
         return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False, self.vma)
+
+    def to_tangent_aval(self):
+        """The type of this type's tangents (float0 for integers and bools), as differentiation makes them."""
+        from .ad_util import tangent_aval  # (ad_util builds on this module)
+
+        return tangent_aval(self)
 
     def str_short(self):
         text = f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"

@@ -4,6 +4,7 @@ Owns: the dtypes numax supports, canonicalization under the 64-bit flag, weak ty
 scalars), and the promotion lattice from which `result_type` is the least upper bound.
 """
 
+import abc
 import builtins
 
 import ml_dtypes
@@ -39,6 +40,17 @@ class extended(np.generic):
 
 class prng_key(extended):
     """The category of typed PRNG key dtypes."""
+
+
+class ExtendedDType(abc.ABC):
+    """The base class of extended dtype objects (typed PRNG keys' `key<fry>`, and those libraries define): `type`
+    is the dtype's category, a subclass of `extended`, for `issubdtype`."""
+
+    _rules = None
+
+    @property
+    @abc.abstractmethod
+    def type(self): ...
 
 
 def issubdtype(dtype, category) -> bool:

@@ -66,5 +66,9 @@ class TracerArrayConversionError(NumaxTypeError):
         )
 
 
-class UnexpectedTracerError(Exception):
-    """A tracer escaped the transformation that created it (stored in a global, say)."""
+class UnexpectedTracerError(NumaxTypeError):
+    """A tracer escaped the transformation that created it (stored in a global, say). A TypeError, as jax's."""
+
+
+class NumaxIndexError(IndexError):
+    """The base of numax's own IndexErrors (jax's `JAXIndexError`)."""

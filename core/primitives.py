@@ -45,6 +45,11 @@ class Primitive:
     def bind(self, *args, **params):
         return trace_module.bind(self, args, params)
 
+    def get_bind_params(self, params):
+        """The parameters that bind an equation of this primitive again, given the equation's (jax's name): the
+        same ones, as numax's equations keep the parameters they were bound with."""
+        return dict(params)
+
     _holds_programs = None  # found on the first call of named_axes: whether params hold programs
 
     def named_axes(self, params) -> frozenset:

@@ -22,6 +22,9 @@ class NodeKind(NamedTuple):
 
 _registry: dict[type, NodeKind] = {}
 _leaf_types: set[type] = set()  # types met as leaves: flattening skips the node checks for them
+# The same for the user-facing tree functions (core/pytree_user.py), which also count as leaves the registered
+# node types that users see as leaves (typed PRNG keys: one leaf to users, their key data to transformations).
+_user_leaf_types: set[type] = set()
 
 
 # --- key path entries ----------------------------------------------------------------------
@@ -61,11 +64,11 @@ class FlattenedIndexKey:
         return f"[<flat index {self.key}>]"
 
 
-def keystr(path, *, simple=False, separator="") -> str:
+def keystr(keys, *, simple=False, separator="") -> str:
     """`keystr((DictKey('a'), SequenceKey(0)))` -> "['a'][0]"; with `simple=True, separator='/'` -> "a/0"."""
     if simple:
-        return separator.join(_simple_key(k) for k in path)
-    return separator.join(str(k) for k in path)
+        return separator.join(_simple_key(k) for k in keys)
+    return separator.join(str(k) for k in keys)
 
 
 def _simple_key(key):
@@ -81,6 +84,7 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_ke
     if nodetype in _registry:
         raise ValueError(f"duplicate pytree registration for {nodetype}")
     _leaf_types.discard(nodetype)
+    _user_leaf_types.discard(nodetype)
     _registry[nodetype] = NodeKind(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
 
 
@@ -107,9 +111,9 @@ def register_static(cls):
     return cls
 
 
-def is_tree_node(node_type) -> bool:
+def is_tree_node(typ) -> bool:
     """True for registered node types (built-in or user) and namedtuple types; False for leaf types."""
-    return node_type in _registry or (isinstance(node_type, type) and _is_namedtuple_type(node_type))
+    return typ in _registry or (isinstance(typ, type) and _is_namedtuple_type(typ))
 
 
 def register_pytree_node_class(cls):
@@ -118,8 +122,9 @@ def register_pytree_node_class(cls):
     return cls
 
 
-def register_dataclass(cls=None, data_fields=None, meta_fields=None, drop_fields=()):
+def register_dataclass(nodetype=None, data_fields=None, meta_fields=None, drop_fields=()):
     """Registers a dataclass; fields marked `field(metadata=dict(static=True))` are static metadata."""
+    cls = nodetype
     if cls is None:
         return functools.partial(
             register_dataclass, data_fields=data_fields, meta_fields=meta_fields, drop_fields=drop_fields
@@ -143,7 +148,11 @@ def register_dataclass(cls=None, data_fields=None, meta_fields=None, drop_fields
         return cls(**dict(zip(meta_fields, aux)), **dict(zip(data_fields, children)))
 
     register_pytree_node(cls, flatten, unflatten, flatten_with_keys)
+    dataclass_node_types.add(cls)  # (jax words structure errors about them differently)
     return cls
+
+
+dataclass_node_types = set()
 
 
 def _sequence_keys(node):
@@ -248,6 +257,8 @@ class PyTreeDef:
 
     def unflatten(self, leaves):
         if self.kind is None:
+            if not isinstance(leaves, (list, tuple)):
+                leaves = list(leaves)  # (an error raised while producing the leaves is not a count mismatch)
             try:
                 (leaf,) = leaves
             except ValueError:
@@ -275,15 +286,16 @@ class PyTreeDef:
             out.append(tree)
             return
         kind = _node_kind(tree)
-        if kind is None or kind.type is not self.kind.type:
-            raise PrefixMismatchError(
-                f"pytree structure mismatch at {keystr(path) or 'the root'}: expected "
-                f"{_type_name(self.kind.type)}, got {type(tree).__name__} {_short_repr(tree)}", path)
+        if kind is None or kind.type is not self.kind.type:  # (the messages are jax's: code matches them)
+            from .pytree_errors import type_mismatch
+
+            raise PrefixMismatchError(type_mismatch(self.kind.type, tree), path)
         children, keys, aux = _children_and_keys(kind, tree)
         if len(children) != len(self.child_defs) or not _same_aux(aux, self.aux):
-            raise PrefixMismatchError(
-                f"pytree structure mismatch at {keystr(path) or 'the root'}: expected {self}, got "
-                f"{tree_structure(tree)}", path)
+            from .pytree_errors import content_mismatch
+
+            raise PrefixMismatchError(content_mismatch(self.kind.type, self.aux, len(self.child_defs), tree, aux,
+                                                       len(children)), path)
         for child_def, child, key in zip(self.child_defs, children, keys):
             child_def._flatten_up_to(child, out, path + (key,))
 
@@ -346,15 +358,6 @@ def _children_and_keys(kind, tree):
     return children, [FlattenedIndexKey(i) for i in range(len(children))], aux
 
 
-def _type_name(node_type):
-    return "None" if node_type is type(None) else node_type.__name__
-
-
-def _short_repr(value, limit=60):
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
 _LEAF = PyTreeDef(None, None, (), 1)
 
 
@@ -362,33 +365,33 @@ def _node(kind, aux, child_defs):
     return PyTreeDef(kind, aux, child_defs, sum([c.num_leaves for c in child_defs]))
 
 
-def _kind_of(node_type, tree):
-    """The NodeKind of a node of `node_type`, or None for a leaf (leaf types are remembered)."""
-    if node_type in _leaf_types:
+def _kind_of(node_type, tree, leaf_types=_leaf_types):
+    """The NodeKind of a node of `node_type`, or None for a leaf (leaf types are remembered in `leaf_types`)."""
+    if node_type in leaf_types:
         return None
     kind = _registry.get(node_type)
     if kind is None:
         kind = _node_kind(tree)
         if kind is None:
-            _leaf_types.add(node_type)
+            leaf_types.add(node_type)
     return kind
 
 
-def _flatten_plain(tree, leaves):
-    """Flattening without is_leaf or paths, kept lean."""
+def _flatten_plain(tree, leaves, leaf_types=_leaf_types):
+    """Flattening without is_leaf or paths, kept lean (`leaf_types`: `_user_leaf_types` for the users' view)."""
     node_type = type(tree)
     if node_type is tuple or node_type is list:
-        child_defs = tuple([_flatten_plain(child, leaves) for child in tree])
+        child_defs = tuple([_flatten_plain(child, leaves, leaf_types) for child in tree])
         return _node(_TUPLE if node_type is tuple else _LIST, None, child_defs)
     if node_type is dict:
         keys = sorted_keys(tree)
-        return _node(_DICT, tuple(keys), tuple([_flatten_plain(tree[k], leaves) for k in keys]))
-    kind = _kind_of(node_type, tree)
+        return _node(_DICT, tuple(keys), tuple([_flatten_plain(tree[k], leaves, leaf_types) for k in keys]))
+    kind = _kind_of(node_type, tree, leaf_types)
     if kind is None:
         leaves.append(tree)
         return _LEAF
     children, aux = kind.flatten(tree)
-    return _node(kind, aux, tuple([_flatten_plain(child, leaves) for child in children]))
+    return _node(kind, aux, tuple([_flatten_plain(child, leaves, leaf_types) for child in children]))
 
 
 def flatten_with_signature(tree, leaves, leaf_signature):
@@ -417,8 +420,8 @@ def flatten_with_signature(tree, leaves, leaf_signature):
     return (kind.type, _hashable(aux), *[flatten_with_signature(child, leaves, leaf_signature) for child in children])
 
 
-def _flatten(tree, is_leaf, leaves, paths, path):
-    if is_leaf is not None and is_leaf(tree):
+def _flatten(tree, is_leaf, leaves, paths, path, leaf_takes_path=False):
+    if is_leaf is not None and (is_leaf(path, tree) if leaf_takes_path else is_leaf(tree)):
         leaves.append(tree)
         if paths is not None:
             paths.append(path)
@@ -435,7 +438,7 @@ def _flatten(tree, is_leaf, leaves, paths, path):
     else:
         children, keys, aux = _children_and_keys(kind, tree)
     child_defs = tuple(
-        _flatten(child, is_leaf, leaves, paths, None if paths is None else path + (keys[i],))
+        _flatten(child, is_leaf, leaves, paths, None if paths is None else path + (keys[i],), leaf_takes_path)
         for i, child in enumerate(children)
     )
     return _node(kind, aux, child_defs)
@@ -450,15 +453,15 @@ def tree_flatten(tree, is_leaf=None):
     return leaves, treedef
 
 
-def tree_flatten_with_path(tree, is_leaf=None):
-    """Returns ([(key_path, leaf), ...], treedef)."""
+def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """Returns ([(key_path, leaf), ...], treedef). With `is_leaf_takes_path`, `is_leaf(key_path, node)`."""
     leaves, paths = [], []
-    treedef = _flatten(tree, is_leaf, leaves, paths, ())
+    treedef = _flatten(tree, is_leaf, leaves, paths, (), is_leaf_takes_path)
     return list(zip(paths, leaves)), treedef
 
 
-def tree_leaves_with_path(tree, is_leaf=None):
-    return tree_flatten_with_path(tree, is_leaf)[0]
+def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
 def tree_unflatten(treedef, leaves):
@@ -481,14 +484,31 @@ def treedef_is_leaf(treedef):
 def tree_map(f, tree, *rest, is_leaf=None):
     """Applies `f` leafwise; `rest` trees must have `tree`'s structure (or it as a prefix)."""
     leaves, treedef = tree_flatten(tree, is_leaf)
-    others = [treedef.flatten_up_to(r) for r in rest]
+    others = _flatten_rest_up_to(treedef, tree, rest, is_leaf)
     return treedef.unflatten([f(*xs) for xs in zip(leaves, *others)])
 
 
-def tree_map_with_path(f, tree, *rest, is_leaf=None):
-    keyed, treedef = tree_flatten_with_path(tree, is_leaf)
-    others = [treedef.flatten_up_to(r) for r in rest]
+def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
+    keyed, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    others = [treedef.flatten_up_to(r) for r in rest]  # (jax reports flatten_up_to's reason here)
     return treedef.unflatten([f(path, leaf, *xs) for (path, leaf), *xs in zip(keyed, *others)])
+
+
+def _flatten_rest_up_to(treedef, tree, rest, is_leaf):
+    """tree_map's other trees, each flattened up to `tree`'s structure; a mismatch is reported as jax does,
+    with the key path of the first node that differs ("pytree structure error: ... at key path")."""
+    others = []
+    for other in rest:
+        try:
+            others.append(treedef.flatten_up_to(other))
+        except PrefixMismatchError as error:
+            from .pytree_errors import prefix_error
+
+            message = prefix_error("tree_map tree", tree, other, is_leaf)
+            if message is None:
+                raise
+            raise PrefixMismatchError(message, error.path) from None
+    return others
 
 
 def tree_reduce(function, tree, initializer=None, is_leaf=None):

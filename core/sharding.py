@@ -492,6 +492,13 @@ class NamedSharding(Sharding):
     def with_memory_kind(self, kind):
         return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 
+    def update(self, *, mesh=None, spec=None, memory_kind=None):
+        """This sharding with the given mesh, spec (a PartitionSpec or a sequence of its entries) or memory kind."""
+        if spec is not None and not isinstance(spec, PartitionSpec):
+            spec = PartitionSpec(*spec)
+        return NamedSharding(self.mesh if mesh is None else mesh, self.spec if spec is None else spec,
+                             memory_kind=self._memory_kind if memory_kind is None else memory_kind)
+
     def _split_axes(self, ndim):
         """Per array dimension, the mesh axes of size > 1 that split it (size-1 axes split nothing)."""
         if len(self.spec) > ndim:

@@ -22,7 +22,7 @@ from .avals import get_aval
 class MainTrace:
     """One interpreter's place on the stack: its level, its Trace class and its private data."""
 
-    __slots__ = ("level", "trace_type", "global_data", "thread")
+    __slots__ = ("level", "trace_type", "global_data", "thread", "__weakref__")  # weakly held: get_opaque_trace_state
 
     def __init__(self, level, trace_type, global_data):
         self.level = level

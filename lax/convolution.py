@@ -271,9 +271,16 @@ polymorphic_primitives.add(conv_general_dilated_p)  # stablehlo.convolution take
 # --- wrappers ----------------------------------------------------------------------------------------------------
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
                          dimension_numbers=None, feature_group_count=1, batch_group_count=1, precision=None,
-                         preferred_element_type=None):
+                         preferred_element_type=None, out_sharding=None):
     """General n-d convolution with strides, padding ('SAME', 'SAME_LOWER', 'VALID' or (low, high)
-    pairs), input (lhs) and kernel (rhs) dilation, and feature or batch grouping."""
+    pairs), input (lhs) and kernel (rhs) dilation, and feature or batch grouping. `out_sharding` (a Sharding or
+    a PartitionSpec over the mesh in context) lays the result out, as JAX's keyword does."""
+    if out_sharding is not None:
+        from .sharding_constraint import reshard  # (the sharding machinery only when asked for)
+
+        return reshard(conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                                            dimension_numbers, feature_group_count, batch_group_count, precision,
+                                            preferred_element_type), out_sharding)
     lhs_aval, rhs_aval = get_aval_of(lhs), get_aval_of(rhs)
     numbers = conv_dimension_numbers(lhs_aval.shape, rhs_aval.shape, dimension_numbers)
     numbers = ConvDimensionNumbers(*(tuple(int(d) for d in spec) for spec in numbers))

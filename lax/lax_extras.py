@@ -36,13 +36,14 @@ from .elementwise import (
 )
 from .gather_scatter import GatherDimensionNumbers, gather, scatter_add
 from .linear import Precision, dot_general
-from .shapes import as_array, broadcast_in_dim, concatenate, full, reshape, rev
+from .shapes import as_array, broadcast_in_dim, concatenate, full, reshape, rev, transpose
 from .slicing import index_in_dim, slice_in_dim
 from .sorting import sort, top_k
 
 __all__ = ["DotDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "PrecisionLike", "approx_max_k",
-           "approx_min_k", "batch_matmul", "broadcast_shapes", "collapse", "conv_general_dilated_patches", "dtype",
-           "empty", "index_take", "mulhi", "optimization_barrier", "optimization_barrier_p", "reciprocal",
+           "approx_min_k", "batch_matmul", "broadcast_shapes", "collapse", "conv_general_dilated_local",
+           "conv_general_dilated_patches", "dtype", "empty", "index_take", "mulhi",
+           "optimization_barrier", "optimization_barrier_p", "reciprocal",
            "scatter_sub", "split", "stack", "tile", "unstack"]
 
 # JAX's type names, for annotations.
@@ -284,6 +285,38 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs
     return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, numbers,
                                 feature_group_count=channels, precision=precision,
                                 preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape, lhs_dilation=None, rhs_dilation=None,
+                               dimension_numbers=None, precision=None):
+    """A locally connected (unshared) convolution: each output position has its own filter. `rhs` is laid out as
+    a convolution filter (`dimension_numbers`' rhs spec) whose input-feature dimension holds C * prod(filter_shape)
+    entries ordered as `conv_general_dilated_patches` orders them, and whose spatial dimensions are the output's.
+    `precision`: None, or a pair (that of the patches, that of the contraction), as in jax."""
+    lhs = as_array(lhs)
+    if precision is None or (isinstance(precision, tuple) and len(precision) == 2):
+        patches_precision = None if precision is None else precision[0]
+    elif isinstance(precision, (Precision, str)):
+        patches_precision, precision = precision, (precision, precision)
+    else:
+        raise ValueError(f"Unsupported precision for conv_general_dilated_local: {precision}")
+    patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs_dilation, rhs_dilation,
+                                           dimension_numbers, precision=patches_precision)
+    numbers = conv_dimension_numbers(get_aval_of(lhs).shape, (1, 1) + tuple(filter_shape), dimension_numbers)
+    out_spec, rhs_spec = numbers.out_spec, numbers.rhs_spec
+    # Contract the patch features with the filter's input features, position by position: the spatial dimensions
+    # are batch dimensions of the product, taken in the order they have in the output.
+    spatial = sorted(range(len(out_spec) - 2), key=lambda i: out_spec[2 + i])
+    out = dot_general(patches, rhs, (([out_spec[1]], [rhs_spec[1]]),
+                                     ([out_spec[2 + i] for i in spatial], [rhs_spec[2 + i] for i in spatial])),
+                      precision=precision)
+    # `out` is (spatial in output order..., batch, features): put batch and features where the output has them.
+    rank = len(out_spec)
+    order, source = [0] * rank, iter(range(rank - 2))
+    for position in range(rank):
+        order[position] = (rank - 2 if position == out_spec[0] else rank - 1 if position == out_spec[1]
+                           else next(source))
+    return transpose(out, tuple(order))
 
 
 # --- optimization_barrier -------------------------------------------------------------------------------------

@@ -121,11 +121,16 @@ dot_general_p.def_abstract_eval(_dot_general_abstract_eval)
 register_lowering(dot_general_p, _lower_dot_general)
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None):
     """General tensor contraction: `dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))`.
 
-    The result's dimensions are the batch dimensions, then lhs's free ones, then rhs's free ones.
+    The result's dimensions are the batch dimensions, then lhs's free ones, then rhs's free ones. `out_sharding`
+    (a Sharding or a PartitionSpec over the mesh in context) lays the result out, as JAX's keyword does.
     """
+    if out_sharding is not None:
+        from .sharding_constraint import reshard  # (the sharding machinery only when asked for)
+
+        return reshard(dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type), out_sharding)
     if type(lhs) is Array and precision is None and preferred_element_type is None:
         result = eager_dot_general(lhs, rhs, _canonical_dimension_numbers(dimension_numbers))
         if result is not None:

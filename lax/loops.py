@@ -488,12 +488,13 @@ def _promote_weak_init(init_flat, init_avals, carry_avals):
     return out, changed
 
 
-def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """Loops `f(carry, x) -> (carry, y)` over the leading axis of `xs`; returns (final carry, stacked ys).
 
     `xs` and the carry may be pytrees; with `xs=None`, `length` gives the number of steps. `reverse` runs
     from the last slice to the first (ys stay in order); `unroll` steps are done per loop trip (True: all).
-    Under `numax.disable_jit()` the loop runs in Python, as in JAX.
+    Under `numax.disable_jit()` the loop runs in Python, as in JAX. `_split_transpose` is JAX's private switch
+    for how its transpose is scheduled (flax.nnx passes it); it changes no value, and numax ignores it.
     """
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")

@@ -9,7 +9,7 @@ dimension is left unsplit. Applied to a concrete array it lays the array out so 
 from ..core import pytree as tree
 from ..core.ad_util import Zero
 from ..core.primitives import Primitive, batching_rules
-from ..core.sharding import AxisType, NamedSharding, P, Sharding, as_sharding
+from ..core.sharding import AbstractMesh, AxisType, NamedSharding, P, Sharding, as_sharding
 from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
 from ..lowering.sharded import put_sharded, sdy_sharding
@@ -75,6 +75,9 @@ def _constrain(x, shardings, what):
             raise TypeError(f"{what} takes NamedShardings or PartitionSpecs, got {sharding!r}")
         if what == "with_sharding_constraint":
             _check_auto_axes(sharding)
+        if isinstance(sharding.mesh, AbstractMesh) and sharding.mesh.empty:
+            out.append(leaf)  # a type's sharding outside any mesh (`typeof(x).sharding`): nothing to lay out
+            continue
         out.append(sharding_constraint_p.bind(leaf, sharding=sharding))
     return treedef.unflatten(out)
 

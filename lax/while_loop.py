@@ -21,7 +21,7 @@ from ..core.evaluation import eval_closed_program
 from ..core.ir import ClosedProgram, Equation, Program, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from ..core.staging import trace_to_closed_program
-from ..core.trace import Tracer, get_aval_of, is_concrete
+from ..core.trace import Tracer, find_top_trace, get_aval_of, is_concrete
 from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
@@ -333,9 +333,16 @@ def _while_jvp(primals, tangents, cond_program, body_program, cond_nconsts, body
                         cond_program=cond_closed, body_program=body_closed, cond_nconsts=cond_nconsts,
                         body_nconsts=body_nconsts + len(given_const_tangents))
     n = len(init)
+    primal_out = outs[:n]
+    if find_top_trace(primals).main is not find_top_trace([*primals, *given_const_tangents, *carry_tangents]).main:
+        # The tangents are staged apart from the primals (linearize, reverse mode): the joint loop lands in the
+        # tangent program, so the primal results come from a loop of their own (as JAX's partial evaluation
+        # recomputes them), and the tangent program's loop fails to transpose with JAX's error.
+        primal_out = while_p.bind(*primals, cond_program=cond_program, body_program=body_program,
+                                  cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
     tangent_out = iter(outs[n:])
-    return outs[:n], [next(tangent_out) if nz else Zero(tangent_aval(get_aval_of(p)))
-                      for p, nz in zip(outs[:n], carry_nonzeros)]
+    return primal_out, [next(tangent_out) if nz else Zero(tangent_aval(get_aval_of(p)))
+                        for p, nz in zip(primal_out, carry_nonzeros)]
 
 
 def _while_transpose(*_args, **_params):

@@ -350,10 +350,13 @@ def get_backend(platform=None):
                 backend = _make_cpu_backend()
             elif platform == "gpu":
                 backend = _make_cuda_backend()
-                if backend is None:
-                    raise RuntimeError("no GPU backend: the CUDA PJRT plugin (jax-cuda13-pjrt) is not installed")
+                if backend is None:  # jax's wording, which code matches
+                    raise RuntimeError("Unknown backend: 'gpu' requested, but no platforms that are instances of gpu "
+                                       "are present (the CUDA PJRT plugin jax-cuda13-pjrt is not installed). "
+                                       "Platforms present are: cpu")
             else:
-                raise RuntimeError(f"unknown platform {platform!r}; numax knows 'cpu' and 'gpu'")
+                raise RuntimeError(f"Unknown backend {platform}. Available backends are {sorted({'cpu', *_backends})} "
+                                   "(numax runs on 'cpu' and 'gpu')")
             _backends[platform] = backend
         return backend
 
@@ -433,6 +436,36 @@ def _make_mlir_context():
     return context
 
 
+def hlo_computation(text: str):
+    """The StableHLO module `text` converted to an XLA HLO computation (jaxlib's XlaComputation: `as_hlo_text()`,
+    `as_hlo_module()`), what jax's `Lowered.compiler_ir(dialect="hlo")` returns."""
+    load_jaxlib()
+    return _jax.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False)
+
+
+def hlo_cost_analysis(backend, text: str):
+    """XLA's cost estimates of the StableHLO module `text` before optimization (a dict: 'flops',
+    'transcendentals', 'bytes accessed', ...), as jax's `Lowered.cost_analysis()`; None on a runtime reached
+    through the PJRT C API (jax's gives none there either: compile and ask the executable)."""
+    if "PJRT C API" in backend.client.platform_version:
+        return None
+    module = hlo_computation(text).as_hlo_module()  # (loads jaxlib's runtime module first)
+    return _jax.hlo_module_cost_analysis(backend.client, module)
+
+
+def hlo_text(text: str, debug_info=False):
+    """The HLO text of the StableHLO module `text`, printed with XLA's short parsable options as jax's
+    `Lowered.as_text(dialect="hlo")`."""
+    computation = hlo_computation(text)
+    try:
+        from jaxlib import _hlo as hlo
+    except ImportError:  # older jaxlib: the printing options live in the runtime module
+        hlo = _jax
+    options = hlo.HloPrintOptions.short_parsable()
+    options.print_metadata = debug_info
+    return computation.as_hlo_module().to_string(options)
+
+
 def parse_module(text: str):
     """Parses and verifies a StableHLO module; a failure is a numax bug, raised with the module text."""
     from jaxlib.mlir import ir
@@ -469,19 +502,27 @@ def compile_module(text: str, backend: Backend, devices, host_callbacks=(), num_
     settings = (num_replicas, num_partitions, compiler_options, spmd)
     cache_root = config.compilation_cache_dir and _compile_cache().directory()
     start = time.perf_counter()
+    wall_start = time.time()  # jax.monitoring's time spans are wall-clock seconds
     if cache_root:
+        from ..core import monitoring  # (loaded by the first compile, not by `import numax`)
+
+        monitoring.record_event(monitoring.CACHE_REQUEST_EVENT)
         compile_cache = _compile_cache()
         key = compile_cache.cache_key(_cache_key_fields(text, backend, devices, len(host_callbacks), *settings))
         executable = compile_cache.lookup(cache_root, key,
                                           lambda blob: deserialize(blob, backend, devices, host_callbacks),
                                           backend.loads_serialized_executables())
         if executable is not None:
+            monitoring.record_event(monitoring.CACHE_HIT_EVENT)
+            _record_compile_time(log_as, time.perf_counter() - start, wall_start)
             if config.log_compiles:
                 compile_cache.log_hit(text, key, time.perf_counter() - start, log_as)
             return executable
+        monitoring.record_event(monitoring.CACHE_MISS_EVENT)
         start = time.perf_counter()
     executable = _compile(text, backend, devices, host_callbacks, *settings)
     seconds = time.perf_counter() - start
+    _record_compile_time(log_as, seconds, wall_start)
     if cache_root:
         compile_cache.remember(cache_root, key, seconds, executable.serialize)
     if config.log_compiles and log_as is not None:
@@ -489,6 +530,18 @@ def compile_module(text: str, backend: Backend, devices, host_callbacks=(), num_
         print(f"numax: compiled {what} in {1e3 * seconds:.1f} ms" + (f" ({reason})" if reason else ""),
               file=sys.stderr)
     return executable
+
+
+def _record_compile_time(log_as, seconds, wall_start):
+    """jax.monitoring's backend-compile event (as jax records it, cache hits included), for its listeners;
+    `fun_name` is the program's name."""
+    from ..core import monitoring
+
+    if monitoring.timing_listened():
+        fun_name = log_as[0].split(" for ")[0] if log_as else "main"
+        monitoring.record_event_duration_secs(monitoring.BACKEND_COMPILE_EVENT, seconds, fun_name=fun_name)
+        monitoring.record_event_time_span(monitoring.BACKEND_COMPILE_EVENT, wall_start, time.time(),
+                                          fun_name=fun_name)
 
 
 def _compile_cache():

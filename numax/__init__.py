@@ -10,6 +10,7 @@ them into its own IR, transforms them, lowers them to StableHLO and runs them wi
 from numax import (  # noqa: F401
     errors,
     numpy,  # installs array operators
+    tree,  # jax.tree: a module of short names
     tree_util,
 )
 from numax._api_extras import (  # noqa: F401, E402
@@ -41,8 +42,10 @@ from numax._runtime import (  # noqa: F401, E402
     devices,
     local_device_count,
     local_devices,
+    print_environment_info,
     process_count,
     process_index,
+    process_indices,
 )
 from numax.core import pytree as _pytree
 from numax.core.array_type import Array  # noqa: F401
@@ -65,7 +68,6 @@ from numax.transforms.jit import ShapeDtypeStruct, eval_shape, jit, make_jaxpr  
 from numax.transforms.recompiles import JitStatistics, RecompileWarning, jit_statistics  # noqa: F401, E402
 from numax.transforms.vmap import vmap  # noqa: F401
 
-tree = tree_util.tree_namespace
 tree_map = _pytree.tree_map
 tree_leaves = _pytree.tree_leaves
 tree_structure = _pytree.tree_structure
@@ -79,6 +81,8 @@ __version__ = "0.1.0"
 _defer_imports(globals(), {"_device": ("Device",), "debug": ("pure_callback",), "distributed": (), "dtypes": (),
                           "export": (), "extend": (), "interpreters": (), "nn": (), "experimental": (), "random": (),
                           "scipy": (), "typing": (), "version": (), "flatten_util": (),
+                          "custom_derivatives": (), "stages": (),
+                          "api_util": (), "monitoring": (), "ref": ("Ref", "new_ref", "freeze"),
                           "transforms.checkpoint": ("checkpoint", "checkpoint_policies", "remat"),
                           "transforms.pmap": ("pmap",), "transforms.shard_map": ("shard_map",),
                           "sharding": ("make_mesh", "P", "NamedSharding", "set_mesh", "reshard"),

@@ -122,11 +122,20 @@ def named_call(fun, *, name=None):
     return named_scope(fun.__name__ if name is None else name)(fun)
 
 
+# Types whose `typeof` is not found from an array type: each maps to `function(value) -> its type`. Typed key arrays
+# (numax.random), refs (numax.ref) and the high-level types of numax.experimental.hijax register here.
+typeof_handlers = {}
+
+
 def typeof(x):
     """The abstract value (ShapedArray: shape, dtype, weak type) of an array, tracer or scalar. For an array
     laid out over a mesh with Explicit axes, the type also shows how those axes split it (`float32[8@x,4]`,
     and `.sharding`), as JAX's does. Inside jit, a traced argument's type keeps its layout; the values computed from
-    it carry none (their Explicit axes propagate through XLA's partitioner as Auto ones do)."""
+    it carry none (their Explicit axes propagate through XLA's partitioner as Auto ones do). A typed key array's
+    type is a ShapedArray of its key dtype (`key<fry>[]`), a ref's an AbstractRef (see `typeof_handlers`)."""
+    handler = typeof_handlers.get(type(x))
+    if handler is not None:
+        return handler(x)
     aval = get_aval_of(x)
     sharding = getattr(x, "explicit_sharding" if isinstance(x, Tracer) else "_sharding", None)
     if isinstance(sharding, NamedSharding) and AxisType.Explicit in sharding.mesh.axis_types:

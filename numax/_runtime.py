@@ -48,6 +48,39 @@ def process_count(backend=None):
     return max(d.process_index for d in xla.get_backend(backend).global_devices) + 1
 
 
+def process_indices(backend=None):
+    """The indices of all processes taking part: `[0, ..., process_count() - 1]`."""
+    return list(range(process_count(backend)))
+
+
+def print_environment_info(return_string=False):
+    """numax's version (and the jax API version it follows), jaxlib's, numpy's, Python's, the devices, the
+    process count, the platform and the JAX_/XLA_/NUMAX_ environment variables set, as `jax.print_environment_info`
+    reports them: printed, or returned with `return_string=True`."""
+    import os
+    import platform
+    import sys
+
+    from jaxlib import version as jaxlib_version
+
+    from numax import version
+
+    runtime = xla.get_backend()
+    lines = [f"numax:  {version.numax_version} (jax API {version.__version__})",
+             f"jaxlib: {jaxlib_version.__version__}",
+             f"numpy:  {np.__version__}",
+             f"python: {sys.version.replace(chr(10), ' ')}",
+             f"device info: {runtime.global_devices[0].device_kind}-{device_count()}, {local_device_count()} local "
+             "devices",
+             f"process_count: {process_count()}",
+             f"platform: {platform.uname()}"]
+    lines += [f"{key}={value}" for key, value in os.environ.items() if key.startswith(("JAX_", "XLA_", "NUMAX_"))]
+    info = "\n".join(lines)
+    if return_string:
+        return info
+    print(info)
+
+
 def default_backend():
     return xla.default_backend().platform
 

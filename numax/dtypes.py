@@ -2,10 +2,11 @@
 (`extended` and `prng_key` are the categories of typed PRNG key dtypes, for `issubdtype`)."""
 
 import numpy as np
+from ml_dtypes import bfloat16  # noqa: F401  (the scalar type, as jax.dtypes.bfloat16 is)
 
 from numax.core.dtypes import (  # noqa: F401
+    ExtendedDType,
     TypePromotionError,
-    bfloat16,
     canonicalize_dtype,
     extended,
     float0,
@@ -15,6 +16,8 @@ from numax.core.dtypes import (  # noqa: F401
     result_type,
 )
 from numax.numpy import finfo, iinfo  # noqa: F401
+
+DType = np.dtype  # what jax._src.dtypes (this module, under the switch) calls a dtype object, in annotations
 
 
 def itemsize_bits(dtype):

@@ -34,8 +34,13 @@ from numax.lax.sharding_constraint import reshard  # noqa: F401
 __all__ = [
     "AxisType", "PartitionSpec", "P", "Mesh", "make_mesh", "Sharding", "SingleDeviceSharding", "NamedSharding",
     "pmap_sharding", "DuplicateSpecError", "IndivisibleError", "set_mesh", "get_mesh", "reshard", "AbstractMesh",
-    "get_abstract_mesh", "use_abstract_mesh", "auto_axes", "explicit_axes",
+    "get_abstract_mesh", "use_abstract_mesh", "auto_axes", "explicit_axes", "make_single_device_sharding",
 ]
+
+
+def make_single_device_sharding(device, *, memory_kind=None):
+    """The sharding that puts a whole array on `device` (in `memory_kind`, default the device's own memory)."""
+    return SingleDeviceSharding(device, memory_kind=memory_kind)
 
 
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None):

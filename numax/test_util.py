@@ -41,21 +41,24 @@ def _assert_close(actual, expected, atol, rtol, what):
 
 
 def _random_like(rng, x):
+    """Standard normal values of x's shape and dtype, drawn from `rng` in jax's order (an integer leaf draws
+    too, so that the leaves after it get jax's values), so that checks pass or fail as jax's do."""
     x = _host(x)
+    value = np.asarray(rng.standard_normal(x.shape), x.dtype if np.iscomplexobj(x) else np.float64)
+    if np.iscomplexobj(x):
+        value = value + 1j * np.asarray(rng.standard_normal(x.shape), x.dtype)
     if not np.issubdtype(x.dtype, np.inexact) and x.dtype != dtypes.bfloat16:
         return np.zeros(x.shape, dtypes.float0)
-    value = rng.standard_normal(x.shape)
-    if np.iscomplexobj(x):
-        value = value + 1j * rng.standard_normal(x.shape)
     return value.astype(x.dtype)
 
 
 def _axpy(a, x, y):
-    """y + a * x on host values, keeping y's dtype (integer leaves stay as they are)."""
+    """y + a * x on host values in y's dtype, as jax's finite differences step (integer leaves stay as they are)."""
     y = _host(y)
     if not (np.issubdtype(y.dtype, np.inexact) or y.dtype == dtypes.bfloat16):
         return y
-    return (y.astype(np.result_type(y.dtype, np.float64)) + a * _host(x)).astype(y.dtype)
+    step = np.multiply(_host(x).astype(y.dtype), np.array(a, y.dtype), dtype=y.dtype)
+    return np.add(y, step, dtype=y.dtype)
 
 
 def _conj(x):
@@ -89,7 +92,7 @@ def _difference(plus, minus, eps):
 
 def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=_default_eps, rng=None):
     """`f_jvp(args, tangents)` against f's value and finite differences along random tangents."""
-    rng = rng or np.random.default_rng(0)
+    rng = rng or np.random.RandomState(0)  # jax's tangents
     tangents = tree.tree_map(lambda x: _random_like(rng, x), args)
     value, tangent_out = f_jvp(args, tangents)
     expected_value = f(*args)
@@ -102,7 +105,7 @@ def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=_default_eps, rng=None):
 
 def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=_default_eps, rng=None):
     """<vjp(ct), t> against <ct, finite-difference jvp(t)> for random t and ct."""
-    rng = rng or np.random.default_rng(1)
+    rng = rng or np.random.RandomState(0)  # jax's tangents and cotangents
     value, pullback = f_vjp(*args)
     expected_value = f(*args)
     tol = _tolerance(tree.tree_leaves(args), None)
@@ -124,18 +127,19 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
     eps = eps or _default_eps
     args = tuple(args)
 
+    # As jax's: each check draws from a fresh RandomState(0); a higher order checks the jvp as a function of
+    # (primals, tangents) at (args, args), and the vjp applied to the primal output.
     def check(f, args, order):
-        rng = np.random.default_rng(order)
         if "fwd" in modes:
-            check_jvp(f, lambda primals, tangents: jvp(f, primals, tangents), args, atol, rtol, eps, rng)
+            check_jvp(f, lambda primals, tangents: jvp(f, primals, tangents), args, atol, rtol, eps)
             if order > 1:
-                tangents = tree.tree_map(lambda x: _random_like(rng, x), args)
-                check(lambda *primals: jvp(f, primals, tangents)[1], args, order - 1)
+                check(lambda primals, tangents: jvp(f, primals, tangents), (args, args), order - 1)
         if "rev" in modes:
-            check_vjp(f, lambda *primals: vjp(f, *primals), args, atol, rtol, eps, rng)
+            check_vjp(f, lambda *primals: vjp(f, *primals), args, atol, rtol, eps)
             if order > 1:
-                value = f(*args)
-                cotangents = tree.tree_map(lambda x: _random_like(rng, x), value)
-                check(lambda *primals: vjp(f, *primals)[1](cotangents), args, order - 1)
+                def f_vjp(*primals):
+                    value, pullback = vjp(f, *primals)
+                    return pullback(value)
+                check(f_vjp, args, order - 1)
 
     check(f, args, order)

@@ -424,6 +424,24 @@ def test_while_loop_jvp_and_reverse_error():
     assert numax.grad(lambda x: x * lax.while_loop(lambda c: c < 3.0, lambda c: c + 1.0, 0.0))(x) == 3.0
 
 
+def test_while_loop_linearize_computes_primal_results_outside_the_tangent_program():
+    # A loop result read by later non-linear work (z ** 2): linearize gives jax's primal value (not a tracer of
+    # the tangent program) and reverse mode raises jax's error, not a failure to transpose that work.
+    def make(lax_module, np_):
+        def f(w, x):
+            z = lax_module.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, np_.tanh(c[1] * w)), (0, x))[1]
+            return np_.sum(z ** 2)
+        return f
+
+    w, x = np.float32(0.8), np.arange(3, dtype=np.float32)
+    primal, f_lin = numax.linearize(make(lax, nnp), w, x)
+    expected = jax.jit(lambda w, x: (lambda out: (out[0], out[1](w, x)))(jax.linearize(make(jax.lax, jnp), w, x)))(
+        w, x)
+    same((primal, f_lin(w, x)), expected)
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for lax.while_loop"):
+        numax.grad(make(lax, nnp))(w, x)
+
+
 def test_while_loop_check_grads_forward(x64):
     f = lambda x: lax.while_loop(lambda c: c[1] < 3, lambda c: (nnp.sin(c[0]) + c[0] * x, c[1] + 1), (x, 0))[0]  # noqa
     check_grads(f, (np.float64(0.4),), order=2, modes=("fwd",))

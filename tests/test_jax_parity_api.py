@@ -261,8 +261,6 @@ def test_device_is_the_class_of_numax_devices_as_jax_device_is_of_jax_devices():
     assert not isinstance(numax.devices()[0].platform, numax.Device)
 
 
-@pytest.mark.xfail(strict=True, reason="numax's typed PRNG keys are pytree nodes over their uint32 key data; jax's "
-                   "are leaves (an extended dtype through tracing): open")
 def test_a_typed_key_is_a_pytree_leaf_as_in_jax():
     key = numax.random.key(0)
     assert numax.tree_util.tree_leaves(key) == [key]

@@ -26,7 +26,7 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape, dtype, weak_type=False, *, sharding=None):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)  # (typed keys' key<fry>)
         self.weak_type = weak_type
         self.sharding = sharding  # a Sharding (NamedSharding over a Mesh or AbstractMesh) or None; export reads it
 
@@ -209,9 +209,11 @@ class Lowered(_Stage):
         self._text = None
 
     def as_text(self, dialect="stablehlo", *, debug_info=False):
-        """The StableHLO module as text (the only dialect numax lowers to). numax's modules carry no source
-        locations, so `debug_info=True` (jax's, which adds them) gives the same text."""
-        _check_dialect(dialect)
+        """The StableHLO module as text (numax lowers to StableHLO), or with `dialect="hlo"` XLA's HLO text
+        converted from it, as jax's. numax's modules carry no source locations, so `debug_info=True` (jax's,
+        which adds them) gives the same StableHLO text."""
+        if _check_dialect(dialect) == "hlo":
+            return xla.hlo_text(self.as_text(), debug_info)
         if self._text is None:
             mesh = sharded.program_mesh(self.closed.program, self.in_shardings, self.out_shardings)
             if mesh is not None:  # partitioned over the mesh's devices
@@ -225,12 +227,20 @@ class Lowered(_Stage):
     def compiler_ir(self, dialect=None):
         """The lowered module as an MLIR module object (`jaxlib.mlir.ir.Module`, parsed by jaxlib's MLIR Python
         bindings, which come with every jaxlib; `str()` of it is the text), as jax returns; only where the
-        bindings cannot be imported, the StableHLO text itself. Only the "stablehlo" dialect exists in numax."""
-        _check_dialect(dialect)
+        bindings cannot be imported, the StableHLO text itself. `dialect="hlo"`: the XLA HLO computation
+        converted from it (jaxlib's XlaComputation), as jax's."""
+        if _check_dialect(dialect) == "hlo":
+            return xla.hlo_computation(self.as_text())
         try:
             return xla.parse_module(self.as_text())
         except ImportError:
             return self.as_text()
+
+    def cost_analysis(self):
+        """XLA's cost estimates of the lowered module before optimization (a dict: 'flops', 'transcendentals',
+        'bytes accessed', ...), as jax's; None where the runtime gives none. `compile().cost_analysis()` gives
+        the optimized program's."""
+        return xla.hlo_cost_analysis(self.backend, self.as_text())
 
     def compile(self, compiler_options=None):
         """Compiles for the lowered placement; `compiler_options` add to (and override) the jit's."""
@@ -313,8 +323,10 @@ class Compiled(_Stage):
 
 
 def _check_dialect(dialect):
-    if dialect not in (None, "stablehlo"):
-        raise ValueError(f"numax lowers to StableHLO only: dialect {dialect!r} is not available (use 'stablehlo')")
+    """The dialect asked for ("stablehlo" when None); ValueError for one jax does not know, in jax's words."""
+    if dialect not in (None, "stablehlo", "hlo"):
+        raise ValueError(f"unknown dialect: {dialect}")
+    return dialect or "stablehlo"
 
 
 def _argument_name(path):

@@ -18,6 +18,8 @@ from ..core.avals import ShapedArray, get_aval
 from ..core.config import TRACE_CONTEXT_NAMES, check_fusion, config, trace_context
 from ..core.ir import ClosedProgram, Equation, Var
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
+from ..core.pytree_user import abstract_user_leaves
+from ..core.refs import MutableRef, RefArgument
 from ..core.sharding import (
     Mesh,
     NamedSharding,
@@ -273,6 +275,8 @@ class JitFunction(native_dispatch.CachedCall):
     """The callable `numax.jit(f)` returns. A call that hits the cache may be answered by the native call
     path (lowering/native_dispatch.py) without entering `_call`, the Python path it mirrors."""
 
+    library = False  # numax's own functions (named_jit): no RecompileWarning
+
     def __init__(self, fun, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=(),
                  device=None, backend=None, inline=False, compiler_options=None, name=None, in_shardings=None,
                  out_shardings=None, fusion=None):
@@ -404,7 +408,12 @@ class JitFunction(native_dispatch.CachedCall):
             kw_signature = (tree.flatten_with_signature(dynamic_kwargs, leaves, leaf_signature)
                             if dynamic_kwargs else None)
         except TracerArgument:
-            return self._call_traced(args, kwargs)
+            try:
+                return self._call_traced(args, kwargs)
+            except RefArgument:
+                return self._call_with_refs(args, kwargs)
+        except RefArgument:
+            return self._call_with_refs(args, kwargs)
         if is_tracing():
             return self._call_traced(args, kwargs)
         key = (signature, kw_signature, static, *trace_context())
@@ -460,7 +469,8 @@ class JitFunction(native_dispatch.CachedCall):
         entry = self._compile_entry(key, args, kwargs, leaves, reason_text(changes))
         self._descriptions.append(description)
         record_compile(self.stats, time.perf_counter() - start)
-        warn_if_past_limit(self, config.recompile_limit, changes)
+        if not self.library:
+            warn_if_past_limit(self, config.recompile_limit, changes)
         return entry
 
     def _compile_entry(self, key, args, kwargs, leaves, reason):
@@ -507,6 +517,45 @@ class JitFunction(native_dispatch.CachedCall):
         if not any(s is not None for s in in_shardings + out_shardings):
             return (), ()
         return in_shardings, out_shardings
+
+    def _call_with_refs(self, args, kwargs):
+        """A call with mutable array refs (numax.ref) among its arguments: each ref enters the program as its value,
+        the function reads and writes a ref made over it inside the trace, and the final values leave the program
+        as extra results written back into the refs after the call (JAX's discharge of ref effects at jit's
+        boundary). One jitted program per argument structure, refs' places and static arguments; donation and
+        in/out shardings are not applied to such calls."""
+        dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
+        leaves, in_tree = tree.tree_flatten((dynamic_args, dynamic_kwargs))
+        ref_types = tuple(type(leaf) if isinstance(leaf, MutableRef) else None for leaf in leaves)
+        refs = [leaf for leaf in leaves if isinstance(leaf, MutableRef)]
+        for ref in refs:
+            ref._check_usable("pass to jit")
+        calls = self.__dict__.setdefault("_ref_calls", {})
+        key = (in_tree, ref_types, static)
+        discharged = calls.get(key)
+        if discharged is None:
+            discharged = calls[key] = JitFunction(self._discharging(in_tree, ref_types, static), name=self.name)
+        out, finals = discharged(*[leaf._value if kind else leaf for leaf, kind in zip(leaves, ref_types)])
+        for ref, value in zip(refs, finals):
+            ref._value = value
+        return out
+
+    def _discharging(self, in_tree, ref_types, static):
+        """`self.fun` over the flat arguments, a ref of the type `ref_types` names made over the value at each of its
+        places, returning (its result, the refs' final values)."""
+        static_positional = {i: v for i, v in static if isinstance(i, int)}
+        static_named = {k: v for k, v in static if isinstance(k, str)}
+
+        def discharged(*leaves):
+            inner = [kind(value) if kind else value for value, kind in zip(leaves, ref_types)]
+            dynamic_args, dynamic_kwargs = in_tree.unflatten(inner)
+            full_args = list(dynamic_args)
+            for i in sorted(static_positional):
+                full_args.insert(i, static_positional[i])
+            out = self.fun(*full_args, **dynamic_kwargs, **static_named)
+            return out, [ref._value for ref, kind in zip(inner, ref_types) if kind]
+
+        return discharged
 
     def _call_traced(self, args, kwargs):
         """Under another transformation: stage a `jit` equation holding the traced program.
@@ -562,7 +611,8 @@ class JitFunction(native_dispatch.CachedCall):
 
     def eval_shape(self, *args, **kwargs):
         program, _, _, out_tree, _ = self.trace_program(args, kwargs)
-        return out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in program.out_avals])
+        out = out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in program.out_avals])
+        return abstract_user_leaves(out)  # (a typed key array's struct has the key dtype, as in jax)
 
     def clear_cache(self):
         self.cache.clear()
@@ -574,6 +624,11 @@ class JitFunction(native_dispatch.CachedCall):
 
     def __repr__(self):
         return f"<numax.jit of {self.name}>"
+
+    @property
+    def __signature__(self):
+        # As jax's: the wrapped function's signature, also for `inspect.signature(f, follow_wrapped=False)`.
+        return self.signature
 
 
 def _donation_attributes(program, donated):
@@ -697,8 +752,11 @@ def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=No
 
 
 def named_jit(fun, name, **options):
-    """`jit` for numax's own library functions: `name` labels them in printed programs and compile logs."""
-    return JitFunction(fun, name=name, **options)
+    """`jit` for numax's own library functions: `name` labels them in printed programs and compile logs. They
+    compile per shape the user's code asks for (a sampler per parameter shape), so they give no RecompileWarning."""
+    jitted = JitFunction(fun, name=name, **options)
+    jitted.library = True
+    return jitted
 
 
 # --- make_jaxpr ------------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ import importlib
 # jax._src modules that are numax modules elsewhere: the XLA runtime module holds what tools patch in jax's compiler
 # and backend modules (`backend_compile_and_load`, `_backends`). `from jax._src import compiler` reads them here;
 # `import jax._src.compiler` goes through numax.compat, which reads this table.
-modules_elsewhere = {"compiler": "numax.lowering.xla", "xla_bridge": "numax.lowering.xla"}
+modules_elsewhere = {"compiler": "numax.lowering.xla", "xla_bridge": "numax.lowering.xla", "dtypes": "numax.dtypes",
+                     "checkify": "numax.experimental.checkify"}  # (flax.nnx's checkify wrapper reads the last)
 
 
 def __getattr__(name):

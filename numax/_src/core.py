@@ -8,7 +8,11 @@ What each jax name is here:
 - `eval_jaxpr` / `jaxpr_as_fun`: numax's program evaluator, binding each equation so that the active
   transformation sees it, as jax's do.
 - `ShapedArray`, `Tracer`, `get_aval`, `concrete_or_error`, `InconclusiveDimensionOperation`: numax's.
+- `mapped_aval` / `unmapped_aval`: a type without / with a batch axis; `jaxprs_in_params` / `subjaxprs`: the jaxprs
+  that equations hold in their parameters; `Atom`: what an equation's input is (a `Var` or a `Literal`).
 """
+
+import abc
 
 from numax.core.avals import InconclusiveDimensionOperation, ShapedArray
 from numax.core.evaluation import eval_program
@@ -18,9 +22,12 @@ from numax.core.trace import Trace, Tracer, find_top_trace, get_aval_of
 from numax.core.trace import concrete_or_error as _concrete_or_error
 from numax.transforms.aot import ClosedJaxpr, Jaxpr, JaxprEqn
 
-__all__ = ["ClosedJaxpr", "InconclusiveDimensionOperation", "Jaxpr", "JaxprEqn", "Literal", "Primitive",
-           "ShapedArray", "Trace", "Tracer", "Var", "concrete_or_error", "eval_jaxpr", "find_top_trace", "get_aval",
-           "jaxpr_as_fun"]
+__all__ = ["AbstractValue", "Atom", "ClosedJaxpr", "InconclusiveDimensionOperation", "Jaxpr", "JaxprEqn", "Literal",
+           "Primitive", "ShapedArray", "Trace", "Tracer", "Var", "concrete_or_error", "eval_jaxpr", "find_top_trace",
+           "get_aval", "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval", "subjaxprs",
+           "unmapped_aval"]
+
+Atom = Var | Literal
 
 
 def _program_of(jaxpr):
@@ -61,3 +68,80 @@ def concrete_or_error(force, val, context=""):
     that `context` needs a value known at trace time."""
     value = _concrete_or_error(val, context or "this operation needs a concrete value")
     return value if force is None else force(value)
+
+
+def mapped_aval(size, axis, aval):
+    """The type of one slice of `aval` along `axis` (of length `size`); `aval` itself when `axis` is None."""
+    if axis is None:
+        return aval
+    if aval.shape[axis] != size:
+        raise ValueError(f"axis {axis} of {aval.str_short()} has size {aval.shape[axis]}, not {size}")
+    return aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1:])
+
+
+def unmapped_aval(size, axis, aval, explicit_mesh_axis=None):
+    """The type of `size` values of type `aval` stacked along a new `axis`; `aval` itself when `axis` is None.
+    (`explicit_mesh_axis` is accepted for jax's signature: numax's types carry no mesh axes.)"""
+    del explicit_mesh_axis
+    if axis is None:
+        return aval
+    return aval.update(shape=aval.shape[:axis] + (size,) + aval.shape[axis:])
+
+
+def _jaxprs_in(value):
+    if isinstance(value, ClosedProgram):
+        return [Jaxpr(value.program)]
+    if isinstance(value, Program):
+        return [Jaxpr(value)]
+    if isinstance(value, Jaxpr):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [jaxpr for item in value for jaxpr in _jaxprs_in(item)]
+    return []
+
+
+def jaxprs_in_params(params):
+    """The jaxprs held in an equation's parameters (a closed one gives its `.jaxpr`), directly or in tuples."""
+    return [jaxpr for value in params.values() for jaxpr in _jaxprs_in(value)]
+
+
+def subjaxprs(jaxpr):
+    """The jaxprs that the equations of `jaxpr` hold in their parameters (one level down)."""
+    for equation in _program_of(jaxpr).equations:
+        yield from jaxprs_in_params(equation.params)
+
+
+class OpaqueTraceState:
+    """Which transformation is innermost where it was taken (`get_opaque_trace_state`): equal to another taken
+    inside the same running transformation (or both outside any), and nothing else. Holds its trace weakly."""
+
+    __slots__ = ("_main_ref",)
+
+    def __init__(self, main_ref):
+        self._main_ref = main_ref
+
+    def __eq__(self, other):
+        return isinstance(other, OpaqueTraceState) and self._main_ref == other._main_ref
+
+    def __hash__(self):
+        return hash(self._main_ref)
+
+
+def get_opaque_trace_state(convention=None):
+    """The identity of the innermost running transformation (jit tracing, grad, vmap, ...) as an opaque value that
+    libraries compare to tell whether code runs in the same transformation as before (flax checks that a variable
+    is updated where it was created). `convention` names the caller, as in jax; it changes nothing."""
+    del convention
+    import weakref
+
+    from numax.core.trace import trace_state
+
+    return OpaqueTraceState(weakref.ref(trace_state.stack[-1]))
+
+
+class AbstractValue(abc.ABC):  # noqa: B024  (a marker: no method is abstract)
+    """What a traced value's type is (jax's base class of abstract values): numax has one kind, `ShapedArray`
+    (typed keys included), registered as a virtual subclass."""
+
+
+AbstractValue.register(ShapedArray)

@@ -5,12 +5,22 @@ The numbers match `jax.nn.initializers` for the same key, shape and dtype (they 
 """
 
 import math
+import typing
 
 import numpy as np
 
 from numax import numpy as xnp
 from numax import random
 from numax.core import dtypes
+
+
+@typing.runtime_checkable
+class Initializer(typing.Protocol):
+    """What every initializer here is (a Protocol, for annotations and `isinstance`): a function
+    `init(key, shape, dtype=None, out_sharding=None)` returning an array of that shape and dtype."""
+
+    def __call__(self, key, shape, dtype=None, out_sharding=None):
+        raise NotImplementedError
 
 
 def _dtype(dtype):
@@ -172,3 +182,42 @@ def he_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
 
 xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
+
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """Initializer of `scale` times a Haar-random matrix with orthonormal columns along `column_axis` (or rows,
+    whichever are fewer): the other axes are flattened into the rows."""
+
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        if out_sharding is not None:
+            raise NotImplementedError("orthogonal initializer: out_sharding")
+        shape, dtype = _shape(shape), _dtype(dtype)
+        if len(shape) < 2:
+            raise ValueError("orthogonal initializer requires at least a 2D shape")
+        if 0 in shape:
+            return xnp.zeros(shape, dtype)
+        n_cols = shape[column_axis]
+        matrix = random.orthogonal(key, math.prod(shape) // n_cols, (), dtype, n_cols)
+        rows_shape = tuple(np.delete(shape, column_axis))
+        return xnp.array(scale, dtype) * xnp.moveaxis(matrix.reshape(*rows_shape, n_cols), -1, column_axis)
+
+    return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """Initializer of convolution kernels (3-, 4- or 5-D: spatial axes, then in and out features) that are zero
+    except at the spatial center, which holds an `orthogonal` (in, out) matrix."""
+
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        if out_sharding is not None:
+            raise NotImplementedError("delta_orthogonal initializer: out_sharding")
+        shape, dtype = _shape(shape), _dtype(dtype)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
+        if shape[-1] < shape[-2]:
+            raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
+        center = orthogonal(scale, column_axis, dtype)(key, shape[-2:])
+        middle = tuple((k - 1) // 2 for k in shape[:-2])
+        return xnp.zeros(shape, dtype).at[middle].set(center)
+
+    return init

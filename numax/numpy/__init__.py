@@ -268,10 +268,11 @@ inf = _np.inf
 nan = _np.nan
 euler_gamma = _np.euler_gamma
 newaxis = None
-float_ = _dtypes.default_float_dtype()
-int_ = _dtypes.default_int_dtype()
-complex_ = _dtypes.default_complex_dtype()
+float_, int_, complex_ = float64, int64, complex128  # jax.numpy's aliases (truncated to 32 bits without x64)
 dtype = _np.dtype
+# numpy's own, as jax.numpy's are: save writes an array through its __array__; numpy's warning class.
+save, savez, ComplexWarning = _np.save, _np.savez, _np.exceptions.ComplexWarning
+array_repr, array_str = _np.array_repr, _np.array_str
 integer, floating, complexfloating, inexact, number, signedinteger, unsignedinteger, generic = (
     _np.integer, _np.floating, _np.complexfloating, _np.inexact, _np.number, _np.signedinteger,
     _np.unsignedinteger, _np.generic)
@@ -295,7 +296,12 @@ def isrealobj(x):
 
 
 def astype(x, dtype, /, *, copy=False, device=None):
-    return asarray(x).astype(dtype, device=device)
+    x = asarray(x)
+    if isinstance(getattr(x, "dtype", None), _dtypes.ExtendedDType):  # typed PRNG keys: to their own dtype only
+        from ._creation import _placed, _typed_key_array
+
+        return _placed(_typed_key_array(x, dtype, copy), device)
+    return x.astype(dtype, device=device)
 
 
 # Loaded on first use: each module maps to the names it provides here (its `__all__`; tests/test_import.py

@@ -20,6 +20,7 @@ import numpy as np
 
 from numax import lax
 from numax.core import dtypes
+from numax.core.errors import NumaxIndexError
 from numax.core.trace import Tracer
 
 from . import _shape
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class NonConcreteBooleanIndexError(NumaxIndexError):
     """A boolean mask whose values are not known at trace time was used as an index."""
 
     def __init__(self, aval):

@@ -8,7 +8,7 @@ import numpy as np
 
 from numax import lax
 from numax.core import dtypes
-from numax.core.avals import symbolic_dim_types
+from numax.core.avals import ShapedArray, symbolic_dim_types
 from numax.core.trace import Tracer, concrete_or_error
 from numax.lowering.array import Array, put
 from numax.transforms.jit import jit
@@ -36,6 +36,8 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
     dtype = requested_dtype(dtype, "array")
     if dtype == dtypes.float0:  # (no device holds float0 values: a host array of them, as jax gives)
         return np.zeros(np.shape(object), dtypes.float0)
+    if isinstance(getattr(object, "dtype", None), dtypes.ExtendedDType):
+        return _typed_key_array(object, dtype, copy)
     if isinstance(object, (Array, Tracer)):
         out = object if dtype is None else lax.convert_element_type(object, dtype)
         if copy and out is object and type(object) is Array:
@@ -65,6 +67,19 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
 _fresh_copy = jit(lambda x: x)  # an identity program's output is a new buffer
 
 
+def _typed_key_array(keys, dtype, copy):
+    """`array`/`asarray` of typed PRNG keys, as in jax: the keys themselves (a new key array over copied data
+    when `copy`); another dtype is refused, as their conversion is."""
+    if dtype is not None and dtype != keys.dtype:
+        name = dtype if isinstance(dtype, (str, dtypes.ExtendedDType)) else np.dtype(dtype)
+        raise ValueError(f"Cannot convert_element_type from {keys.dtype} to {name}")
+    if not copy:
+        return keys
+    from numax import random  # (numax.random builds on numax.numpy)
+
+    return random.wrap_key_data(_fresh_copy(random.key_data(keys)))
+
+
 def _host(value, dtype):
     value = np.asarray(value)
     if value.dtype == object:
@@ -80,6 +95,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     dtype = requested_dtype(dtype, "asarray")
     if isinstance(a, (Array, Tracer)) and (dtype is None or aval(a).dtype == dtype):
         return _placed(a, device)
+    if isinstance(getattr(a, "dtype", None), dtypes.ExtendedDType):
+        return _placed(_typed_key_array(a, dtype, False), device)
     return array(a, dtype=dtype, device=device)
 
 
@@ -131,9 +148,17 @@ def _keep_weak(result, a_aval, dtype):
     return result
 
 
+def _like_aval(a):
+    """The shape and dtype that a *_like function copies: an array-like's or, duck-typed as in jax, those of any
+    object with `shape` and `dtype` (a ShapeDtypeStruct, a ShapedArray), as of a strongly typed array."""
+    if not (is_array(a) or isinstance(a, (np.ndarray, np.generic))) and hasattr(a, "shape") and hasattr(a, "dtype"):
+        return ShapedArray(tuple(a.shape), dtypes.canonicalize_dtype(np.dtype(a.dtype)))
+    return aval(to_array(a))
+
+
 def _like(fill, name):
     def like(a, dtype=None, shape=None, *, device=None):
-        a_aval = aval(to_array(a))
+        a_aval = _like_aval(a)
         target = a_aval.shape if shape is None else _shape_arg(shape)
         result = lax.full(target, fill if fill is not None else 0, requested_dtype(dtype, name) or a_aval.dtype)
         return _placed(_keep_weak(result, a_aval, dtype), device)
@@ -147,7 +172,7 @@ empty_like = _like(None, "empty_like")
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
-    a_aval = aval(to_array(a))
+    a_aval = _like_aval(a)
     out_dtype = requested_dtype(dtype, "full_like") or a_aval.dtype
     _check_fill_value(fill_value, out_dtype)
     result = full(a_aval.shape if shape is None else shape, fill_value, out_dtype)

@@ -288,8 +288,9 @@ def _check_path(path, count):
 
 
 # --- contraction ----------------------------------------------------------------------------------------
-def _contract_pair(x, x_labels, y, y_labels, keep, precision, preferred):
-    """One dot_general; returns (result, its labels: batch, then x's free, then y's free)."""
+def _contract_pair(x, x_labels, y, y_labels, keep, precision, preferred, dot_general=None):
+    """One dot_general (`dot_general` when given, called as `lax.dot_general`); returns (result, its labels:
+    batch, then x's free, then y's free)."""
     x, x_labels = _reduce_labels(x, x_labels, keep | set(y_labels))
     y, y_labels = _reduce_labels(y, y_labels, keep | set(x_labels))
     shared = [label for label in x_labels if label in y_labels]
@@ -305,7 +306,9 @@ def _contract_pair(x, x_labels, y, y_labels, keep, precision, preferred):
         # A float accumulator: contract in the float type, so that boolean inputs take the float path rather
         # than `_bool_contract` (integer operands alone would be converted by dot_general's lowering).
         x, y = lax.convert_element_type(x, preferred), lax.convert_element_type(y, preferred)
-    if dtypes.dtype(x) == dtypes.bool_:
+    if dot_general is not None:
+        result = dot_general(x, y, dimension_numbers, precision, preferred_element_type=preferred)
+    elif dtypes.dtype(x) == dtypes.bool_:
         result = _bool_contract(x, y, dimension_numbers)
     else:
         result = lax.dot_general(x, y, dimension_numbers, precision=precision, preferred_element_type=preferred)
@@ -322,7 +325,7 @@ def _bool_contract(x, y, dimension_numbers):
 
 
 def einsum(subscripts, *operands, out=None, optimize="auto", precision=None, preferred_element_type=None,
-           out_sharding=None):
+           out_sharding=None, _dot_general=None):
     """Einstein summation, as `jnp.einsum`: explicit (`'ij,jk->ik'`) or implicit (`'ij,jk'`) output,
     `...` broadcasting, repeated labels (diagonals, traces), and any number of operands, contracted
     pairwise in the order `optimize` picks ('auto'/'optimal'/True: fewest multiply-adds for up to
@@ -330,10 +333,12 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None, pre
 
     Also takes numpy's interleaved form `einsum(op0, sublist0, op1, sublist1, ..., [sublist_out])`.
     `out_sharding` lays the result out by a Sharding or a PartitionSpec over the mesh in context.
+    `_dot_general` (as jax's) replaces `lax.dot_general` for the contractions (a quantized one, say).
     """
     if out_sharding is not None:
         return laid_out(einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
-                               preferred_element_type=preferred_element_type), out_sharding)
+                               preferred_element_type=preferred_element_type, _dot_general=_dot_general),
+                        out_sharding)
     if out is not None:
         raise NotImplementedError("The 'out' argument to numax.numpy.einsum is not supported (arrays are immutable)")
     if not isinstance(subscripts, str):
@@ -359,7 +364,8 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None, pre
         operand, labels = chosen[0]
         for k, (other, other_labels) in enumerate(chosen[1:]):
             later = set(keep).union(*(lbls for _, lbls in chosen[k + 2:]))
-            operand, labels = _contract_pair(operand, labels, other, other_labels, later, precision, preferred)
+            operand, labels = _contract_pair(operand, labels, other, other_labels, later, precision, preferred,
+                                             _dot_general)
         items = rest + [(operand, labels)]
     (operand, labels), = items
     operand, labels = _reduce_labels(operand, labels, set(spec.output))

@@ -29,9 +29,25 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if x is None or y is None:
         raise ValueError("where takes either 1 or 3 arguments")
     condition = to_bool(condition)
+    if isinstance(getattr(x, "dtype", None), dtypes.ExtendedDType) and \
+            isinstance(getattr(y, "dtype", None), dtypes.ExtendedDType):
+        return _where_keys(condition, x, y)
     x, y = promote_dtypes(x, y)
     target = broadcast_shapes(shape(condition), shape(x), shape(y))
     return lax.select(_broadcast_to(condition, target), _broadcast_to(x, target), _broadcast_to(y, target))
+
+
+def _where_keys(condition, x, y):
+    """`where` between typed PRNG key arrays, as in jax: a selection of their key data (each key's words, one
+    trailing axis), wrapped as keys again."""
+    from numax import random  # (numax.random builds on numax.numpy)
+
+    target = broadcast_shapes(shape(condition), tuple(x.shape), tuple(y.shape))
+    data = [random.key_data(keys) for keys in (x, y)]
+    data = [_broadcast_to(words, target + (shape(words)[-1],)) if tuple(keys.shape) != target else words
+            for keys, words in zip((x, y), data)]
+    selector = _broadcast_to(condition, target)[..., None]
+    return random.wrap_key_data(where(selector, *data))
 
 
 def select(condlist, choicelist, default=0):
@@ -99,6 +115,11 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 def array_equal(a1, a2, equal_nan=False):
     from ._reductions import all as all_
 
+    if isinstance(getattr(a1, "dtype", None), dtypes.ExtendedDType) or \
+            isinstance(getattr(a2, "dtype", None), dtypes.ExtendedDType):  # typed keys: their own `==`, as jax's
+        if tuple(a1.shape) != tuple(a2.shape):
+            return lax.full((), False, dtypes.bool_)
+        return all_(a1 == a2)
     a1, a2 = to_array(a1), to_array(a2)
     if shape(a1) != shape(a2):
         return lax.full((), False, dtypes.bool_)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from numax import lax
+from numax.core.dtypes import ExtendedDType
 from numax.core.trace import Tracer, concrete_or_error
 
 from ._util import (
@@ -136,7 +137,22 @@ def squeeze(a, axis=None):
     return _as_array(lax.squeeze(a, axes))
 
 
+def _typed_keys(arrays):
+    return bool(arrays) and all(isinstance(getattr(a, "dtype", None), ExtendedDType) for a in arrays)
+
+
+def _join_keys(join, arrays, axis, rank):
+    """`concatenate`/`stack` of typed PRNG key arrays, as in jax: the same join of their key data (whose one
+    trailing axis holds each key's words), wrapped as keys again."""
+    from numax import random  # (numax.random builds on numax.numpy)
+
+    return random.wrap_key_data(join([random.key_data(a) for a in arrays], axis=canonicalize_axis(axis, rank)))
+
+
 def concatenate(arrays, axis=0, dtype=None):
+    arrays = list(arrays)
+    if dtype is None and axis is not None and _typed_keys(arrays):
+        return _join_keys(concatenate, arrays, axis, len(arrays[0].shape))
     arrays = [to_array(a) for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to concatenate")
@@ -160,6 +176,9 @@ concat = concatenate
 
 
 def stack(arrays, axis=0, out=None, dtype=None):
+    arrays = list(arrays)
+    if dtype is None and _typed_keys(arrays):
+        return _join_keys(stack, arrays, axis, len(arrays[0].shape) + 1)
     arrays = [to_array(a) for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to stack")
@@ -392,16 +411,23 @@ def resize(a, new_shape):
 
 
 def shape_of(a):
-    return shape(a)
+    """`a.shape` for anything that has one (a ShapeDtypeStruct, say), as jax's `shape`; the array's otherwise."""
+    return a.shape if hasattr(a, "shape") else shape(a)
 
 
 def size_of(a, axis=None):
-    a_shape = shape(a)
-    return int(np.prod(a_shape, dtype=np.int64)) if axis is None else a_shape[axis]
+    if axis is None and hasattr(a, "size"):
+        return a.size
+    a_shape = shape_of(a)
+    if axis is None:
+        return int(np.prod(a_shape, dtype=np.int64))
+    if isinstance(axis, (tuple, list)):
+        return int(np.prod([a_shape[i] for i in axis], dtype=np.int64))
+    return a_shape[axis]
 
 
 def ndim_of(a):
-    return len(shape(a))
+    return a.ndim if hasattr(a, "ndim") else len(shape(a))
 
 
 def append(arr, values, axis=None):

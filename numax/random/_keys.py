@@ -11,12 +11,16 @@ import math
 import numpy as np
 
 from numax import lax
+from numax._api_extras import typeof_handlers
 from numax.core import array_type, dtypes
+from numax.core.avals import ShapedArray
 from numax.core.config import config
 from numax.core.pytree import register_pytree_node
+from numax.core.pytree_user import register_user_leaf
 from numax.core.trace import Tracer, get_aval_of
 from numax.lax.prng import threefry2x32
 from numax.lowering.array import Array
+from numax.transforms.aot import ShapeDtypeStruct
 from numax.transforms.jit import named_jit
 
 uint32 = np.dtype(np.uint32)
@@ -100,7 +104,7 @@ random_bits_data = named_jit(random_bits_impl, "threefry_random_bits", static_ar
 
 
 # --- typed keys -------------------------------------------------------------------------------------
-class KeyDType:
+class KeyDType(dtypes.ExtendedDType):
     """The dtype of typed threefry keys; prints as JAX's `key<fry>`."""
 
     name = "key<fry>"
@@ -123,6 +127,36 @@ class KeyDType:
 threefry_key_dtype = KeyDType()
 
 
+class KeyShapedArray(ShapedArray):
+    """The abstract value of a typed key array (`typeof(key)`, `key.aval`): JAX's ShapedArray of an extended dtype,
+    `key<fry>[]`. Inside numax's transformations keys travel as their uint32 data; this type is what users see."""
+
+    __slots__ = ()
+
+    def __init__(self, shape, dtype=threefry_key_dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.weak_type = False
+        self.vma = frozenset()
+        self._hash = hash((self.shape, "key<fry>"))
+
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None):
+        return KeyShapedArray(self.shape if shape is None else shape)
+
+    def str_short(self):
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    __str__ = str_short
+
+    def __eq__(self, other):
+        return type(other) is KeyShapedArray and self.shape == other.shape
+
+    __hash__ = ShapedArray.__hash__
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()})"
+
+
 class PRNGKeyArray:
     """An array of typed PRNG keys (`numax.random.key`): shape excludes the two uint32 words of each key.
 
@@ -139,6 +173,10 @@ class PRNGKeyArray:
     @property
     def shape(self):
         return tuple(get_aval_of(self._data).shape[:-1])
+
+    @property
+    def aval(self):
+        return KeyShapedArray(self.shape)
 
     @property
     def ndim(self):
@@ -190,7 +228,12 @@ class PRNGKeyArray:
 
 
 array_type.Array.register(PRNGKeyArray)  # typed keys are arrays to user code, as in jax
+# To numax's transformations a key array is a node over its key data (jit, vmap, grad, scan pass keys as that data
+# and rebuild them); to users, as in JAX, it is one leaf (core/pytree_user.py), whose abstract value (what
+# eval_shape gives for it) is a ShapeDtypeStruct of the key dtype.
 register_pytree_node(PRNGKeyArray, lambda keys: ([keys._data], None), lambda _, children: PRNGKeyArray(children[0]))
+register_user_leaf(PRNGKeyArray, abstract=lambda keys: ShapeDtypeStruct(keys._data.shape[:-1], keys.dtype))
+typeof_handlers[PRNGKeyArray] = lambda keys: keys.aval
 
 
 def _is_array_like(value):

@@ -14,9 +14,22 @@ from numax.numpy._linalg_ops import matmul
 from numax.numpy._shape import broadcast_to, matrix_transpose, reshape
 from numax.numpy._util import aval, shape
 from numax.numpy.linalg import _adjoint, _inexact
+from numax.scipy._special_matrices import (
+    block_diag,
+    circulant,
+    companion,
+    fiedler,
+    hadamard,
+    hankel,
+    helmert,
+    hilbert,
+    leslie,
+    toeplitz,
+)
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "inv", "lu", "lu_factor", "lu_solve", "qr", "solve",
-           "solve_triangular", "svd"]
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion", "det", "eigh", "fiedler",
+           "hadamard", "hankel", "helmert", "hilbert", "inv", "leslie", "lu", "lu_factor", "lu_solve", "qr", "solve",
+           "solve_triangular", "svd", "toeplitz"]
 
 
 def _as_columns(name, a, b):

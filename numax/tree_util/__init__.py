@@ -12,10 +12,6 @@ from numax.core.pytree import (  # noqa: F401
     Partial,
     PyTreeDef,
     SequenceKey,
-    all_leaves,
-    flatten_one_level,
-    flatten_one_level_with_keys,
-    is_tree_node,
     keystr,
     register_dataclass,
     register_pytree_node,
@@ -23,6 +19,16 @@ from numax.core.pytree import (  # noqa: F401
     register_pytree_with_keys,
     register_pytree_with_keys_class,
     register_static,
+    tree_unflatten,
+    treedef_children,
+    treedef_is_leaf,
+    treedef_tuple,
+)
+from numax.core.pytree_user import (  # noqa: F401  (typed PRNG keys are leaves to users: see pytree_user)
+    all_leaves,
+    flatten_one_level,
+    flatten_one_level_with_keys,
+    is_tree_node,
     tree_all,
     tree_broadcast,
     tree_flatten,
@@ -35,10 +41,6 @@ from numax.core.pytree import (  # noqa: F401
     tree_reduce_associative,
     tree_structure,
     tree_transpose,
-    tree_unflatten,
-    treedef_children,
-    treedef_is_leaf,
-    treedef_tuple,
 )
 
 

@@ -10,8 +10,15 @@ from numax._src.core import (  # noqa: F401
     Literal,
     Primitive,
     Var,
+    find_top_trace,
+    get_opaque_trace_state,
     jaxpr_as_fun,
+    jaxprs_in_params,
+    mapped_aval,
+    subjaxprs,
+    unmapped_aval,
 )
+from numax._src.effects import Effect  # noqa: F401  (see numax._src.effects for what effects mean in numax)
 from numax.core.lazy_imports import defer_imports as _defer_imports
 
 _defer_imports(globals(), {"primitives": ()})
