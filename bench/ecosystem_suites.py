@@ -8,8 +8,9 @@ first line of its message).
                                      [-k EXPR] [--keep DIR] [--json FILE]
 
 The test files need absl-py, cloudpickle (chex's dataclass_test), scikit-learn (optax's alias_test) and
-pytest-timeout (for --timeout); pytest-xdist for -n. Each side runs in a fresh pytest process from an empty
-directory (no conftest, no pytest configuration of this repository).
+pytest-timeout (for --timeout); pytest-xdist for -n. Each library runs on each side in a fresh pytest process
+from an empty directory (no conftest, no pytest configuration of this repository). Counts are per collected
+test: a test whose subtest fails counts as failed once (pytest's own summary counts subtest reports apart).
 """
 
 import argparse
@@ -48,8 +49,10 @@ def _selected(paths, exclude):
     return [path for path in paths if not any(part in path for part in exclude or ())]
 
 
-def _run_side(side, libs, workers, timeout, keyword, exclude, work_dir):
-    junit = os.path.join(work_dir, f"{side}.xml")
+def _run_side(side, lib, workers, timeout, keyword, exclude, work_dir):
+    """One library's tests on one side, in a pytest process of their own (chex's fake_test sets the number of
+    CPU devices, which only a process that has not started its backend can do)."""
+    junit = os.path.join(work_dir, f"{side}-{lib}.xml")
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
                "--rootdir", work_dir, f"--junitxml={junit}", "-o", "junit_family=xunit1"]
     if workers > 0:
@@ -62,10 +65,9 @@ def _run_side(side, libs, workers, timeout, keyword, exclude, work_dir):
     if side == "numax":
         command += ["-p", "pytest_numax_switch"]
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_BENCH, _REPO, env.get("PYTHONPATH")) if p)
-    for lib in libs:
-        command += _selected(_test_paths(lib), exclude)
+    command += _selected(_test_paths(lib), exclude)
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()
-    with open(os.path.join(work_dir, f"{side}.log"), "w") as log:
+    with open(os.path.join(work_dir, f"{side}-{lib}.log"), "w") as log:
         subprocess.run(command, cwd=work_dir, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
     return junit, time.perf_counter() - start, _children_cpu_seconds() - cpu_start
 
@@ -94,20 +96,18 @@ def _cause(element):
     return first[:200]
 
 
-def _results(junit):
-    """{test id: (library, outcome, cause)} from a junit file; a test's worst report (subtests included) wins."""
+def _results(junit, lib):
+    """{test id: (lib, outcome, cause)} from the junit file of lib's run; a test's worst report (subtests
+    included) wins."""
     results = {}
     if not os.path.exists(junit):
         return results
     for case in ElementTree.parse(junit).getroot().iter("testcase"):
         file = (case.get("file") or "").replace(os.sep, "/")
         classname = case.get("classname") or ""
-        where = file or classname
         # the path from the package's folder on (the rootdir-relative path climbs out of site-packages)
         short = re.sub(r"^.*?/(?=(optax|chex)/)", "", file)
         test_id = f"{short}::{classname.rsplit('.', 1)[-1]}::{case.get('name')}"
-        lib = next((name for name in ("optax", "chex") if f"{name}/" in where or where.startswith(f"{name}.")),
-                   where.split(".")[0] or "?")
         outcome, cause = "passed", ""
         for child in case:
             if child.tag in ("failure", "error"):
@@ -143,11 +143,13 @@ def main():
     os.makedirs(work_dir, exist_ok=True)
     results, seconds, cpu_seconds = {}, {}, {}
     for side in args.sides:
-        junit, seconds[side], cpu_seconds[side] = _run_side(side, args.libs, args.n, args.timeout, args.keyword,
-                                                            args.exclude, work_dir)
-        results[side] = _results(junit)
-        print(f"{side}: {len(results[side])} tests in {seconds[side]:.0f} s wall, {cpu_seconds[side]:.0f} s CPU "
-              f"(log: {work_dir}/{side}.log)", flush=True)
+        results[side] = {}
+        for lib in args.libs:
+            junit, wall, cpu = _run_side(side, lib, args.n, args.timeout, args.keyword, args.exclude, work_dir)
+            results[side].update(_results(junit, lib))
+            seconds[f"{side}-{lib}"], cpu_seconds[f"{side}-{lib}"] = wall, cpu
+            print(f"{side} {lib}: {sum(v[0] == lib for v in results[side].values())} tests in {wall:.0f} s wall, "
+                  f"{cpu:.0f} s CPU (log: {work_dir}/{side}-{lib}.log)", flush=True)
 
     print("\n| library | side | passed | failed | error | skipped |\n| --- | --- | --- | --- | --- | --- |")
     for lib in args.libs:

@@ -29,12 +29,16 @@ def test_a_jitted_function_has_the_signature_of_the_function_it_wraps():
 @pytest.mark.parametrize("platform", ["gpu", "tpu"])
 def test_an_absent_backend_is_reported_in_jax_words(platform):
     # chex matches "(failed to initialize)|(Unknown backend)"
-    with pytest.raises(RuntimeError) as jax_error:
+    try:
         jax.devices(platform)
+    except RuntimeError as error:
+        jax_error = error
+    else:
+        pytest.skip(f"this machine has a {platform} backend")
     with pytest.raises(RuntimeError) as numax_error:
         numax.devices(platform)
-    for error in (jax_error, numax_error):
-        assert re.search("(failed to initialize)|(Unknown backend)", str(error.value))
+    for error in (jax_error, numax_error.value):
+        assert re.search("(failed to initialize)|(Unknown backend)", str(error))
 
 
 def _tangents_drawn_by(check_jvp, jvp, args):

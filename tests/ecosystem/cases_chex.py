@@ -81,3 +81,34 @@ def chexify_checks_values_in_jit():
     value = positive_log(jnp.array([1.0, 2.0]))
     caught = _outcome(lambda: positive_log(jnp.array([1.0, jnp.inf])))
     return {"value": value, "caught": caught}
+
+
+@case
+def numerical_grads_and_fakes():
+    # chex.assert_numerical_grads runs jax.test_util.check_grads (random directions, as jax draws them);
+    # chex.fake_pmap_and_jit reads the jitted function's signature; key trees compared under chexify
+    def hard(lr, x):
+        inner = lambda y: jnp.sum((y - 1.0) ** 2)
+        for _ in range(10):
+            step = x - lr * jax.grad(inner)(x)
+            x = jax.lax.select((x > 3.0).any(), step + 100 * lr ** 2, step - 100 * lr ** 2 + lr)
+        return jnp.sum(inner(x))
+
+    args = [jnp.array([0.8250065]), jnp.array([0.4326986])]
+    with chex.fake_pmap_and_jit():
+        @jax.pmap
+        @jax.jit
+        def scaled(x, y):
+            return x * 2 + y
+
+        faked = scaled(x=jnp.ones((1, 2)), y=jnp.arange(2.0)[None])
+    keys = {"a": jnp.array([3]), "key": jax.random.split(jax.random.key(1))}
+    same_keys = chex.chexify(jax.jit(lambda t: chex.assert_trees_all_equal(t, t)), async_check=False)
+    same_keys(keys)
+    return {"numerical_grads": _outcome(chex.assert_numerical_grads, hard, args, order=1),
+            "numerical_grads_order2": _outcome(chex.assert_numerical_grads, lambda v: jnp.sin(v) * v,
+                                               [jnp.array([0.3, 1.1])], order=2),
+            "faked_pmap": faked,
+            "key_trees_equal": _outcome(chex.assert_trees_all_equal, keys, keys),
+            "key_trees_differ": _outcome(chex.assert_trees_all_equal, keys,
+                                         {"a": jnp.array([3]), "key": jax.random.split(jax.random.key(2))})}

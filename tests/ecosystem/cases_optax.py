@@ -115,6 +115,34 @@ def gradient_accumulation_and_masking():
 
 
 @case
+def noisy_sgd_accumulated():
+    # a typed PRNG key in the optimizer state, carried through MultiSteps' jnp.where/jnp.astype
+    return _train(optax.MultiSteps(optax.noisy_sgd(5e-2, eta=1e-3, key=0), every_k_schedule=2), steps=6)
+
+
+@case
+def inject_hyperparams_with_a_key():
+    # a key hyperparameter kept (jnp.asarray of a key) and split each step, the noise added to the updates
+    def noisy_sgd(key, learning_rate):
+        def init(params):
+            del params
+            return {"key": key}
+
+        def update(updates, state, params=None):
+            del params
+            key, sub = jax.random.split(state["key"])
+            leaves, tree = jax.tree.flatten(updates)
+            noise = [1e-3 * jax.random.normal(k, leaf.shape) for k, leaf in
+                     zip(jax.random.split(sub, len(leaves)), leaves)]
+            noisy = jax.tree.unflatten(tree, [leaf + n for leaf, n in zip(leaves, noise)])
+            return jax.tree.map(lambda u: -learning_rate * u, noisy), {"key": key}
+
+        return optax.GradientTransformation(init, update)
+
+    return _train(optax.inject_hyperparams(noisy_sgd)(key=jax.random.key(3), learning_rate=5e-2), steps=5)
+
+
+@case
 def inject_hyperparams_and_global_norm():
     optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=1e-2)
     result = _train(optimizer, steps=5)
@@ -135,7 +163,7 @@ def classification_losses():
         "sigmoid_bce": optax.sigmoid_binary_cross_entropy(logits, targets),
         "smoothed": optax.smooth_labels(one_hot, 0.1),
         "hinge": optax.hinge_loss(logits[:, 0], jnp.sign(targets[:, 0] - 0.5)),
-        "poly_ce": optax.poly_loss_cross_entropy(logits, one_hot),
+        "poly_ce": optax.losses.poly_loss_cross_entropy(logits, one_hot),
         "kl": optax.kl_divergence(jax.nn.log_softmax(logits), jax.nn.softmax(targets)),
         "focal": optax.sigmoid_focal_loss(logits, targets),
     })()

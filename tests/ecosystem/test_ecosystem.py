@@ -3,13 +3,10 @@ users write it) runs in two fresh processes, on jax and on numax under `numax.co
 must give jax's results (each array leaf: shape, dtype and values within the case's tolerances) or fail as jax
 fails. The switched process must not load any module of the jax package.
 
-A module's pair of processes runs once per test session, shared by the xdist workers (a lock file in the
-session's temporary folder)."""
+One test per module: its two processes run side by side, and the test lists every case that differs from jax."""
 
 import ast
-import fcntl
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -35,70 +32,60 @@ def _case_names(module_path):
             if isinstance(node, ast.FunctionDef) and any(is_case(d) for d in node.decorator_list)]
 
 
-def _run_side(side, module_path, out_dir):
-    out_dir.mkdir(parents=True, exist_ok=True)
-    report_path = out_dir / "report.json"
-    if report_path.exists():
-        return
-    completed = subprocess.run([sys.executable, str(HERE / "run_cases.py"), side, str(module_path), str(out_dir)],
-                               capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
-    if completed.returncode != 0:
-        raise AssertionError(f"the {side} process for {module_path.name} failed ({completed.returncode}):\n"
-                             f"{completed.stdout[-3000:]}\n{completed.stderr[-6000:]}")
+def _run_both_sides(module_path, root):
+    """The module's cases on jax and on numax, the two processes side by side; {side: (report, arrays)}."""
+    processes = {}
+    for side in ("jax", "numax"):
+        (root / side).mkdir(parents=True)
+        with open(root / side / "output.txt", "w") as output:
+            processes[side] = subprocess.Popen(
+                [sys.executable, str(HERE / "run_cases.py"), side, str(module_path), str(root / side)],
+                stdout=output, stderr=subprocess.STDOUT)
+    sides = {}
+    for side, process in processes.items():
+        returncode = process.wait(timeout=TIMEOUT_SECONDS)
+        assert returncode == 0, (f"the {side} process for {module_path.name} failed ({returncode}):\n"
+                                 f"{(root / side / 'output.txt').read_text()[-6000:]}")
+        with np.load(root / side / "results.npz") as arrays:
+            sides[side] = (json.loads((root / side / "report.json").read_text()), dict(arrays))
+    return sides
 
 
-@pytest.fixture(scope="session")
-def ecosystem_results(tmp_path_factory):
-    """module name -> {side: (report, arrays)}, each module's processes run at most once per session."""
-    worker_temp = tmp_path_factory.getbasetemp()
-    shared = worker_temp.parent if os.environ.get("PYTEST_XDIST_WORKER") else worker_temp
-    loaded = {}
-
-    def results(module_path):
-        if module_path.name not in loaded:
-            root = shared / "ecosystem" / module_path.stem
-            root.mkdir(parents=True, exist_ok=True)
-            with open(root / "lock", "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                for side in ("jax", "numax"):
-                    _run_side(side, module_path, root / side)
-            sides = {}
-            for side in ("jax", "numax"):
-                report = json.loads((root / side / "report.json").read_text())
-                with np.load(root / side / "results.npz") as arrays:
-                    sides[side] = (report, dict(arrays))
-            loaded[module_path.name] = sides
-        return loaded[module_path.name]
-
-    return results
-
-
-CASES = [pytest.param(module_path, name, id=f"{module_path.stem[len('cases_'):]}-{name}")
-         for module_path in CASE_MODULES for name in _case_names(module_path)]
-
-
-@pytest.mark.parametrize("module_path, name", CASES)
-def test_case_gives_jax_results(ecosystem_results, module_path, name):
-    sides = ecosystem_results(module_path)
-    (jax_report, jax_arrays), (numax_report, numax_arrays) = sides["jax"], sides["numax"]
+def _difference(name, jax_side, numax_side):
+    """How case `name`'s numax outcome differs from jax's, or None if it is the same."""
+    (jax_report, jax_arrays), (numax_report, numax_arrays) = jax_side, numax_side
     jax_case, numax_case = jax_report["cases"][name], numax_report["cases"][name]
     if jax_case["error"] is not None:
-        assert numax_case["error"] is not None, f"jax fails ({jax_case['error']}), numax does not"
         jax_type = jax_case["error"].split(":")[0]
-        assert jax_type in numax_case["error_types"], f"jax raises {jax_type}, numax {numax_case['error']}"
-        return
-    assert numax_case["error"] is None, f"{numax_case['error']}\n{numax_case.get('traceback', '')}"
-    assert numax_case["leaves"] == jax_case["leaves"], "the result's structure differs from jax's"
+        if numax_case["error"] is None:
+            return f"jax fails ({jax_case['error']}), numax does not"
+        if jax_type not in numax_case["error_types"]:
+            return f"jax raises {jax_type}, numax {numax_case['error']}"
+        return None
+    if numax_case["error"] is not None:
+        return f"{numax_case['error']}\n{numax_case.get('traceback', '')}"
+    if numax_case["leaves"] != jax_case["leaves"]:
+        return f"the result's structure differs from jax's: {numax_case['leaves']} vs {jax_case['leaves']}"
     for key in jax_case["leaves"]:
         expected, actual = jax_arrays[key], numax_arrays[key]
-        assert actual.shape == expected.shape and actual.dtype == expected.dtype, (
-            f"{key}: numax {actual.dtype}{list(actual.shape)}, jax {expected.dtype}{list(expected.shape)}")
-        np.testing.assert_allclose(actual, expected, err_msg=key, **jax_case["tolerances"])
+        if actual.shape != expected.shape or actual.dtype != expected.dtype:
+            return f"{key}: numax {actual.dtype}{list(actual.shape)}, jax {expected.dtype}{list(expected.shape)}"
+        try:
+            np.testing.assert_allclose(actual, expected, err_msg=key, **jax_case["tolerances"])
+        except AssertionError as error:
+            return str(error)
+    return None
 
 
-@pytest.mark.parametrize("module_path", CASE_MODULES, ids=lambda path: path.stem)
-def test_switched_process_loads_nothing_from_jax(ecosystem_results, module_path):
-    numax_report = ecosystem_results(module_path)["numax"][0]
-    assert numax_report["jax_package_modules"] == []
-    jax_report = ecosystem_results(module_path)["jax"][0]
-    assert "jax" in jax_report["jax_package_modules"], "the oracle's side should run on jax itself"
+@pytest.mark.parametrize("module_path", CASE_MODULES, ids=lambda path: path.stem[len("cases_"):])
+def test_cases_give_jax_results(module_path, tmp_path):
+    sides = _run_both_sides(module_path, tmp_path)
+    names = _case_names(module_path)
+    assert names and sorted(sides["jax"][0]["cases"]) == sorted(names) == sorted(sides["numax"][0]["cases"])
+    differences = {name: _difference(name, sides["jax"], sides["numax"]) for name in names}
+    differing = {name: difference for name, difference in differences.items() if difference is not None}
+    assert not differing, f"{len(differing)} of {len(names)} cases differ from jax:\n" + "\n".join(
+        f"--- {name}: {difference}" for name, difference in differing.items())
+    # The switched process never loaded a module of the jax package; the oracle's process did run on jax.
+    assert sides["numax"][0]["jax_package_modules"] == []
+    assert "jax" in sides["jax"][0]["jax_package_modules"], "the oracle's side should run on jax itself"
