@@ -1,6 +1,6 @@
 /* numax's native call path for jitted functions: a cache hit in C.
  *
- * `CachedCall` is the base type of `numax.jit`'s JitFunction. Calling an instance runs `call_cached`
+ * `CachedCall` is the base type of `numax.jit`'s PjitFunction. Calling an instance runs `call_cached`
  * below: it flattens positional arguments made of numax Arrays, Python scalars, tuples, lists and dicts
  * into the same cache key the Python path builds (transforms/jit.py: `flatten_with_signature`), looks
  * the key up in the function's cache, runs the executable through jaxlib's `execute_sharded` and wraps
@@ -359,7 +359,7 @@ static PyObject *call_cached(CachedCall *self, PyObject *args) {
     PyObject *device = x64 == NULL ? NULL : config_value(s_default_device);
     PyObject *dtype_promotion = device == NULL ? NULL : config_value(s_numpy_dtype_promotion);
     PyObject *rank_promotion = dtype_promotion == NULL ? NULL : config_value(s_numpy_rank_promotion);
-    if (rank_promotion != NULL) /* as JitFunction._call's */
+    if (rank_promotion != NULL) /* as PjitFunction._call's */
         key = PyTuple_Pack(7, signature, Py_None, empty_tuple, x64, device, dtype_promotion, rank_promotion);
     Py_XDECREF(x64);
     Py_XDECREF(device);

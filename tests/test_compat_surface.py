@@ -26,6 +26,16 @@ def test_a_jitted_function_has_the_signature_of_the_function_it_wraps():
     assert _signature_of(numax.jit(len)) == _signature_of(jax.jit(len))
 
 
+def test_a_jitted_function_is_named_and_printed_as_jax_names_it():
+    # chex.assert_max_traces and is_traceable recognize jitted functions by jaxlib's type name
+    def f(x):
+        return x
+
+    ours, theirs = numax.jit(f), jax.jit(f)
+    assert type(ours).__name__ == type(theirs).__name__ == "PjitFunction"
+    assert repr(ours) == repr(theirs) == f"<PjitFunction of {f!r}>"
+
+
 @pytest.mark.parametrize("platform", ["gpu", "tpu"])
 def test_an_absent_backend_is_reported_in_jax_words(platform):
     # chex matches "(failed to initialize)|(Unknown backend)"

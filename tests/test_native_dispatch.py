@@ -1,5 +1,5 @@
 """jit's native call path (lowering/_native_dispatch.c) answers cache hits exactly as the Python path
-(`JitFunction._call`) does: values, dtypes, weak types, output trees, statistics and errors; and it hands
+(`PjitFunction._call`) does: values, dtypes, weak types, output trees, statistics and errors; and it hands
 every call it does not own (keywords, static arguments, tracers, numpy leaves, donation, NaN checks,
 disable_jit, custom pytree nodes) to the Python path."""
 
@@ -26,19 +26,19 @@ def test_the_native_path_is_built():
 
 @contextlib.contextmanager
 def python_calls():
-    """Counts the calls that reach the Python path (`JitFunction._call`)."""
+    """Counts the calls that reach the Python path (`PjitFunction._call`)."""
     counter = collections.Counter()
-    original = jit_module.JitFunction._call
+    original = jit_module.PjitFunction._call
 
     def counted(self, *args, **kwargs):
         counter["calls"] += 1
         return original(self, *args, **kwargs)
 
-    jit_module.JitFunction._call = counted
+    jit_module.PjitFunction._call = counted
     try:
         yield counter
     finally:
-        jit_module.JitFunction._call = original
+        jit_module.PjitFunction._call = original
 
 
 @contextlib.contextmanager

@@ -271,9 +271,11 @@ def _frozen(compiler_options):
     return tuple(sorted(compiler_options.items())) if compiler_options else None
 
 
-class JitFunction(native_dispatch.CachedCall):
-    """The callable `numax.jit(f)` returns. A call that hits the cache may be answered by the native call
-    path (lowering/native_dispatch.py) without entering `_call`, the Python path it mirrors."""
+class PjitFunction(native_dispatch.CachedCall):
+    """The callable `numax.jit(f)` returns, named and printed as jax's (jaxlib's `PjitFunction`): tools written for
+    jax recognize jitted functions by that name (chex's `assert_max_traces`). A call that hits the cache may be
+    answered by the native call path (lowering/native_dispatch.py) without entering `_call`, the Python path it
+    mirrors."""
 
     library = False  # numax's own functions (named_jit): no RecompileWarning
 
@@ -534,7 +536,7 @@ class JitFunction(native_dispatch.CachedCall):
         key = (in_tree, ref_types, static)
         discharged = calls.get(key)
         if discharged is None:
-            discharged = calls[key] = JitFunction(self._discharging(in_tree, ref_types, static), name=self.name)
+            discharged = calls[key] = PjitFunction(self._discharging(in_tree, ref_types, static), name=self.name)
         out, finals = discharged(*[leaf._value if kind else leaf for leaf, kind in zip(leaves, ref_types)])
         for ref, value in zip(refs, finals):
             ref._value = value
@@ -623,7 +625,7 @@ class JitFunction(native_dispatch.CachedCall):
         return len(self.cache)
 
     def __repr__(self):
-        return f"<numax.jit of {self.name}>"
+        return f"<PjitFunction of {self.fun!r}>"
 
     @property
     def __signature__(self):
@@ -748,13 +750,13 @@ def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=No
                    compiler_options=compiler_options, fusion=fusion)
     if fun is None:
         return functools.partial(jit, keep_unused=keep_unused, **options)
-    return JitFunction(fun, **options)
+    return PjitFunction(fun, **options)
 
 
 def named_jit(fun, name, **options):
     """`jit` for numax's own library functions: `name` labels them in printed programs and compile logs. They
     compile per shape the user's code asks for (a sampler per parameter shape), so they give no RecompileWarning."""
-    jitted = JitFunction(fun, name=name, **options)
+    jitted = PjitFunction(fun, name=name, **options)
     jitted.library = True
     return jitted
 
@@ -769,7 +771,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        jitted = JitFunction(fun, static_argnums=static_argnums)
+        jitted = PjitFunction(fun, static_argnums=static_argnums)
         program, consts, _, out_tree, _ = jitted.trace_program(args, kwargs)
         closed = ClosedJaxpr(program, consts)  # a ClosedProgram answering to jax's ClosedJaxpr names
         if return_shape:
@@ -782,4 +784,4 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
 
 def eval_shape(fun, *args, **kwargs):
     """The shapes and dtypes `fun` would return, found by tracing without running anything."""
-    return JitFunction(fun).eval_shape(*args, **kwargs)
+    return PjitFunction(fun).eval_shape(*args, **kwargs)

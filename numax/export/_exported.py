@@ -25,7 +25,7 @@ from ..core.evaluation import eval_closed_program
 from ..core.trace import Tracer
 from ..lax.shapes import full
 from ..lowering import xla
-from ..transforms.jit import JitFunction, ShapeDtypeStruct, jit
+from ..transforms.jit import PjitFunction, ShapeDtypeStruct, jit
 from . import _shardings
 from ._call import call_exported_p, symbol_prefix
 from ._custom_calls import check_custom_calls
@@ -226,7 +226,7 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
     numax's own library functions (`numax.numpy.cos`, ...) export as they are, as jax's jitted ones do."""
     if _is_library_function(fun_jit):
         fun_jit = jit(fun_jit)
-    if not isinstance(fun_jit, JitFunction):
+    if not isinstance(fun_jit, PjitFunction):
         raise ValueError(f"Function to be exported must be the result of `jit` but is: {fun_jit!r} (wrap it with "
                          "numax.jit)")
     platforms = _checked_platforms(platforms)
