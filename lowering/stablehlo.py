@@ -4,6 +4,8 @@ Ops are written in MLIR's generic form (`%r = "stablehlo.add"(%a, %b) : (T, T) -
 uniform for every op; the module is parsed and verified by the runtime before it is compiled.
 """
 
+import collections
+
 import numpy as np
 
 from ..core import dtypes
@@ -156,10 +158,12 @@ class FunctionBuilder:
     def region(self, arg_types, body, terminator="stablehlo.return") -> str:
         """A one-block region: `body(builder, args)` returns the values the block yields."""
         inner = FunctionBuilder(self.counter, self.indent + 4, self.dimension_values)
+        # A region may use values of the enclosing function: its table of types reads through to theirs (not a copy,
+        # which made lowering quadratic in the number of regions times values: issue 31).
+        inner.types = collections.ChainMap({}, self.types)
         args = [inner.fresh() for _ in arg_types]
         for arg, type_text in zip(args, arg_types):
             inner.types[arg] = type_text
-        inner.types.update(self.types)  # regions may use values of the enclosing function
         results = body(inner, args)
         inner.op(terminator, list(results), [])
         header = ", ".join(f"{a}: {t}" for a, t in zip(args, arg_types))
