@@ -44,6 +44,13 @@ def load_jaxlib():
         gc.callbacks.append(collect_runtime_garbage)
 
 
+def jaxlib_version() -> str:
+    """The installed jaxlib's version string."""
+    from jaxlib import version
+
+    return version.__version__
+
+
 def _installed_jaxlib_release():
     """(major, minor, patch) of the installed jaxlib, from its distribution's metadata directory
     (`jaxlib-<version>.dist-info`): importing jaxlib to ask would import subprocess and more."""
@@ -54,9 +61,7 @@ def _installed_jaxlib_release():
             found = re.fullmatch(r"jaxlib-(\d+)\.(\d+)\.(\d+)[^-]*\.dist-info", entry)
             if found:
                 return found.groups()
-    from jaxlib import version
-
-    return re.findall(r"\d+", version.__version__)[:3]
+    return re.findall(r"\d+", jaxlib_version())[:3]
 
 
 # Where jax releases differ, numax follows the one matching this jaxlib (config.jax_semantics).
@@ -603,8 +608,6 @@ def _cache_key_fields(text, backend, devices, callback_count, num_replicas, num_
     is given this process's list, built by lowering the same program, in the same order. So an executable is
     only ever loaded with the callbacks of a module with the same text; the count is part of the key as well,
     so that one is never loaded with more or fewer callbacks than it was compiled for."""
-    from jaxlib import version as jaxlib_version
-
     return {
         "module": _compile_cache().text_digest(text),
         "replicas": num_replicas,
@@ -616,7 +619,7 @@ def _cache_key_fields(text, backend, devices, callback_count, num_replicas, num_
         "device_kinds": [device.device_kind for device in devices],
         "platform": [backend.platform, backend.client.platform_version, backend.client_kind],
         "processes": [backend.process_index, len(backend.global_devices)],
-        "versions": [jaxlib_version.__version__, sys.modules["numax"].__version__],
+        "versions": [jaxlib_version(), sys.modules["numax"].__version__],
         "environment": {name: os.environ.get(name) for name in _CODEGEN_ENVIRONMENT},
         "host_callbacks": callback_count,
     }

@@ -61,13 +61,11 @@ def print_environment_info(return_string=False):
     import platform
     import sys
 
-    from jaxlib import version as jaxlib_version
-
     from numax import version
 
     runtime = xla.get_backend()
     lines = [f"numax:  {version.numax_version} (jax API {version.__version__})",
-             f"jaxlib: {jaxlib_version.__version__}",
+             f"jaxlib: {xla.jaxlib_version()}",
              f"numpy:  {np.__version__}",
              f"python: {sys.version.replace(chr(10), ' ')}",
              f"device info: {runtime.global_devices[0].device_kind}-{device_count()}, {local_device_count()} local "
