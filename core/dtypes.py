@@ -53,6 +53,11 @@ class ExtendedDType(abc.ABC):
     def type(self): ...
 
 
+def has_extended_dtype(value) -> bool:
+    """True for a value whose dtype is an extended one (an array of typed PRNG keys)."""
+    return isinstance(getattr(value, "dtype", None), ExtendedDType)
+
+
 def issubdtype(dtype, category) -> bool:
     """`np.issubdtype` that knows bfloat16 is a floating type and the extended (key) dtypes' categories."""
     if isinstance(getattr(dtype, "type", None), type) and issubclass(dtype.type, extended):

@@ -297,7 +297,7 @@ def isrealobj(x):
 
 def astype(x, dtype, /, *, copy=False, device=None):
     x = asarray(x)
-    if isinstance(getattr(x, "dtype", None), _dtypes.ExtendedDType):  # typed PRNG keys: to their own dtype only
+    if _dtypes.has_extended_dtype(x):  # typed PRNG keys: to their own dtype only
         from ._creation import _placed, _typed_key_array
 
         return _placed(_typed_key_array(x, dtype, copy), device)

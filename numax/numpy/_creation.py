@@ -36,7 +36,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
     dtype = requested_dtype(dtype, "array")
     if dtype == dtypes.float0:  # (no device holds float0 values: a host array of them, as jax gives)
         return np.zeros(np.shape(object), dtypes.float0)
-    if isinstance(getattr(object, "dtype", None), dtypes.ExtendedDType):
+    if dtypes.has_extended_dtype(object):
         return _typed_key_array(object, dtype, copy)
     if isinstance(object, (Array, Tracer)):
         out = object if dtype is None else lax.convert_element_type(object, dtype)
@@ -95,7 +95,7 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     dtype = requested_dtype(dtype, "asarray")
     if isinstance(a, (Array, Tracer)) and (dtype is None or aval(a).dtype == dtype):
         return _placed(a, device)
-    if isinstance(getattr(a, "dtype", None), dtypes.ExtendedDType):
+    if dtypes.has_extended_dtype(a):
         return _placed(_typed_key_array(a, dtype, False), device)
     return array(a, dtype=dtype, device=device)
 

@@ -29,8 +29,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if x is None or y is None:
         raise ValueError("where takes either 1 or 3 arguments")
     condition = to_bool(condition)
-    if isinstance(getattr(x, "dtype", None), dtypes.ExtendedDType) and \
-            isinstance(getattr(y, "dtype", None), dtypes.ExtendedDType):
+    if dtypes.has_extended_dtype(x) and dtypes.has_extended_dtype(y):
         return _where_keys(condition, x, y)
     x, y = promote_dtypes(x, y)
     target = broadcast_shapes(shape(condition), shape(x), shape(y))
@@ -115,8 +114,7 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 def array_equal(a1, a2, equal_nan=False):
     from ._reductions import all as all_
 
-    if isinstance(getattr(a1, "dtype", None), dtypes.ExtendedDType) or \
-            isinstance(getattr(a2, "dtype", None), dtypes.ExtendedDType):  # typed keys: their own `==`, as jax's
+    if dtypes.has_extended_dtype(a1) or dtypes.has_extended_dtype(a2):  # typed keys: their own `==`, as jax's
         if tuple(a1.shape) != tuple(a2.shape):
             return lax.full((), False, dtypes.bool_)
         return all_(a1 == a2)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from numax import lax
-from numax.core.dtypes import ExtendedDType
+from numax.core.dtypes import has_extended_dtype
 from numax.core.trace import Tracer, concrete_or_error
 
 from ._util import (
@@ -138,7 +138,7 @@ def squeeze(a, axis=None):
 
 
 def _typed_keys(arrays):
-    return bool(arrays) and all(isinstance(getattr(a, "dtype", None), ExtendedDType) for a in arrays)
+    return bool(arrays) and all(has_extended_dtype(a) for a in arrays)
 
 
 def _join_keys(join, arrays, axis, rank):
