@@ -46,12 +46,12 @@ def rotated(items, round_):
     return items[shift:] + items[:shift]
 
 
-def interleaved(pairs, repeats, inner, rotate=True):
-    """Times several (name, fn) alternately, in a rotating order (unless not `rotate`), so that machine noise hits
-    them alike: {name: median microseconds per call}."""
+def interleaved(pairs, repeats, inner):
+    """Times several (name, fn) alternately, in a rotating order, so that machine noise hits them alike:
+    {name: median microseconds per call}."""
     samples = {name: [] for name, _ in pairs}
     for round_ in range(repeats):
-        for name, fn in rotated(pairs, round_ if rotate else 0):
+        for name, fn in rotated(pairs, round_):
             start = time.perf_counter()
             for _ in range(inner):
                 fn()

@@ -283,22 +283,6 @@ def sides(case, inputs):
     return found
 
 
-def probe_sides(default_keys):
-    """For the probes: (case, sides) of each case named on the command line (`--cases`, else `default_keys`;
-    `--quick` for the small sizes), its title printed first; the sides are those of `sides` but torch eager."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cases", default=default_keys)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    for case in cases(args.quick):
-        if case.key in args.cases:
-            print(f"\n## ({case.key}) {case.title}")
-            found = sides(case, case.make_inputs(rng))
-            found.pop("torch eager", None)
-            yield case, found
-
-
 def run_case(case, quick, rng):
     inputs = case.make_inputs(rng)
     reference_inputs = [[np.asarray(v, np.float64) for v in leaf] if isinstance(leaf, list)
@@ -319,7 +303,7 @@ def run_case(case, quick, rng):
     repeats, inner = (5, 5) if quick else (15, 20)
     # Back to back: windows of STREAMED_CALLS calls, so that a window's fixed costs (the first call's launch
     # latency, the final wait's wake-up) spread thin; with 20-call windows they added 5-15 us per call, more to
-    # numax's and jax's programs (~50 us to launch through PJRT) than to torch's (bench/fusion_route_probe.py).
+    # numax's and jax's programs (~50 us to launch through PJRT) than to torch's (bench/probes/fusion_route_probe.py).
     streamed_calls = inner if quick else STREAMED_CALLS
     waited = interleaved([(name, lambda c=call, w=wait: w(c())) for name, (call, wait) in found.items()],
                          repeats, inner)

@@ -24,4 +24,3 @@ NUMAX_GPU_CLIENT=tfrt JAX_PLATFORMS=cuda,cpu python3 -m pytest -q -n 8 -p no:cac
   tests/test_triton_call.py tests/test_linalg.py tests/test_array.py 2>&1 | tail -60 | tee "$out/tests_tfrt.log"
 NUMAX_GPU_CLIENT=tfrt python3 bench/gpu_latency.py --quick --json "$out/gpu_latency_tfrt.json" 2>&1 \
   | tee "$out/gpu_latency_tfrt.log"
-python3 bench/gpu_client_probe.py --json "$out/gpu_client_probe.json" 2>&1 | tee "$out/gpu_client_probe.log"

@@ -46,11 +46,11 @@ def pytest_configure(config):
         return
     import jax._src.compiler as jax_compiler
     import numax.lowering.compile_cache as numax_cache
-    import numax.lowering.xla as numax_xla
+    import numax.lowering.xla.compiler as numax_compiler
 
     os.makedirs(directory, exist_ok=True)
     _report = open(os.path.join(directory, f"tests_{os.getpid()}.tsv"), "a")
-    _count_calls(numax_xla, "_compile", "numax")
+    _count_calls(numax_compiler, "_compile", "numax")
     _count_calls(jax_compiler, "backend_compile_and_load", "jax")
     _count_cache(numax_cache, "lookup", "remember", "numax", hit=lambda result: result is not None)
     _count_cache(jax_compiler, "_cache_read", "_cache_write", "jax", hit=lambda result: result[0] is not None)

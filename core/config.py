@@ -89,7 +89,7 @@ _FLAGS = [
     _Flag("log_fusion", False, ["numax_log_fusion"]),
     # Which of XLA's CUDA clients runs GPU programs, read when the GPU backend starts: "stream_executor" (jax's;
     # the lower latency of one call waited for) or "tfrt" (its launches return sooner: more calls per second
-    # when calls are queued; bench/gpu_client_probe.py).
+    # when calls are queued; bench/RESULTS.md, "Host overhead per call", session 11).
     # How many CPU devices the CPU backend makes, read when it starts (-1: one, or XLA_FLAGS' device count).
     _Flag("num_cpu_devices", -1, ["numax_num_cpu_devices", "jax_num_cpu_devices"], INT),
     _Flag("gpu_client", "stream_executor", ["numax_gpu_client"], _choice(check_gpu_client)),
@@ -148,7 +148,7 @@ class Config:
         return self._jax_semantics
 
     def set_jax_semantics(self, version):
-        """For the runtime (lowering/xla.py) only: the installed jaxlib's (major, minor, patch)."""
+        """For the runtime (lowering/xla/_jaxlib.py) only: the installed jaxlib's (major, minor, patch)."""
         self._jax_semantics = tuple(int(part) for part in version[:3])
 
     def update(self, name, value):

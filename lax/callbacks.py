@@ -5,7 +5,7 @@ op), `debug_callback` (no results, `effectful` and lowered with `has_side_effect
 nor XLA removes it; the debug callbacks of one body are chained in program order) and `io_callback`
 (declared results and a side effect: never dropped; `ordered=True` ones join their body's chain, and
 refuse vmap and differentiation as JAX's do). Programs on one device run in launch order, so chaining
-within a program is all the ordering between programs needs (lowering/xla.py). Eagerly they
+within a program is all the ordering between programs needs (lowering/xla/compiler.py). Eagerly they
 call the Python function at once; compiled, they lower to XLA's typed-FFI Python callback target
 (`xla_ffi_python_{cpu,gpu}_callback`), which finds the callable by its position in the module's
 host-callback list. jaxlib copies returned bytes without checking them (RUNTIME.md, traps), so every

@@ -1,4 +1,4 @@
 """Lowering: Programs to StableHLO, and the XLA runtime that compiles and runs them.
 
-Only `lowering.xla` imports jaxlib; everything else speaks through it.
+Only the `lowering.xla` package imports jaxlib; everything else speaks through it.
 """

@@ -14,7 +14,7 @@ truncated, corrupt or foreign file is reported once as a warning, deleted, and t
 Files are written under a temporary name in the same directory and renamed into place, so a reader sees
 either no entry or a whole one, also with several processes writing the same key.
 
-This module knows nothing of jaxlib: lowering/xla.py computes the key fields, serializes and loads.
+This module knows nothing of jaxlib: lowering/xla/compiler.py computes the key fields, serializes and loads.
 """
 
 import hashlib

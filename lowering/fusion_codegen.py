@@ -173,7 +173,7 @@ MATH_FORMS = {
 # On the GPU, a function whose result is a 16-bit float takes the hardware's approximate form, whose relative
 # error (tanh.approx.f32: 2^-11; tl.exp's ex2.approx: about 2^-22) is within that result's rounding to 16 bits
 # (2^-11 for float16, 2^-8 for bfloat16). libdevice's tanh alone made case (c) of bench/fusion.py compute-bound
-# (157 us against 102 us: bench/fusion_rows_probe.py).
+# (157 us against 102 us: bench/probes/fusion_rows_probe.py).
 NARROW_GPU_FORMS = {"tanh": "_tanh_approx", "exp": "tl.exp"}
 
 

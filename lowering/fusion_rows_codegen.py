@@ -21,7 +21,7 @@ from . import fusion_codegen as codegen
 
 ROW_LIMIT = 8192  # elements of a row kept in one program's registers
 # Rows of at most MULTI_ROW_BLOCK elements (one warp's worth) are also tried several to a program, as many as make
-# MULTI_ROW_ELEMENTS elements. Longer rows were never faster so (bench/fusion_rows_probe.py: 4096-element float16
+# MULTI_ROW_ELEMENTS elements. Longer rows were never faster so (bench/probes/fusion_rows_probe.py: 4096-element float16
 # rows, 1 row per program 102 us, 2 rows 112 us, 4 rows 141 us; 512-element rows kept 1 per program when tuned).
 MULTI_ROW_BLOCK = 256
 MULTI_ROW_ELEMENTS = (2048, 8192)

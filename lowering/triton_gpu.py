@@ -6,14 +6,14 @@ capability, cached in memory and on disk (lowering/triton_cache.py), and embedde
 `stablehlo.custom_call @triton_kernel_call_ffi` (XLA's typed FFI, api_version 4) whose `opaque` attribute is
 the zlib-compressed kernel-call proto that the CUDA plugin's handler launches: kernel image (PTX), grid,
 parameters, shared memory, scratch. The plugin's legacy target `triton_kernel_call` (api_version 2, the same
-bytes as backend_config) launches the same kernel at the same cost (bench/fusion_route_probe.py: 69-70 us per
+bytes as backend_config) launches the same kernel at the same cost (bench/probes/fusion_route_probe.py: 69-70 us per
 call + wait of a one-kernel program on the H100 either way, XLA's own add 63 us); the typed-FFI target is
 XLA's current custom-call interface. A `triton.autotune` kernel
 becomes an autotuned call: the plugin times each config on the first run and keeps the fastest for the process.
 Kernel arguments are the user's arguments in order (arrays as pointers, scalars by value), then one pointer per
 output, as in jax-triton 0.3.
 
-Triton is imported on first use; jaxlib only through lowering/xla.py. Nothing here knows the
+Triton is imported on first use; jaxlib only through lowering/xla/. Nothing here knows the
 `triton_call` primitive: the rule `lower_triton_call_gpu` takes its params.
 """
 

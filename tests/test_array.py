@@ -327,8 +327,8 @@ def test_dropped_readbacks_free_their_host_memory():
     destination until its deferred garbage is collected, after the copy is done. numax's readback collects it, so
     that at most the latest dropped readback is still held (its copy may finish just after the collection, as with
     jax), and a garbage collection frees that one too. (Before, ten dropped 16 MB readbacks on an H100 still held
-    160 MB: bench/gpu_readback_probe.py --held.) The same with copy_to_host_async first, which starts the copy that
-    the readback then returns."""
+    160 MB: bench/RESULTS.md, "Host overhead per call", session 13.) The same with copy_to_host_async first, which
+    starts the copy that the readback then returns."""
     double = numax.jit(lambda v: v * 2)
     for start_copy_first in (False, True):
         held = []

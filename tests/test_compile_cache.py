@@ -93,7 +93,7 @@ def _compile(text=_TEXT, device_index=0, **options):
 
 def test_a_runtime_that_cannot_load_executables_compiles_and_keeps_the_entry(cache_dir, monkeypatch):
     """A GPU client loads a stored executable only while a GPU plugin is registered under its platform's own
-    name ("Supported GPU plugins not found" otherwise, bench/gpu_cache_probe.py), which numax leaves to jax. Then
+    name ("Supported GPU plugins not found" otherwise, bench/probes/gpu_cache_probe.py), which numax leaves to jax. Then
     nothing is read: a miss, no warning, and the entry stays for processes that can load it."""
     assert xla.get_backend("cpu").loads_serialized_executables()
     gpu_without_plugin = type("GpuBackend", (), {"platform": "gpu"})()

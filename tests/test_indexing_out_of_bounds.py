@@ -212,7 +212,7 @@ def _known_on_platform(index, op):
 @pytest.mark.xfail(not PINNED_OUT_OF_BOUNDS, strict=True,
                    reason="on an H100 (jaxlib 0.11.2) numax's x.at[1, 9].apply(f), an out-of-bounds static index of a "
                           "(3, 4, 5) array, returns shifted values in row 2 where jax leaves x unchanged; the cause is "
-                          "not found yet (bench/gpu_scatter_modes_probe.py shows it)")
+                          "not found yet (bench/probes/gpu_scatter_modes_probe.py shows it)")
 @pytest.mark.parametrize("mode", [None, "drop", "fill"])
 def test_at_apply_out_of_bounds_static_index_changes_nothing(mode):
     a = np.arange(1, 61, dtype=np.float32).reshape(3, 4, 5) / 7

@@ -41,7 +41,7 @@ def _free_port():
 def _environment(devices=2):
     env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", JAX_PLATFORMS="cpu",
                PYTHONUNBUFFERED="1")
-    env.pop("PJRT_NPROC", None)  # numax must size the CPU thread pool itself (see lowering/xla.py)
+    env.pop("PJRT_NPROC", None)  # numax must size the CPU thread pool itself (see lowering/xla/backends.py)
     return env
 
 

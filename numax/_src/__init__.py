@@ -5,11 +5,11 @@ should. Nothing is imported until a submodule is."""
 
 import importlib
 
-# jax._src modules that are numax modules elsewhere: the XLA runtime module holds what tools patch in jax's compiler
-# and backend modules (`backend_compile_and_load`, `_backends`). `from jax._src import compiler` reads them here;
+# jax._src modules that are numax modules elsewhere: the XLA runtime's compiler and backends modules hold what tools
+# patch in jax's (`backend_compile_and_load`, `_backends`). `from jax._src import compiler` reads them here;
 # `import jax._src.compiler` goes through numax.compat, which reads this table.
-modules_elsewhere = {"compiler": "numax.lowering.xla", "xla_bridge": "numax.lowering.xla", "dtypes": "numax.dtypes",
-                     "checkify": "numax.experimental.checkify"}  # (flax.nnx's checkify wrapper reads the last)
+modules_elsewhere = {"compiler": "numax.lowering.xla.compiler", "xla_bridge": "numax.lowering.xla.backends",
+                     "dtypes": "numax.dtypes", "checkify": "numax.experimental.checkify"}  # (flax.nnx reads checkify)
 
 
 def __getattr__(name):

@@ -2,7 +2,7 @@
 executable and load it back, in the process that compiled it and in fresh ones, with and without jax's own GPU
 client in the process, and with the compile options passed to the loader or not.
 
-    python3 bench/gpu_cache_probe.py   (every case, each in its own process; PROBE_PLATFORM=cpu to try it here)
+    python3 bench/probes/gpu_cache_probe.py   (every case, each in its own process; PROBE_PLATFORM=cpu to try it here)
 """
 
 import os

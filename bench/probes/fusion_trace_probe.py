@@ -6,20 +6,21 @@ runs CALLS times back to back under torch's profiler. Printed per side: the wall
 per call (first kernel start to last kernel end, over the calls), the busy time per call (the sum of kernel
 durations) and the idle time between kernels; then the distinct kernels with their mean durations.
 
-    python3 bench/fusion_trace_probe.py [--cases ce] [--quick]
+    python3 bench/probes/fusion_trace_probe.py [--cases ce] [--quick]
 """
 
+import argparse
 import collections
 import os
 import sys
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from fusion import back_to_back, probe_sides  # noqa: E402
+from fusion import back_to_back, cases, sides  # noqa: E402
 from torch.autograd import DeviceType  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
@@ -53,8 +54,24 @@ def summary(name, wall, events):
         print(f"    {np.mean(times):8.1f} us x {len(times) / CALLS:4.1f}/call  {kernel[:100]}")
 
 
+def chosen_cases(default_keys):
+    """(case, sides) of each case named on the command line (`--cases`, else `default_keys`; `--quick` for the
+    small sizes), its title printed first; the sides are bench/fusion.py's but torch eager."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", default=default_keys)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    for case in cases(args.quick):
+        if case.key in args.cases:
+            print(f"\n## ({case.key}) {case.title}")
+            found = sides(case, case.make_inputs(rng))
+            found.pop("torch eager", None)
+            yield case, found
+
+
 def main():
-    for _, found in probe_sides("ce"):
+    for _, found in chosen_cases("ce"):
         for name, (call, wait) in found.items():
             summary(name, *kernel_events(call, wait))
         torch.cuda.synchronize()

@@ -2,7 +2,7 @@
 (jaxlib's execute alone on numax's executable, on jax's executable for the same function, the wait), and a
 cProfile of numax's calls.
 
-    python3 bench/gpu_dispatch_breakdown.py
+    python3 bench/probes/gpu_dispatch_breakdown.py
 """
 
 import cProfile
@@ -11,7 +11,7 @@ import pstats
 import sys
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402

@@ -22,7 +22,7 @@ The last way of case (c) runs only with `--xla-triton`: on the H100 with jaxlib 
 process (a segmentation fault inside the compile) on this kernel's TTIR, though it compiled a vector add's
 (../shared/RUNTIME.md section 9): XLA's Triton is not triton 3.6, and its TTIR reader is not a stable interface.
 
-    python3 bench/fusion_route_probe.py [--quick] [--xla-triton]
+    python3 bench/probes/fusion_route_probe.py [--quick] [--xla-triton]
 """
 
 import argparse
@@ -33,8 +33,8 @@ import sys
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

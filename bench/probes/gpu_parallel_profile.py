@@ -1,6 +1,6 @@
 """Where the host time of a one-device data-parallel step goes (numax vs jax), with cProfile.
 
-    JAX_PLATFORMS=cuda python3 bench/gpu_parallel_profile.py   (or on the CPU)
+    JAX_PLATFORMS=cuda python3 bench/probes/gpu_parallel_profile.py   (or on the CPU)
 """
 
 import cProfile
@@ -9,7 +9,7 @@ import pstats
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=1")
 
 import jax  # noqa: E402

@@ -5,7 +5,7 @@ Triton's own launcher on torch tensors (device time by CUDA events, triton.testi
 block sizes and warps, and in its CPU math form (tl.exp/tl.log, approximate on the GPU) beside the libdevice one;
 then the same kernel inside numax's XLA program, and XLA's own code, by wall clock of back-to-back calls.
 
-    python3 bench/fusion_probe.py
+    python3 bench/probes/fusion_probe.py
 """
 
 import os
@@ -13,7 +13,7 @@ import sys
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -79,7 +79,7 @@ def probe_softmax(rows, length):
     for warps in (4, 8, 16, 32):
         for stages in (1, 2, 3):
             def launch():
-                jit_fn[(rows,)](tx, length, out, BLOCK=block, num_warps=warps, num_stages=stages)
+                jit_fn[(rows,)](tx, length, rows, out, BLOCK=block, ROWS=1, num_warps=warps, num_stages=stages)
 
             us = triton.testing.do_bench(launch) * 1e3
             print(f"| warps {warps} stages {stages} | {us:.1f} us | {floor / us:.0%} |")

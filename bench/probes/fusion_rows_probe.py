@@ -9,7 +9,7 @@ program (wall clock, back to back) frame them. (Session 8 compared three forms o
 hardware's tanh.approx.f32 won, 102 us against libdevice's 157, and is what the fuser now emits for 16-bit
 results.)
 
-    python3 bench/fusion_rows_probe.py [--quick]
+    python3 bench/probes/fusion_rows_probe.py [--quick]
 """
 
 import argparse
@@ -17,7 +17,7 @@ import os
 import sys
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

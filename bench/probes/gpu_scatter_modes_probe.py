@@ -1,7 +1,7 @@
 """GPU probe: which `.at[index].op(mode=...)` updates differ between numax and jax on the GPU (each case jitted
 alone on both sides), for the out-of-bounds tables of tests/test_indexing_out_of_bounds.py.
 
-    JAX_PLATFORMS=cuda,cpu python bench/gpu_scatter_modes_probe.py
+    JAX_PLATFORMS=cuda,cpu python bench/probes/gpu_scatter_modes_probe.py
 """
 
 import jax

@@ -1,7 +1,7 @@
 """Records what the installed jax.numpy gives for Python scalars and special float values, to find where two
 jax releases differ (numax follows the release matching its jaxlib: numax.config.jax_semantics).
 
-    JAX_PLATFORMS=cpu python3 bench/jax_series_probe.py OUT.json     # then diff two runs' files
+    JAX_PLATFORMS=cpu python3 bench/probes/jax_series_probe.py OUT.json     # then diff two runs' files
 
 Every callable of jax.numpy gets Python-scalar arguments (dtype, weak type, value bits recorded); the
 elementwise ones also get arrays of special values (nan, infs, signed zeros, huge and tiny) under jax.jit.
