@@ -1,24 +1,13 @@
-"""What differentiation passes around besides arrays: symbolic zeros, undefined primals, tangent types.
+"""What differentiation passes around besides arrays: symbolic zeros, undefined primals, tangent types (defined
+in avals.py, as `ShapedArray.to_tangent_aval` gives them).
 
 A `Zero` stands for a tangent or cotangent known to be zero, so that no work is done for it; an
 `UndefinedPrimal` marks the linear inputs of an equation being transposed. Both carry an aval only.
 """
 
 from . import dtypes
-from .avals import ShapedArray
+from .avals import ShapedArray, tangent_aval, tangent_dtype  # noqa: F401  (the tangent types, beside the avals)
 from .trace import get_aval_of
-
-
-def tangent_dtype(dtype):
-    """The dtype of tangents of values of `dtype`: itself when inexact, float0 for integers and bools."""
-    return dtype if dtypes.is_inexact(dtype) else dtypes.float0
-
-
-def tangent_aval(aval: ShapedArray) -> ShapedArray:
-    dtype = tangent_dtype(aval.dtype)
-    if dtype == aval.dtype:
-        return aval
-    return ShapedArray(aval.shape, dtype, False)
 
 
 def is_differentiable(aval: ShapedArray) -> bool:

@@ -1,4 +1,5 @@
-"""Abstract values: `ShapedArray(shape, dtype, weak_type)`, and how to get one from a Python value.
+"""Abstract values: `ShapedArray(shape, dtype, weak_type)`, the type of its tangents, and how to get one from a
+Python value.
 
 Concrete array types (numax.Array, numpy arrays, Python scalars) say how to make their aval through
 the `aval_of_type` table, so the core need not know the runtime's array class.
@@ -113,8 +114,6 @@ class ShapedArray:
 
     def to_tangent_aval(self):
         """The type of this type's tangents (float0 for integers and bools), as differentiation makes them."""
-        from .ad_util import tangent_aval  # (ad_util builds on this module)
-
         return tangent_aval(self)
 
     def str_short(self):
@@ -142,6 +141,18 @@ class ShapedArray:
 
 # type -> function(value) -> ShapedArray. The runtime registers numax.Array here.
 aval_of_type = {}
+
+
+def tangent_dtype(dtype):
+    """The dtype of tangents of values of `dtype`: itself when inexact, float0 for integers and bools."""
+    return dtype if dtypes.is_inexact(dtype) else dtypes.float0
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    dtype = tangent_dtype(aval.dtype)
+    if dtype == aval.dtype:
+        return aval
+    return ShapedArray(aval.shape, dtype, False)
 
 
 def _numpy_aval(value):

@@ -5,7 +5,7 @@ they are hoisted into leading operands), runs `branches[index]` and lowers to `s
 it: JVP (split by partial evaluation into a primal cond returning residuals and a tangent cond reading
 them, so that reverse mode transposes only the tangent one), transpose (each branch transposed),
 batching (a batched index becomes a `select_n` of all branches) and the helpers that trace user
-functions into sub-programs, shared with `while_loop`.
+functions into sub-programs, shared with `while_loop`, and the check of a loop body's carry (`while_loop`, `scan`).
 """
 
 
@@ -481,3 +481,52 @@ def _cond_batch(values, dims, axis, branches):
 
 _cond_batch.needs_axis = True
 batching_rules[cond_p] = _cond_batch
+
+
+# --- the carry check of loops (while_loop, fori_loop, scan) ----------------------------------------------
+def _carry_name(body_fun):
+    import inspect
+
+    try:
+        return next(iter(inspect.signature(body_fun).parameters))
+    except (TypeError, ValueError, StopIteration):
+        return None
+
+
+def check_carry(name, body_fun, in_tree, out_tree, in_avals, out_avals):
+    """JAX's check that a loop body returns its carry's tree and types (weak types aside); `name` is the
+    loop body's name in the message ("while_loop body", "scan body")."""
+    carry_name = _carry_name(body_fun)
+
+    def component(path):
+        if carry_name:
+            return f"the input carry component {carry_name}{path}" if path else f"the input carry {carry_name}"
+        return f"the input carry at path {path}" if path else "the input carry"
+
+    if in_tree != out_tree:
+        raise TypeError(
+            f"{name} function carry input and carry output must have the same pytree structure, but they "
+            f"differ:\n\nthe input tree structure is:\n{in_tree}\nthe output tree structure is:\n{out_tree}\n\n"
+            "Revise the function so that the carry output has the same pytree structure as the carry input.")
+    if not same_types(in_avals, out_avals):
+        paths = [tree.keystr(p) for p, _ in tree.tree_flatten_with_path(
+            in_tree.unflatten(list(range(in_tree.num_leaves))))[0]]
+        diffs = [f"{component(path)} has type {a.str_short()} but the corresponding output carry component has "
+                 f"type {b.str_short()}{mismatch_text(a, b)}" for path, a, b in zip(paths, in_avals, out_avals)
+                 if a.strip_weak_type() != b.strip_weak_type()]
+        differences = (diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1
+                       else "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n")
+        raise TypeError(f"{name} function carry input and carry output must have equal types, but they differ:"
+                        f"\n\n{differences}\n{_pcast_hint(paths, in_avals, out_avals, component)}Revise the function "
+                        "so that all output types match the corresponding input types.")
+
+
+def _pcast_hint(paths, in_avals, out_avals, component):
+    """JAX's advice for a carry that the body makes vary over more mesh axes (inside a shard_map)."""
+    fixes = [f"This might be fixed by applying `numax.lax.pcast(..., {tuple(sorted(b.vma - a.vma, key=str))}, "
+             f"to='varying')`, to the initial carry value corresponding to {component(path)}.\n"
+             for path, a, b in zip(paths, in_avals, out_avals) if b.vma - a.vma]
+    if not fixes:
+        return ""
+    return "".join(fixes) + ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for more "
+                             "information.\n\n")

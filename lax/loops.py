@@ -27,7 +27,7 @@ from ..lowering import dynamic_shapes
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
 from .ad import add_tangents, instantiate, zeros_like_aval
-from .while_loop import check_carry
+from .conditionals import check_carry
 
 __all__ = ["scan", "map", "associative_scan", "scan_p"]
 

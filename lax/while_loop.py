@@ -26,7 +26,15 @@ from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
 from ..transforms.partial_eval import partial_eval_program, partial_eval_rules  # core-only imports
-from .conditionals import avals_text, closure_convert, join_weak, mismatch_text, same_types, trace_callable, zeros
+from .conditionals import (
+    avals_text,
+    check_carry,
+    closure_convert,
+    join_weak,
+    same_types,
+    trace_callable,
+    zeros,
+)
 
 __all__ = ["fori_loop", "while_loop"]
 
@@ -85,54 +93,6 @@ polymorphic_primitives.add(while_p)  # its programs' equations are checked as th
 
 
 # --- public wrappers ------------------------------------------------------------------------------------------
-def _carry_name(body_fun):
-    import inspect
-
-    try:
-        return next(iter(inspect.signature(body_fun).parameters))
-    except (TypeError, ValueError, StopIteration):
-        return None
-
-
-def check_carry(name, body_fun, in_tree, out_tree, in_avals, out_avals):
-    """JAX's check that a loop body returns its carry's tree and types (weak types aside); `name` is the
-    loop body's name in the message ("while_loop body", "scan body")."""
-    carry_name = _carry_name(body_fun)
-
-    def component(path):
-        if carry_name:
-            return f"the input carry component {carry_name}{path}" if path else f"the input carry {carry_name}"
-        return f"the input carry at path {path}" if path else "the input carry"
-
-    if in_tree != out_tree:
-        raise TypeError(
-            f"{name} function carry input and carry output must have the same pytree structure, but they "
-            f"differ:\n\nthe input tree structure is:\n{in_tree}\nthe output tree structure is:\n{out_tree}\n\n"
-            "Revise the function so that the carry output has the same pytree structure as the carry input.")
-    if not same_types(in_avals, out_avals):
-        paths = [tree.keystr(p) for p, _ in tree.tree_flatten_with_path(
-            in_tree.unflatten(list(range(in_tree.num_leaves))))[0]]
-        diffs = [f"{component(path)} has type {a.str_short()} but the corresponding output carry component has "
-                 f"type {b.str_short()}{mismatch_text(a, b)}" for path, a, b in zip(paths, in_avals, out_avals)
-                 if a.strip_weak_type() != b.strip_weak_type()]
-        differences = (diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1
-                       else "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n")
-        raise TypeError(f"{name} function carry input and carry output must have equal types, but they differ:"
-                        f"\n\n{differences}\n{_pcast_hint(paths, in_avals, out_avals, component)}Revise the function "
-                        "so that all output types match the corresponding input types.")
-
-
-def _pcast_hint(paths, in_avals, out_avals, component):
-    """JAX's advice for a carry that the body makes vary over more mesh axes (inside a shard_map)."""
-    fixes = [f"This might be fixed by applying `numax.lax.pcast(..., {tuple(sorted(b.vma - a.vma, key=str))}, "
-             f"to='varying')`, to the initial carry value corresponding to {component(path)}.\n"
-             for path, a, b in zip(paths, in_avals, out_avals) if b.vma - a.vma]
-    if not fixes:
-        return ""
-    return "".join(fixes) + ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for more "
-                             "information.\n\n")
-
-
 def _trace_loop(cond_fun, body_fun, in_tree, in_avals):
     cond_program, cond_consts, cond_tree = trace_callable(cond_fun, in_tree, in_avals, spread=False)
     body_program, body_consts, body_tree = trace_callable(body_fun, in_tree, in_avals, spread=False)

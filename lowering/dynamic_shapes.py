@@ -65,7 +65,7 @@ def dimension_variable_values(builder, args, in_avals):
         raise ValueError(f"Cannot solve for values of dimension variables {variables}. We can only solve linear "
                          f"uni-variate constraints. The argument shapes are {[a.str_short() for a in in_avals]}; "
                          f"unprocessed dimensions: {unprocessed}. Please see {_SOLVABLE_DOCS} for more details.")
-    values = {}
+    values = DimensionValues()
     arithmetic = _arithmetic(builder)
     for index, form in steps:
         if form is None:
@@ -227,3 +227,11 @@ def gather(builder, operand, indices, slice_sizes, attributes, result_type):
                            {**attributes, "slice_sizes": i64_array(slice_sizes)})
     return builder.op1("stablehlo.dynamic_gather", [operand, indices, shape_value(builder, slice_sizes)],
                        result_type, attributes)
+
+
+class DimensionValues(dict):
+    """{dimension variable: its tensor<i64> value}: a FunctionBuilder's `dimension_values` in a function with
+    symbolic shapes. The builder asks it for the dynamic forms of its own ops, so that stablehlo.py, below this
+    module, knows nothing of symbolic shapes."""
+
+    broadcast_in_dim = staticmethod(dynamic_broadcast_in_dim)

@@ -31,8 +31,22 @@ def element_type(dtype) -> str:
 
 def tensor_type(shape, dtype) -> str:
     """`tensor<2x3xf32>`; a symbolic dimension (of a shape-polymorphic export) prints as `?`."""
+    try:
+        return _tensor_types[shape, dtype]
+    except (KeyError, TypeError):  # new, or an unhashable shape (a list)
+        pass
     dims = "".join(f"{d}x" if isinstance(d, int | np.integer) else "?x" for d in shape)
-    return f"tensor<{dims}{element_type(dtype)}>"
+    text = f"tensor<{dims}{element_type(dtype)}>"
+    if len(_tensor_types) < _MEMO_SIZE and type(shape) is tuple:
+        _tensor_types[shape, dtype] = text
+    return text
+
+
+# Texts written again and again in one module (every value's type, every scalar constant), remembered: a program's
+# lowering spends its time formatting them otherwise. Bounded, as the shapes a process meets are.
+_MEMO_SIZE = 4096
+_tensor_types = {}  # (shape, dtype) -> type text
+_constants = {}  # (dtype, shape, bytes) of a small constant -> (type text, value attribute)
 
 
 def aval_type(aval) -> str:
@@ -124,6 +138,7 @@ class FunctionBuilder:
         self.lines = []
         self.counter = counter if counter is not None else [0]
         self.indent = indent
+        self.margin = " " * indent  # (each line's, built once)
         self.types = {}  # ssa value -> its type text
         # {dimension variable: its tensor<i64> value} in a function with symbolic shapes, else None
         self.dimension_values = dimension_values
@@ -145,7 +160,7 @@ class FunctionBuilder:
         binder = result if len(result_types) == 1 else f"{result}:{len(result_types)}"
         prefix = f"{binder} = " if result_types else ""
         self.lines.append(
-            f'{" " * self.indent}{prefix}"{name}"({", ".join(operands)}){regions_text}'
+            f'{self.margin}{prefix}"{name}"({", ".join(operands)}){regions_text}'
             f"{attributes_text(attributes)} : ({operand_types}) -> {result_text}"
         )
         for value, type_text in zip(results, result_types):
@@ -172,8 +187,16 @@ class FunctionBuilder:
 
     def constant(self, value: np.ndarray) -> str:
         value = np.asarray(value)
-        return self.op1("stablehlo.constant", [], tensor_type(value.shape, value.dtype),
-                        {"value": dense_elements(value)})
+        if value.size > 64 or value.dtype.hasobject:
+            return self.op1("stablehlo.constant", [], tensor_type(value.shape, value.dtype),
+                            {"value": dense_elements(value)})
+        key = value.dtype, value.shape, value.tobytes()  # (the bytes say which value: -0.0 is not 0.0, nor NaN 0)
+        texts = _constants.get(key)
+        if texts is None:
+            texts = tensor_type(value.shape, value.dtype), {"value": dense_elements(value)}
+            if len(_constants) < _MEMO_SIZE:
+                _constants[key] = texts
+        return self.op1("stablehlo.constant", [], texts[0], texts[1])
 
     def scalar(self, value, dtype) -> str:
         return self.constant(np.asarray(value, dtype=dtype))
@@ -188,9 +211,7 @@ class FunctionBuilder:
     def broadcast_in_dim(self, value, shape, dtype, broadcast_dimensions) -> str:
         """`value` broadcast to `shape` (of `dtype`), its dimensions at `broadcast_dimensions`; a symbolic
         `shape` takes the dynamic form, its sizes computed from the function's dimension variables."""
-        if self.dimension_values is not None:
-            from .dynamic_shapes import dynamic_broadcast_in_dim
-
-            return dynamic_broadcast_in_dim(self, value, shape, dtype, broadcast_dimensions)
+        if self.dimension_values is not None:  # (lowering/dynamic_shapes.py's DimensionValues writes that form)
+            return self.dimension_values.broadcast_in_dim(self, value, shape, dtype, broadcast_dimensions)
         return self.op1("stablehlo.broadcast_in_dim", [value], tensor_type(shape, dtype),
                         {"broadcast_dimensions": i64_array(broadcast_dimensions)})

@@ -1,6 +1,7 @@
 """`shard_map`: per-shard code over a mesh of devices, with explicit collectives over the mesh's axis names.
 
-Owns the `shard_map` call primitive and `numax.shard_map`. The function is traced once per signature into
+Owns the rules of the `shard_map` call primitive (declared with its specs in shard_map_specs.py) and
+`numax.shard_map`. The function is traced once per signature into
 a per-shard program (each argument's dimensions divided by the mesh axes its PartitionSpec names), with the
 mesh axes bound (`lax.collectives.extend_axis_env`) so that collectives over them are staged as equations.
 The primitive holds that program, the mesh and one spec per input and output; its params name the mesh, so
@@ -23,7 +24,6 @@ its spec leaves out, and the cotangent of an input replicated along axes is summ
 boundary; inside the body, a gradient with respect to a replicated value is each device's own.
 """
 
-import contextlib
 import functools
 import math
 
@@ -35,12 +35,11 @@ from ..core.ad_util import Zero, is_undefined, tangent_aval
 from ..core.config import trace_context
 from ..core.evaluation import eval_closed_program
 from ..core.ir import Equation, Var
-from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
+from ..core.primitives import batching_rules, jvp_rules, transpose_rules
 from ..core.sharding import AbstractMesh, AxisType, Mesh, NamedSharding, P, current_mesh
 from ..core.staging import hoist_tracer_consts, trace_to_closed_program, trace_to_program
 from ..core.trace import Tracer, get_aval_of, is_tracing, trace_state
 from ..lax import collectives
-from ..lax.collectives import extend_axis_env
 from ..lax.elementwise import div
 from ..lax.shapes import reshape
 from ..lowering.lower import lower_program_body, register_lowering
@@ -50,72 +49,20 @@ from ..lowering.stablehlo import aval_type
 from .jvp import jvp_program
 from .partial_eval import partial_eval_program, partial_eval_rules
 from .shard_map_eager import run_eager
+from .shard_map_specs import (
+    _blocks_per_dimension,
+    _dimension_axes,
+    _mesh_axes_bound,
+    _named_axes_of,
+    _shard_aval,
+    _spec_with_dimension,
+    _unmentioned,
+    _unshard_aval,
+    shard_map_p,
+)
 from .transpose import transpose_program
 
 __all__ = ["shard_map", "Infer"]
-
-
-class ShardMapPrimitive(Primitive):
-    """The shard_map call: the axes its program's collectives name, less the mesh axes it binds itself, are
-    the ones an enclosing vmap must see."""
-
-    def named_axes(self, params):
-        return super().named_axes(params) - frozenset(params["mesh"].axis_names)
-
-
-shard_map_p = ShardMapPrimitive("shard_map", multiple_results=True)
-
-
-# --- specs and avals --------------------------------------------------------------------------------------
-def _dimension_axes(spec, ndim):
-    """Per dimension of a rank-`ndim` value, the mesh axes that `spec` splits it over (major first)."""
-    entries = tuple(spec) + (None,) * (ndim - len(spec))
-    return [() if entry is None else entry if isinstance(entry, tuple) else (entry,) for entry in entries]
-
-
-def _named_axes_of(spec):
-    return {axis for axes in _dimension_axes(spec, len(spec)) for axis in axes}
-
-
-def _blocks_per_dimension(mesh, spec, ndim):
-    return [math.prod(mesh.shape[axis] for axis in axes) for axes in _dimension_axes(spec, ndim)]
-
-
-def _shard_aval(mesh, spec, aval, check_vma):
-    """The aval of one device's block of a global value laid out by `spec` (typed as varying over the axes
-    `spec` names, with `check_vma`)."""
-    blocks = _blocks_per_dimension(mesh, spec, aval.ndim)
-    return aval.update(shape=tuple(size // count for size, count in zip(aval.shape, blocks)),
-                       vma=frozenset(_named_axes_of(spec)) if check_vma else frozenset())
-
-
-def _unshard_aval(mesh, spec, aval):
-    """The aval of the global value whose blocks (one per device, laid out by `spec`) have `aval`."""
-    blocks = _blocks_per_dimension(mesh, spec, aval.ndim)
-    return aval.update(shape=tuple(size * count for size, count in zip(aval.shape, blocks)), vma=frozenset())
-
-
-def _unmentioned(manual_axes, spec):
-    """The manual axes along which a value laid out by `spec` is the same on every device."""
-    named = _named_axes_of(spec)
-    return tuple(axis for axis in manual_axes if axis not in named)
-
-
-def _spec_with_dimension(spec, ndim, position, entry=None):
-    """`spec` (of a rank-`ndim` value) with a new dimension at `position`, split over `entry`."""
-    entries = list(spec) + [None] * (ndim - len(spec))
-    entries.insert(position, entry)
-    return P(*entries)
-
-
-@contextlib.contextmanager
-def _mesh_axes_bound(mesh, check_vma):
-    """Binds every axis of `mesh` for collectives traced or transformed in the block (values typed by the axes
-    they vary over, with `check_vma`)."""
-    with contextlib.ExitStack() as stack:
-        for name, size in mesh.shape.items():
-            stack.enter_context(extend_axis_env(name, size, varying_types=check_vma))
-        yield
 
 
 def _shard_map_abstract_eval(*avals, program, mesh, in_specs, out_specs, manual_axes, check_vma):

@@ -7,14 +7,15 @@ array, a Python scalar), or `stacked`, a global array of shape (n, *block) whose
 axes `axes` the value varies over (n their total size): each device's block is its row. With check_vma=False the
 values are untyped and a stacked one is split over every manual axis.
 
-Each primitive applied to these tracers runs as a one-equation shard_map (transforms/shard_map.py's primitive,
+Each primitive applied to these tracers runs as a one-equation shard_map (`shard_map_p`,
 compiled over the mesh): stacked operands are passed split by their axes and lose dimension 0 in the body, const
 ones are passed whole; the result varies over the axes its type says (check_vma), so collectives, control flow
 holding collectives and everything else keep the compiled path's semantics. A primitive on const operands alone
 that involves no mesh axis runs once, as an ordinary eager operation. The traced one-equation programs are
 cached by (primitive, params, operand types, forms), so a loop in the body compiles each operation once.
 
-This module must not know how shard_map lowers or differentiates; transforms/shard_map.py calls `run_eager`.
+This module must not know how shard_map lowers or differentiates: it takes the primitive and its specs' meaning from
+shard_map_specs.py, and transforms/shard_map.py (which gives the primitive its rules) calls `run_eager`.
 """
 
 import numpy as np
@@ -26,6 +27,7 @@ from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Trace, Tracer, ensure_compile_time_eval, get_aval_of, new_main
 from ..lax.shapes import reshape
 from ..lowering.array import Array
+from .shard_map_specs import _mesh_axes_bound, _named_axes_of, _shard_aval, shard_map_p
 
 __all__ = ["run_eager"]
 
@@ -152,8 +154,6 @@ def _axes_of(data, aval):
 
 def _trace_blocks(data, body, avals):
     """Traces `body` on the blocks of operands of global types `avals` laid out by specs; returns ClosedProgram."""
-    from .shard_map import _mesh_axes_bound  # (shard_map imports this module)
-
     with _mesh_axes_bound(data.mesh, data.check_vma):
         program, consts = trace_to_program(body, avals)
     closed, hoisted = hoist_tracer_consts(program, consts)
@@ -209,8 +209,6 @@ def _one_equation_program(data, primitive, params, operands, forms, literals, li
 
 
 def _bind_compiled(data, closed, operands, in_specs, out_specs):
-    from .shard_map import shard_map_p
-
     with ensure_compile_time_eval():  # run now, over the mesh
         return shard_map_p.bind(*operands, program=closed, mesh=data.mesh, in_specs=tuple(in_specs),
                                 out_specs=tuple(out_specs), manual_axes=tuple(data.manual_axes),
@@ -220,8 +218,6 @@ def _bind_compiled(data, closed, operands, in_specs, out_specs):
 def _stack(trace, value, spec):
     """The tracer for an argument laid out by `spec`: a const when the spec names no axis (check_vma), else each
     device's block stacked along a new dimension 0."""
-    from .shard_map import _named_axes_of
-
     data = trace.main.global_data
     named = _named_axes_of(spec)
     axes = tuple(a for a in data.mesh.axis_names if a in named) if data.check_vma else tuple(data.manual_axes)
@@ -230,8 +226,6 @@ def _stack(trace, value, spec):
     aval = get_aval_of(value)
 
     def compute():
-        from .shard_map import _shard_aval
-
         block = _shard_aval(data.mesh, spec, aval, data.check_vma)
         return _trace_blocks(data, lambda b: [reshape(b, (1,) + tuple(b.shape))], [block])
 
@@ -263,8 +257,6 @@ def run_eager(fun, mesh, manual_axes, check_vma, in_tree, dynamic, static, in_sp
     they are) and returns its outputs put together by their out specs. `out_specs_of(out)` gives the out specs per
     output leaf; `check_outputs(out block avals, out specs)` raises shard_map's errors for outputs that do not fit
     their specs."""
-    from .shard_map import _mesh_axes_bound
-
     data = _EagerMapData(mesh, manual_axes, check_vma)
     with new_main(EagerShardMapTrace, data, dynamic=True) as main, _mesh_axes_bound(mesh, check_vma):
         trace = EagerShardMapTrace(main)

@@ -38,6 +38,9 @@ from ._shape_binding import bind_dimensions, check_solvable
 CALLING_CONVENTION_VERSION = 10
 minimum_supported_calling_convention_version = 9  # the versions numax runs (jax 0.10's)
 maximum_supported_calling_convention_version = 10
+# format name -> serialize(exported, vjp_order) -> bytes, for `Exported.serialize`: each format's module (_format.py,
+# _jax_format.py) registers its writer, as they import this module; numax.export's __init__ loads both.
+serializers = {}
 
 
 class DisabledSafetyCheck:
@@ -163,13 +166,9 @@ class Exported:
         """Bytes that `numax.export.deserialize` reads back; `vjp_order` VJPs are saved with it (1: grad).
         `format="numax"` (the default) writes numax's format, which keeps weak types; `format="jax"` writes
         jax.export's, which `jax.export.deserialize` reads."""
-        if format == "numax":
-            from ._format import serialize
-        elif format == "jax":
-            from ._jax_format import serialize
-        else:
+        if format not in serializers:
             raise ValueError(f"serialize: unknown format {format!r}; use 'numax' or 'jax'")
-        return serialize(self, vjp_order)
+        return serializers[format](self, vjp_order)
 
     def call(self, *args, **kwargs):
         """Runs the exported module on arguments of the exported structure and avals (works under jit, vmap,
@@ -215,6 +214,14 @@ class Exported:
     def __repr__(self):
         avals = ", ".join(a.str_short() for a in self.in_avals)
         return f"Exported({self.fun_name}({avals}) for {', '.join(self.platforms)})"
+
+
+def vjp_for_serialization(exported):
+    """`exported.vjp()`, or jax's ValueError when it has none (it was deserialized with fewer VJPs)."""
+    if not exported.has_vjp():
+        raise ValueError("serialization of an Exported that does not have vjps of high-enough order: "
+                         f"{exported.fun_name!r} was deserialized without its VJP")
+    return exported.vjp()
 
 
 def export(fun_jit, *, platforms=None, disabled_checks=()):

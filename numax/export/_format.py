@@ -31,7 +31,6 @@ version instead of failing on a field it does not know. StableHLO reads artifact
 blobs you trust.
 """
 
-import base64
 import json
 import struct
 import zlib
@@ -39,13 +38,11 @@ import zlib
 import numpy as np
 
 from ..core import dtypes
-from ..core import pytree as tree
 from ..core.avals import ShapedArray
 from ..lowering import xla
-from ..transforms.jit import ShapeDtypeStruct
-from . import _shardings
-from ._exported import Exported
-from ._pytree_serialization import deserialized_node, serialized_node
+from . import _jax_format, _shardings
+from ._exported import Exported, serializers, vjp_for_serialization
+from ._pytree_serialization import describe_tree, tree_of
 from ._shape_poly import parse_dim
 
 MAGIC = b"NUMAXEXP"
@@ -69,9 +66,7 @@ def deserialize(blob: bytes) -> Exported:
     (ValueError for bytes in neither)."""
     blob = bytes(blob)
     if blob[:len(MAGIC)] != MAGIC:
-        from ._jax_format import deserialize as deserialize_jax
-
-        return deserialize_jax(blob)
+        return _jax_format.deserialize(blob)
     if len(blob) < _HEADER.size:
         raise ValueError("truncated numax export: the blob starts with numax's magic bytes but is shorter "
                          "than its header")
@@ -94,18 +89,10 @@ def deserialize(blob: bytes) -> Exported:
     return exported[0]
 
 
-def vjp_for_serialization(exported):
-    """`exported.vjp()`, or jax's ValueError when it has none (it was deserialized with fewer VJPs)."""
-    if not exported.has_vjp():
-        raise ValueError("serialization of an Exported that does not have vjps of high-enough order: "
-                         f"{exported.fun_name!r} was deserialized without its VJP")
-    return exported.vjp()
-
-
 def _describe_function(exported, artifact_size):
     return {"fun_name": exported.fun_name, "platforms": list(exported.platforms),
-            "in_tree": _describe_tree(exported.in_tree), "in_avals": [_describe_aval(a) for a in exported.in_avals],
-            "out_tree": _describe_tree(exported.out_tree),
+            "in_tree": describe_tree(exported.in_tree), "in_avals": [_describe_aval(a) for a in exported.in_avals],
+            "out_tree": describe_tree(exported.out_tree),
             "out_avals": [_describe_aval(a) for a in exported.out_avals], "artifact_size": artifact_size,
             **_describe_kept_vars(exported), **_describe_disabled_checks(exported), **_describe_shardings(exported)}
 
@@ -140,8 +127,8 @@ def _function_of(description, artifact):
     text = xla.deserialize_portable_artifact(artifact)
     in_avals = [_aval_of(a) for a in description["in_avals"]]
     out_avals = [_aval_of(a) for a in description["out_avals"]]
-    return Exported(description["fun_name"], _tree_of(description["in_tree"], in_avals), in_avals,
-                    _tree_of(description["out_tree"], out_avals), out_avals, description["platforms"], text,
+    return Exported(description["fun_name"], tree_of(description["in_tree"], in_avals), in_avals,
+                    tree_of(description["out_tree"], out_avals), out_avals, description["platforms"], text,
                     module_kept_var_idx=description.get("module_kept_var_idx"),
                     disabled_safety_checks=description.get("disabled_checks", ()),
                     nr_devices=description.get("nr_devices", 1),
@@ -165,43 +152,4 @@ def _aval_of(description):
     return ShapedArray(shape, dtypes.float0 if dtype_name == "float0" else np.dtype(dtype_name), weak_type)
 
 
-def _describe_tree(treedef):
-    node = treedef.node_data()
-    if node is None:
-        return "leaf"
-    node_type, aux = node
-    children = [_describe_tree(child) for child in treedef.children()]
-    if node_type is type(None):
-        return None
-    if node_type in (tuple, list):
-        return {node_type.__name__: children}
-    if node_type is dict:
-        if not all(isinstance(key, str) for key in aux):
-            raise TypeError("Serialization is supported only for dictionaries with string keys; the exported "
-                            f"function's arguments or results hold a dict with keys {list(aux)}")
-        return {"dict": [list(aux), children]}
-    name, data = serialized_node(node_type, aux)
-    return {"custom": [name, base64.b64encode(data).decode(), children]}
-
-
-def _tree_of(description, avals):
-    """The treedef described, rebuilt over ShapeDtypeStructs of `avals` (its leaves' avals, in order) as jax does,
-    so that a custom node whose auxiliary data depends on its children's shapes rebuilds."""
-    leaves = iter([ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
-    return tree.tree_structure(_example_tree(description, leaves))
-
-
-def _example_tree(description, leaves):
-    """A tree of the described structure over `leaves` (an iterator)."""
-    if description == "leaf":
-        return next(leaves)
-    if description is None:
-        return None
-    (kind, content), = description.items()
-    if kind == "dict":
-        keys, children = content
-        return dict(zip(keys, [_example_tree(child, leaves) for child in children]))
-    if kind == "custom":
-        name, data, children = content
-        return deserialized_node(name, base64.b64decode(data), [_example_tree(child, leaves) for child in children])
-    return {"tuple": tuple, "list": list}[kind](_example_tree(child, leaves) for child in content)
+serializers["numax"] = serialize

@@ -26,8 +26,8 @@ from ..core.avals import ShapedArray
 from ..core.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec
 from ..lowering import xla
 from . import _flatbuffer as fb
-from ._exported import Exported
-from ._format import _describe_tree, _tree_of, vjp_for_serialization
+from ._exported import Exported, serializers, vjp_for_serialization
+from ._pytree_serialization import describe_tree, tree_of
 from ._shape_poly import parse_dim
 
 JAX_SERIALIZATION_VERSION = 11  # the schema version whose layout numax writes
@@ -129,8 +129,8 @@ def _read_exported(root):
     out_avals = _read_avals(root, slot.out_avals_idxs, slot.out_avals, fun_name)
     vjp_table = root.table(slot.vjp)
     exported = Exported(
-        fun_name, _tree_of(_read_tree(_required_table(root, slot.in_tree, "in_tree")), in_avals), in_avals,
-        _tree_of(_read_tree(_required_table(root, slot.out_tree, "out_tree")), out_avals), out_avals,
+        fun_name, tree_of(_read_tree(_required_table(root, slot.in_tree, "in_tree")), in_avals), in_avals,
+        tree_of(_read_tree(_required_table(root, slot.out_tree, "out_tree")), out_avals), out_avals,
         root.strings(slot.platforms),
         xla.deserialize_portable_artifact(root.byte_vector(slot.mlir_module_serialized)),
         module_kept_var_idx=root.scalar_vector(slot.module_kept_var_idx, "u2").tolist(),
@@ -267,7 +267,7 @@ def _dimension(text, fun_name):
 
 
 def _read_tree(table):
-    """The tree description of `_format` (the form `_tree_of` reads) of a serialized PyTreeDef."""
+    """The tree description (the form `tree_of` reads) of a serialized PyTreeDef."""
     slot = _Slot.PyTreeDef
     kind_number = table.scalar(slot.kind, "b")
     if not 0 <= kind_number < len(_TREE_KINDS):
@@ -320,9 +320,9 @@ def _write_exported(builder, exported, vjp_order):
     leaf_count = len(exported.in_avals), len(exported.out_avals)
     references = {
         slot.function_name: builder.string(exported.fun_name),
-        slot.in_tree: _write_tree(builder, _describe_tree(exported.in_tree)),
+        slot.in_tree: _write_tree(builder, describe_tree(exported.in_tree)),
         slot.in_avals: builder.offset_vector([_write_aval(builder, a.shape, a.dtype) for a in exported.in_avals]),
-        slot.out_tree: _write_tree(builder, _describe_tree(exported.out_tree)),
+        slot.out_tree: _write_tree(builder, describe_tree(exported.out_tree)),
         slot.out_avals: builder.offset_vector([_write_aval(builder, a.shape, a.dtype)
                                                for a in exported.out_avals]),
         slot.in_shardings: builder.offset_vector([unspecified_sharding] * leaf_count[0]),
@@ -417,3 +417,6 @@ def _write_safety_check(builder, check):
     kind, _, target = str(check).partition(":")
     references = [(slot.custom_call_target, builder.string(target))] if kind == "custom_call" else []
     return builder.table([(slot.kind, "b", _SAFETY_CHECK_KINDS.index(kind), 0)], references)
+
+
+serializers["jax"] = serialize

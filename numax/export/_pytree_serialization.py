@@ -4,13 +4,16 @@
 A registered node is written as its `serialized_name` and its auxiliary data as bytes (`serialize_auxdata`);
 reading looks the name up and rebuilds the node from the deserialized auxiliary data and its children
 (`from_children`, by default the unflatten function the type was registered with in `numax.tree_util`).
-`collections.OrderedDict` with string keys is registered here, as jax registers it.
+`collections.OrderedDict` with string keys is registered here, as jax registers it. A whole treedef is written as
+a JSON-able description (`describe_tree`, read back by `tree_of`), which both serialization formats use.
 """
 
+import base64
 import collections
 import json
 
 from ..core import pytree as tree
+from ..transforms.jit import ShapeDtypeStruct
 
 _by_type = {}  # node type -> (serialized name, serialize_auxdata)
 _by_name = {}  # serialized name -> (node type, deserialize_auxdata, from_children)
@@ -73,6 +76,49 @@ def deserialized_node(serialized_name, aux_data, children):
                          "`export.register_pytree_node_serialization` or `export.register_namedtuple_serialization`.")
     _, deserialize_auxdata, from_children = _by_name[serialized_name]
     return from_children(deserialize_auxdata(aux_data), children)
+
+
+def describe_tree(treedef):
+    """The JSON-able description of `treedef` that numax's format stores (see `_format.py`) and `tree_of` reads."""
+    node = treedef.node_data()
+    if node is None:
+        return "leaf"
+    node_type, aux = node
+    children = [describe_tree(child) for child in treedef.children()]
+    if node_type is type(None):
+        return None
+    if node_type in (tuple, list):
+        return {node_type.__name__: children}
+    if node_type is dict:
+        if not all(isinstance(key, str) for key in aux):
+            raise TypeError("Serialization is supported only for dictionaries with string keys; the exported "
+                            f"function's arguments or results hold a dict with keys {list(aux)}")
+        return {"dict": [list(aux), children]}
+    name, data = serialized_node(node_type, aux)
+    return {"custom": [name, base64.b64encode(data).decode(), children]}
+
+
+def tree_of(description, avals):
+    """The treedef described, rebuilt over ShapeDtypeStructs of `avals` (its leaves' avals, in order) as jax does,
+    so that a custom node whose auxiliary data depends on its children's shapes rebuilds."""
+    leaves = iter([ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
+    return tree.tree_structure(_example_tree(description, leaves))
+
+
+def _example_tree(description, leaves):
+    """A tree of the described structure over `leaves` (an iterator)."""
+    if description == "leaf":
+        return next(leaves)
+    if description is None:
+        return None
+    (kind, content), = description.items()
+    if kind == "dict":
+        keys, children = content
+        return dict(zip(keys, [_example_tree(child, leaves) for child in children]))
+    if kind == "custom":
+        name, data, children = content
+        return deserialized_node(name, base64.b64decode(data), [_example_tree(child, leaves) for child in children])
+    return {"tuple": tuple, "list": list}[kind](_example_tree(child, leaves) for child in content)
 
 
 def _ordered_dict_keys(keys):

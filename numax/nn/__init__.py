@@ -1,8 +1,8 @@
 """`numax.nn`: neural-network activations, normalizations and initializers, with `jax.nn`'s numerics."""
 
+from numax._logsumexp import logsumexp  # noqa: F401
 from numax.core.lazy_imports import defer_imports as _defer_imports
 from numax.numpy import tanh  # noqa: F401
-from numax.scipy.special import logsumexp  # noqa: F401
 
 from ._functions import (  # noqa: F401
     celu,

@@ -14,9 +14,9 @@ import numpy as np
 
 from numax import lax
 from numax import numpy as xnp
+from numax._logsumexp import logsumexp
 from numax.core import dtypes
 from numax.numpy._util import canonicalize_axis, check_arraylike, promote_args_inexact
-from numax.scipy.special import logsumexp
 from numax.transforms.custom_derivatives import custom_jvp
 
 

@@ -143,7 +143,7 @@ def _random_gamma_batch(values, dims, *, log_space):
 def _random_gamma_grad(a, x):
     """lax.random_gamma_grad elementwise; one element at a time on CPU, as JAX computes it there (vectorized,
     XLA can fuse the series differently and round the last bit differently)."""
-    from numax import default_backend
+    from numax._runtime import default_backend
 
     shape = get_aval_of(a).shape
     count = math.prod(shape)
@@ -222,7 +222,7 @@ def beta(key, a, b, shape=None, dtype=None):
 
 
 def _dirichlet_impl(key_words, alpha, shape, dtype):
-    from numax.nn import softmax
+    from numax.nn._functions import softmax
 
     alpha_shape = _shape_of(alpha)
     if len(alpha_shape) < 1:

@@ -1,4 +1,5 @@
-"""Spectral analysis for `numax.scipy.signal`: stft, istft, csd and welch, with jax.scipy.signal's semantics.
+"""Spectral analysis for `numax.scipy.signal`: stft, istft, csd, welch and the detrend they apply to each segment,
+with jax.scipy.signal's semantics.
 
 A signal is cut into overlapping segments (a vmap of dynamic slices), each detrended, windowed and
 transformed; the power spectra average those segments, the inverse transform overlaps and adds them back.
@@ -12,12 +13,14 @@ from functools import partial
 import numpy as np
 
 import numax.numpy as xnp
-from numax import lax, vmap
+from numax import lax
 from numax.core import dtypes
 from numax.numpy import fft as xfft
-from numax.numpy._util import canonicalize_axis, check_arraylike, promote_dtypes_inexact
+from numax.numpy import linalg as xlinalg
+from numax.numpy._util import aval, canonicalize_axis, check_arraylike, promote_dtypes_inexact, shape, to_array
+from numax.transforms.vmap import vmap
 
-__all__ = ["csd", "istft", "stft", "welch"]
+__all__ = ["csd", "detrend", "istft", "stft", "welch"]
 
 
 def _static_int(value, what):
@@ -107,16 +110,14 @@ def _segment_spectra(x, win, detrend, nperseg, noverlap, nfft, sides):
     return xfft.rfft(segments.real, n=nfft)
 
 
-def _detrend_function(detrend):
-    from .signal import detrend as detrend_along
-
-    if isinstance(detrend, str):
-        return partial(detrend_along, type=detrend, axis=-1)
-    if callable(detrend):
-        return detrend
-    if not detrend:
+def _detrend_function(detrend_or_type):
+    if isinstance(detrend_or_type, str):
+        return partial(detrend, type=detrend_or_type, axis=-1)
+    if callable(detrend_or_type):
+        return detrend_or_type
+    if not detrend_or_type:
         return lambda d: d
-    raise ValueError(f"Unsupported detrend type: {detrend}")
+    raise ValueError(f"Unsupported detrend type: {detrend_or_type}")
 
 
 def _spectral_helper(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None, detrend_type="constant",
@@ -335,3 +336,32 @@ def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None, in
         x = xnp.moveaxis(x, -1, time_axis - 1 if freq_axis < time_axis else time_axis)
     times = xnp.arange(x.shape[0], dtype=np.finfo(x.dtype).dtype) / fs
     return times, x
+
+
+def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):  # noqa: A002  (scipy's name)
+    """`data` less its mean ('constant') or its least-squares line ('linear', piecewise between the
+    breakpoints `bp`) along `axis`."""
+    if overwrite_data is not None:
+        raise NotImplementedError("overwrite_data argument not implemented.")
+    if type not in ("constant", "linear"):
+        raise ValueError("Trend type must be 'linear' or 'constant'.")
+    check_arraylike("detrend", data)
+    (data,) = promote_dtypes_inexact(to_array(data))
+    if type == "constant":
+        return data - xnp.mean(data, axis, keepdims=True)
+    axis = operator.index(axis)
+    length = shape(data)[axis]
+    breakpoints = np.sort(np.unique(np.r_[0, bp, length]))
+    if breakpoints[0] < 0 or breakpoints[-1] > length:
+        raise ValueError("Breakpoints must be non-negative and less than length of data along given axis.")
+    moved = xnp.moveaxis(data, axis, 0)
+    columns = xnp.reshape(moved, (length, -1))
+    dtype = aval(columns).dtype
+    for start, stop in zip(breakpoints[:-1], breakpoints[1:]):
+        points = int(stop - start)
+        ramp = xnp.arange(1, points + 1, dtype=dtype) / np.asarray(points, dtype)
+        design = xnp.stack([xnp.ones(points, dtype), ramp], axis=1)
+        coefficients = xlinalg.lstsq(design, columns[start:stop])[0]
+        trend = xnp.matmul(design, coefficients, precision=lax.Precision.HIGHEST)
+        columns = columns.at[start:stop].add(-trend)
+    return xnp.moveaxis(xnp.reshape(columns, shape(moved)), 0, axis)

@@ -1,5 +1,5 @@
 """`numax.scipy.signal`: N-d convolution and correlation (direct and by FFT), detrending, and spectral analysis
-(stft, istft, csd, welch, in `_spectral`), as jax.scipy.signal.
+(stft, istft, csd, welch and detrend, in `_spectral`), as jax.scipy.signal.
 
 The direct methods are one `lax.conv_general_dilated` with a single feature and batch dimension; the FFT
 method multiplies spectra from `numax.numpy.fft` over the full output shape and slices the requested mode.
@@ -10,12 +10,12 @@ import operator
 import numpy as np
 
 import numax.numpy as xnp
-from numax import lax, vmap
+from numax import lax
 from numax.numpy import fft as xfft
-from numax.numpy import linalg as xlinalg
 from numax.numpy._util import aval, canonicalize_axis, check_arraylike, promote_dtypes_inexact, shape, to_array
+from numax.transforms.vmap import vmap
 
-from ._spectral import csd, istft, stft, welch  # noqa: F401
+from ._spectral import csd, detrend, istft, stft, welch  # noqa: F401
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend", "fftconvolve", "istft", "stft",
            "welch"]
@@ -163,33 +163,3 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     for axis in mapped:
         convolve_axes = vmap(convolve_axes, in_axes=axis, out_axes=axis)
     return convolve_axes(in1, in2)
-
-
-# --- detrend -------------------------------------------------------------------------------------------------
-def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):  # noqa: A002  (scipy's name)
-    """`data` less its mean ('constant') or its least-squares line ('linear', piecewise between the
-    breakpoints `bp`) along `axis`."""
-    if overwrite_data is not None:
-        raise NotImplementedError("overwrite_data argument not implemented.")
-    if type not in ("constant", "linear"):
-        raise ValueError("Trend type must be 'linear' or 'constant'.")
-    check_arraylike("detrend", data)
-    (data,) = promote_dtypes_inexact(to_array(data))
-    if type == "constant":
-        return data - xnp.mean(data, axis, keepdims=True)
-    axis = operator.index(axis)
-    length = shape(data)[axis]
-    breakpoints = np.sort(np.unique(np.r_[0, bp, length]))
-    if breakpoints[0] < 0 or breakpoints[-1] > length:
-        raise ValueError("Breakpoints must be non-negative and less than length of data along given axis.")
-    moved = xnp.moveaxis(data, axis, 0)
-    columns = xnp.reshape(moved, (length, -1))
-    dtype = aval(columns).dtype
-    for start, stop in zip(breakpoints[:-1], breakpoints[1:]):
-        points = int(stop - start)
-        ramp = xnp.arange(1, points + 1, dtype=dtype) / np.asarray(points, dtype)
-        design = xnp.stack([xnp.ones(points, dtype), ramp], axis=1)
-        coefficients = xlinalg.lstsq(design, columns[start:stop])[0]
-        trend = xnp.matmul(design, coefficients, precision=lax.Precision.HIGHEST)
-        columns = columns.at[start:stop].add(-trend)
-    return xnp.moveaxis(xnp.reshape(columns, shape(moved)), 0, axis)

@@ -11,8 +11,9 @@ import numpy as np
 
 from numax import lax
 from numax import numpy as xnp
+from numax._logsumexp import logsumexp  # noqa: F401  (shared with numax.nn, which this module loads only for softmax)
 from numax.core import dtypes
-from numax.numpy._util import canonicalize_axes, promote_args_inexact
+from numax.numpy._util import promote_args_inexact
 from numax.transforms.custom_derivatives import custom_jvp
 
 
@@ -152,42 +153,6 @@ def gamma(x):
     if dtypes.is_complex(xnp.result_type(x)):
         raise NotImplementedError("numax.scipy.special.gamma does not support complex inputs yet")
     return gammasgn(x) * lax.exp(lax.lgamma(x))
-
-
-def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
-    """log(sum(b * exp(a))) over `axis`, computed stably (shifted by the finite maximum).
-
-    With `return_sign`, returns (log|sum|, sign(sum)); otherwise a negative sum gives nan.
-    """
-    if where is not None:
-        a = xnp.where(where, a, 0)
-    if b is not None:
-        a, b = promote_args_inexact("logsumexp", a, b)
-        a = xnp.where(xnp.not_equal(b, 0), a, -np.inf)
-    else:
-        (a,) = promote_args_inexact("logsumexp", a)
-    a = xnp.asarray(a)
-    rank = a.ndim
-    axes = canonicalize_axes(axis, rank)
-    real_a = xnp.real(a) if dtypes.is_complex(a.dtype) else a
-    amax = xnp.max(real_a, axis=axes, keepdims=keepdims, where=where, initial=-np.inf)
-    # Infinite maxima (all -inf, or +inf present) shift by 0 so that exp sees the infinities themselves.
-    # The shift cancels mathematically; JAX keeps it out of differentiation.
-    amax = lax.stop_gradient(lax.select(xnp.isfinite(amax), amax, lax.full_like(amax, 0)))
-    amax_with_dims = amax if keepdims else lax.expand_dims(amax, axes)
-    exp_a = lax.exp(lax.sub(a, lax.convert_element_type(xnp.broadcast_to(amax_with_dims, a.shape), a.dtype)))
-    if b is not None:
-        exp_a = xnp.multiply(exp_a, b)
-    sumexp = xnp.sum(exp_a, axis=axes, keepdims=keepdims, where=where)
-    sign = lax.sign(sumexp)
-    if return_sign or not dtypes.is_complex(a.dtype):
-        sumexp = lax.abs(sumexp)
-    out = lax.add(lax.log(sumexp), lax.convert_element_type(amax, xnp.result_type(sumexp)))
-    if return_sign:
-        return out, sign
-    if b is not None and not dtypes.is_complex(xnp.result_type(out)):
-        out = xnp.where(lax.lt(sign, lax.full_like(sign, 0)), np.array(np.nan, xnp.result_type(out)), out)
-    return out
 
 
 def softmax(x, /, *, axis=None):
