@@ -18,12 +18,13 @@ class ProgramTracer(Tracer):
     `explicit_sharding` (jax's sharding-in-types for a jit's arguments: what `typeof` shows and what shard_map
     infers its in_specs from); the values computed from it carry none."""
 
-    __slots__ = ("_aval", "explicit_sharding")
+    __slots__ = ("_aval", "explicit_sharding", "_atom")
 
-    def __init__(self, trace, aval):
+    def __init__(self, trace, aval, atom):
         self._trace = trace
         self._aval = aval
         self.explicit_sharding = None
+        self._atom = atom  # the program's Var or Literal for this value
 
     @property
     def aval(self):
@@ -34,17 +35,14 @@ class ProgramBuilder:
     """Collects the equations, constants and literals of one program being traced."""
 
     def __init__(self):
-        self.atoms = {}  # id(tracer) -> Var or Literal
-        self.tracers = []  # keeps tracers alive so their ids stay unique
         self.equations = []
         self.const_vars = {}  # id(value) -> Var
         self.const_values = []  # (Var, value), in order of capture
 
     def new_tracer(self, trace, aval, atom):
-        tracer = ProgramTracer(trace, aval)
-        self.tracers.append(tracer)
-        self.atoms[id(tracer)] = atom
-        return tracer
+        # The atom lives on the tracer (not in a table by id, which had to keep every tracer alive until the program
+        # was built: a heap the garbage collector walks again and again while a large program is traced)
+        return ProgramTracer(trace, aval, atom)
 
     def new_arg(self, trace, aval):
         return self.new_tracer(trace, aval, Var(aval))
@@ -56,8 +54,9 @@ class ProgramBuilder:
             self.const_values.append((var, value))
         return self.new_tracer(trace, var.aval, var)
 
-    def atom(self, tracer):
-        return self.atoms[id(tracer)]
+    @staticmethod
+    def atom(tracer):
+        return tracer._atom
 
     def build(self, in_tracers, out_tracers):
         invars = [self.atom(t) for t in in_tracers]
@@ -125,7 +124,7 @@ class ProgramTrace(Trace):
             out_avals = [aval.update(vma=out_vma) for aval in out_avals]
         out_tracers = [builder.new_arg(self, aval) for aval in out_avals]
         builder.equations.append(
-            Equation(primitive, [builder.atom(t) for t in tracers], [builder.atom(t) for t in out_tracers], params)
+            Equation(primitive, [t._atom for t in tracers], [t._atom for t in out_tracers], params)
         )
         return out_tracers if primitive.multiple_results else out_tracers[0]
 

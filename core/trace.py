@@ -22,13 +22,16 @@ from .avals import get_aval
 class MainTrace:
     """One interpreter's place on the stack: its level, its Trace class and its private data."""
 
-    __slots__ = ("level", "trace_type", "global_data", "thread", "__weakref__")  # weakly held: get_opaque_trace_state
+    # (weakly held: get_opaque_trace_state)
+    __slots__ = ("level", "trace_type", "global_data", "thread", "trace", "__weakref__")
 
     def __init__(self, level, trace_type, global_data):
         self.level = level
         self.trace_type = trace_type
         self.global_data = global_data
         self.thread = threading.get_ident()  # stacks are per thread: tells a foreign tracer apart
+        # Its Trace, which holds nothing but this main: made once, not once per primitive applied
+        self.trace = trace_type(self)
 
     def __repr__(self):
         return f"MainTrace({self.level}, {self.trace_type.__name__})"
@@ -223,6 +226,7 @@ def new_main(trace_type, global_data=None, dynamic=False):
         if dynamic:
             state.dynamic.pop()
         stack.pop()
+        main.trace = None  # (main and its Trace refer to each other: free them now, not at the next collection)
 
 
 @contextlib.contextmanager
@@ -248,7 +252,7 @@ def find_top_trace(args):
     stack = state.stack
     if level >= len(stack) or stack[level] is not top:
         raise dead_tracer_error(top)
-    return top.trace_type(top)
+    return top.trace
 
 
 def is_live(main) -> bool:
@@ -294,7 +298,7 @@ def trace_naming_axes(names, top):
             break
         name = main.trace_type.axis_name_of(main)
         if name is not None and name in names:
-            return main.trace_type(main)
+            return main.trace
     return top
 
 

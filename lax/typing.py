@@ -66,6 +66,9 @@ def broadcast_shapes(name, avals):
 def stretched_shape(shapes):
     """The shape that `shapes` of one rank broadcast to (size-1 dimensions stretch; a symbolic dimension is not
     1), or None where two sizes other than 1 meet."""
+    first = shapes[0]
+    if all(shape == first for shape in shapes):  # the common case, without a set per dimension
+        return tuple(first)
     result = []
     for sizes in zip(*shapes):
         stretched = {d for d in sizes if d != 1}

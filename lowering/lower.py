@@ -118,11 +118,16 @@ def lower_program_body(module, builder, program, consts, args):
             env[var] = builder.constant(const_value(value, var.aval))
     for var, value in zip(program.invars, args):
         env[var] = value
+    polymorphic = builder.dimension_values is not None
+    rules = {}  # primitive -> its rule on this platform (found once per program, not per equation)
     for eqn in program.equations:
-        rule = find_rule(module.platform, eqn.primitive)
+        primitive = eqn.primitive
+        rule = rules.get(primitive)
+        if rule is None:
+            rule = rules[primitive] = find_rule(module.platform, primitive)
         ctx = RuleContext(module, builder, [a.aval for a in eqn.inputs], [v.aval for v in eqn.outvars])
-        if builder.dimension_values is not None:
-            dynamic_shapes.check_polymorphic(eqn.primitive, ctx.avals_in + ctx.avals_out)
+        if polymorphic:
+            dynamic_shapes.check_polymorphic(primitive, ctx.avals_in + ctx.avals_out)
         outs = rule(ctx, *(read(a) for a in eqn.inputs), **eqn.params)
         if isinstance(outs, str):
             outs = [outs]
