@@ -8,7 +8,10 @@
  * leaf types, cache misses, donation, NaN checks, several devices, a trace in progress -- goes to the
  * Python path, `self._call(*args, **kwargs)` (so do programs with host callbacks, whose runtime tokens the
  * Python path keeps for effects_barrier), which stays the reference: the native path only ever
- * answers a call the Python path would answer the same way, and takes no decision of its own.
+ * answers a call the Python path would answer the same way, and takes no decision of its own. A hit on a
+ * program over several devices (sharded jit, and pmap, whose callable is a `CachedCall` too) is answered when
+ * every argument is a ShardedArray whose blocks are already laid out as the program takes them (its
+ * `MultiDeviceCall.native_in`); its outputs come back as ShardedArrays.
  *
  * `ArrayBase`, the base type of numax.Array, answers `block_until_ready` and `__array__` of a plain Array in
  * C when the answer needs no decision (a live buffer that is ready; a CPU buffer of a numpy dtype, read
@@ -26,10 +29,12 @@
 /* --- what `configure` hands over once, at import ------------------------------------------------- */
 static PyTypeObject *array_type;      /* lowering.array.Array */
 static PyTypeObject *executable_type; /* lowering.dispatch.Executable */
-static PyTypeObject *entry_type;      /* transforms.jit._CacheEntry */
+static PyTypeObject *entry_type;      /* transforms.jit.CacheEntry */
 static PyObject *config;              /* core.config.config */
 static PyObject *trace_state;         /* core.trace.trace_state (thread-local) */
 static PyObject *global_statistics;   /* transforms.recompiles.global_statistics */
+static PyTypeObject *sharded_type;    /* lowering.sharded_array.ShardedArray (NULL until configure_sharded) */
+static PyTypeObject *multi_call_type; /* lowering.sharded.MultiDeviceCall */
 static PyTypeObject *statistics_type; /* its type, JitStatistics */
 static PyTypeObject *plain_config_type; /* type(config) while no thread holds an override (then: its __dict__) */
 static PyObject *config_dict;         /* config.__dict__, where the global flag values are */
@@ -38,15 +43,18 @@ static PyObject *config_dict;         /* config.__dict__, where the global flag 
 static Py_ssize_t array_aval, array_buffer, array_backend, array_device, array_host_value, array_ready,
     array_committed;
 static Py_ssize_t ex_compiled, ex_backend, ex_device, ex_const_buffers, ex_handlers, ex_out_avals, ex_host_callbacks;
-static Py_ssize_t entry_executable, entry_out_tree, entry_donated, entry_out_kind;
+static Py_ssize_t entry_executable, entry_out_tree, entry_donated, entry_out_kind, entry_out_plan;
 static Py_ssize_t statistics_cache_hits;
+static Py_ssize_t sharded_parts, sharded_whole, sharded_whole_layout, sharded_sharding, sharded_indices;
+static Py_ssize_t multi_compiled, multi_handlers, multi_devices, multi_backend, multi_out_avals, multi_out_shardings,
+    multi_out_layouts, multi_native_in, multi_leading;
 
 static PyObject *s_disable_jit, *s_native_dispatch, *s_check_numerics, *s_enable_x64, *s_default_device,
     *s_numpy_dtype_promotion, *s_numpy_rank_promotion;
 static PyObject *empty_tuple, *one; /* the cache key's "no static arguments", and a hit's increment */
 static PyObject *s_stack, *s_cache_hits, *s_call, *s_execute_sharded, *s_consume_with_handlers, *s_run_on,
     *s_unflatten, *s_is_deleted, *s_is_ready, *s_block_until_ready, *s_python_block_until_ready, *s_python_array,
-    *s_platform, *s_cpu, *s_dtype, *s_polls_waits;
+    *s_platform, *s_cpu, *s_dtype, *s_polls_waits, *s_native_call;
 
 /* What `configure_arrays` hands over: numpy.asarray and the dtypes a CPU buffer is read back as through the buffer
  * protocol; and `configure_eager`: the eager executables' table and the Python function that fills it. */
@@ -64,8 +72,8 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
     return ((PyMemberDescrObject *)descriptor)->d_member->offset;
 }
 
-/* The output trees the native path builds itself (_CacheEntry.out_kind); others call out_tree.unflatten. */
-enum { OUT_LEAF = 0, OUT_TUPLE = 1, OUT_OTHER = 2 };
+/* The output trees the native path builds itself (CacheEntry.out_kind); others call out_tree.unflatten. */
+enum { OUT_LEAF = 0, OUT_TUPLE = 1, OUT_OTHER = 2, OUT_PLANNED = 3 };
 
 /* --- the cache key ------------------------------------------------------------------------------ */
 static int is_python_scalar(PyObject *value) {
@@ -91,6 +99,13 @@ static PyObject *leaf_or_node_signature(PyObject *child, PyObject *leaves) {
         if (PyList_Append(leaves, child) < 0)
             return NULL;
         return Py_NewRef((PyObject *)Py_TYPE(child));
+    }
+    if (sharded_type != NULL && Py_IS_TYPE(child, sharded_type)) {
+        PyObject *aval = SLOT(child, array_aval), *sharding = SLOT(child, sharded_sharding);
+        if (aval == NULL || sharding == NULL || PyList_Append(leaves, child) < 0)
+            return NULL;
+        /* (aval, sharding): equal to jit.py's LaidOut key */
+        return PyTuple_Pack(2, aval, sharding);
     }
     return signature_of(child, leaves);
 }
@@ -211,24 +226,104 @@ static PyObject *new_array(PyObject *aval, PyObject *buffer, PyObject *backend, 
     return array;
 }
 
-/* The call's result: the outputs wrapped into Arrays and arranged as the entry's output tree. */
-static PyObject *wrap(PyObject *entry, PyObject *executable, PyObject *outputs, int committed) {
-    PyObject *out_avals = SLOT(executable, ex_out_avals);
-    PyObject *backend = SLOT(executable, ex_backend), *device = SLOT(executable, ex_device);
+/* The output tree `plan` describes (CacheEntry.out_plan: None a leaf, (tuple | list, child plans), (dict, child
+ * plans, keys), (NoneType,)), its leaves taken from the list `arrays` from position *next on. */
+static PyObject *build_planned(PyObject *plan, PyObject *arrays, Py_ssize_t *next) {
+    if (plan == Py_None) {
+        if (*next >= PyList_GET_SIZE(arrays)) {
+            PyErr_SetString(PyExc_RuntimeError, "numax: an output plan with more leaves than outputs");
+            return NULL;
+        }
+        return Py_NewRef(PyList_GET_ITEM(arrays, (*next)++));
+    }
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) < 1) {
+        PyErr_SetString(PyExc_RuntimeError, "numax: a malformed output plan");
+        return NULL;
+    }
+    PyObject *type = PyTuple_GET_ITEM(plan, 0);
+    if (type == (PyObject *)Py_TYPE(Py_None))
+        return Py_NewRef(Py_None);
+    PyObject *children = PyTuple_GET_SIZE(plan) >= 2 ? PyTuple_GET_ITEM(plan, 1) : NULL;
+    PyObject *keys = PyTuple_GET_SIZE(plan) == 3 ? PyTuple_GET_ITEM(plan, 2) : NULL;
+    int is_dict = type == (PyObject *)&PyDict_Type;
+    if (children == NULL || !PyTuple_Check(children) ||
+        (is_dict ? keys == NULL || !PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(children)
+                 : type != (PyObject *)&PyTuple_Type && type != (PyObject *)&PyList_Type)) {
+        PyErr_SetString(PyExc_RuntimeError, "numax: a malformed output plan");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(children);
+    PyObject *node = is_dict ? PyDict_New() : type == (PyObject *)&PyTuple_Type ? PyTuple_New(n) : PyList_New(n);
+    if (node == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *child = build_planned(PyTuple_GET_ITEM(children, i), arrays, next);
+        if (child == NULL) {
+            Py_DECREF(node);
+            return NULL;
+        }
+        if (is_dict) { /* (keys in the tree's order, as dict(zip(keys, children)) inserts them) */
+            int failed = PyDict_SetItem(node, PyTuple_GET_ITEM(keys, i), child);
+            Py_DECREF(child);
+            if (failed < 0) {
+                Py_DECREF(node);
+                return NULL;
+            }
+        } else if (PyTuple_Check(node)) {
+            PyTuple_SET_ITEM(node, i, child);
+        } else {
+            PyList_SET_ITEM(node, i, child);
+        }
+    }
+    return node;
+}
+
+/* A new ShardedArray holding `whole` (one raw array over the devices, laid out as `layout` says), as
+ * ShardedArray.__init__ makes a program's output. */
+static PyObject *new_sharded_array(PyObject *aval, PyObject *whole, PyObject *backend, PyObject *sharding,
+                                   PyObject *layout) {
+    PyObject *array = sharded_type->tp_alloc(sharded_type, 0);
+    if (array == NULL)
+        return NULL;
+    SLOT(array, array_aval) = Py_NewRef(aval);
+    SLOT(array, array_buffer) = Py_NewRef(Py_None);
+    SLOT(array, array_backend) = Py_NewRef(backend);
+    SLOT(array, array_device) = Py_NewRef(Py_None);
+    SLOT(array, array_host_value) = Py_NewRef(Py_None);
+    SLOT(array, sharded_parts) = Py_NewRef(Py_None);
+    SLOT(array, sharded_whole) = Py_NewRef(whole);
+    SLOT(array, sharded_whole_layout) = Py_NewRef(layout);
+    SLOT(array, sharded_sharding) = Py_NewRef(sharding);
+    SLOT(array, sharded_indices) = Py_NewRef(Py_None);
+    SLOT(array, array_committed) = Py_NewRef(Py_True);
+    return array;
+}
+
+/* The outputs of `executable` (an Executable) or `call` (a MultiDeviceCall: the other is NULL), each wrapped into
+ * an Array or a ShardedArray and arranged as the entry's output tree. */
+static PyObject *wrap_outputs(PyObject *entry, PyObject *executable, PyObject *call, PyObject *outputs,
+                              int committed) {
+    PyObject *out_avals = executable ? SLOT(executable, ex_out_avals) : SLOT(call, multi_out_avals);
+    PyObject *backend = executable ? SLOT(executable, ex_backend) : SLOT(call, multi_backend);
+    PyObject *device = executable ? SLOT(executable, ex_device) : NULL;
+    PyObject *shardings = call ? SLOT(call, multi_out_shardings) : NULL, *layouts = call ? SLOT(call, multi_out_layouts)
+                                                                                           : NULL;
     Py_ssize_t n = PyList_GET_SIZE(outputs);
-    if (!PyList_Check(out_avals) || PyList_GET_SIZE(out_avals) != n) {
+    if (!PyList_Check(out_avals) || PyList_GET_SIZE(out_avals) != n ||
+        (call && (!PyList_Check(shardings) || PyList_GET_SIZE(shardings) != n || !PyList_Check(layouts) ||
+                  PyList_GET_SIZE(layouts) != n))) {
         PyErr_SetString(PyExc_RuntimeError, "numax: an executable returned an unexpected number of outputs");
         return NULL;
     }
     long kind = PyLong_AsLong(SLOT(entry, entry_out_kind));
-    if (kind == OUT_LEAF && n == 1)
-        return new_array(PyList_GET_ITEM(out_avals, 0), PyList_GET_ITEM(outputs, 0), backend, device, committed);
     PyObject *arrays = kind == OUT_TUPLE ? PyTuple_New(n) : PyList_New(n);
     if (arrays == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *array = new_array(PyList_GET_ITEM(out_avals, i), PyList_GET_ITEM(outputs, i), backend, device,
-                                    committed);
+        PyObject *aval = PyList_GET_ITEM(out_avals, i), *output = PyList_GET_ITEM(outputs, i);
+        PyObject *array = call ? new_sharded_array(aval, output, backend, PyList_GET_ITEM(shardings, i),
+                                                   PyList_GET_ITEM(layouts, i))
+                               : new_array(aval, output, backend, device, committed);
         if (array == NULL) {
             Py_DECREF(arrays);
             return NULL;
@@ -240,7 +335,19 @@ static PyObject *wrap(PyObject *entry, PyObject *executable, PyObject *outputs, 
     }
     if (kind == OUT_TUPLE)
         return arrays;
-    PyObject *result = PyObject_CallMethodOneArg(SLOT(entry, entry_out_tree), s_unflatten, arrays);
+    PyObject *result;
+    if (kind == OUT_LEAF && n == 1) {
+        result = Py_NewRef(PyList_GET_ITEM(arrays, 0));
+    } else if (kind == OUT_PLANNED) {
+        Py_ssize_t next = 0;
+        result = build_planned(SLOT(entry, entry_out_plan), arrays, &next);
+        if (result != NULL && next != n) {
+            Py_CLEAR(result);
+            PyErr_SetString(PyExc_RuntimeError, "numax: an output plan with fewer leaves than outputs");
+        }
+    } else {
+        result = PyObject_CallMethodOneArg(SLOT(entry, entry_out_tree), s_unflatten, arrays);
+    }
     Py_DECREF(arrays);
     return result;
 }
@@ -299,11 +406,101 @@ static PyObject *run_single(PyObject *module, PyObject *const *args, Py_ssize_t 
     return run_single_output(args[0], args[1], 0); /* (the caller commits it where an input was) */
 }
 
+/* --- programs over several devices -------------------------------------------------------------- */
+/* Is a raw array deleted? -1 with an error when it cannot be asked. */
+static int is_deleted(PyObject *buffer) {
+    PyObject *answer = PyObject_CallMethodNoArgs(buffer, s_is_deleted);
+    int deleted = answer == NULL ? -1 : PyObject_IsTrue(answer);
+    Py_XDECREF(answer);
+    return deleted;
+}
+
+/* Whether a ShardedArray's blocks are all alive (ShardedArray.is_deleted's answer negated); 0 also on an error. */
+static int blocks_alive(PyObject *array, PyObject *whole) {
+    if (is_deleted(whole) != 0)
+        return 0;
+    PyObject *parts = SLOT(array, sharded_parts);
+    if (parts == NULL || parts == Py_None)
+        return 1;
+    if (!PyList_Check(parts))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parts); i++)
+        if (is_deleted(PyList_GET_ITEM(parts, i)) != 0)
+            return 0;
+    return 1;
+}
+
+/* The raw arguments of a MultiDeviceCall (its leading ones first) when every leaf is a ShardedArray whose whole
+ * array is laid out as the program takes it (`native_in`'s HLO sharding, over the call's devices) and none of
+ * whose blocks is deleted; NULL without an error otherwise (MultiDeviceCall.argument decides). A whole array's
+ * layout always describes the array's own blocks, so such an argument is what the Python path passes too. */
+static PyObject *multi_arguments(PyObject *call, PyObject *leaves) {
+    PyObject *native_in = SLOT(call, multi_native_in), *leading = SLOT(call, multi_leading);
+    PyObject *devices = SLOT(call, multi_devices);
+    if (native_in == NULL || leading == NULL || !PyList_Check(native_in) || !PyList_Check(leading))
+        return NULL;
+    Py_ssize_t n_leading = PyList_GET_SIZE(leading), n = PyList_GET_SIZE(leaves);
+    if (PyList_GET_SIZE(native_in) != n_leading + n)
+        return NULL;
+    PyObject *arguments = PyList_New(n_leading + n);
+    if (arguments == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n_leading; i++)
+        PyList_SET_ITEM(arguments, i, Py_NewRef(PyList_GET_ITEM(leading, i)));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *leaf = PyList_GET_ITEM(leaves, i), *taken = PyList_GET_ITEM(native_in, n_leading + i);
+        if (!Py_IS_TYPE(leaf, sharded_type) || taken == Py_None)
+            goto refuse;
+        PyObject *layout = SLOT(leaf, sharded_whole_layout), *whole = SLOT(leaf, sharded_whole);
+        /* (compared by value, identity first: an argument may come from another program over these devices) */
+        if (layout == NULL || whole == NULL || whole == Py_None || !PyTuple_Check(layout) ||
+            PyTuple_GET_SIZE(layout) != 2 || PyObject_RichCompareBool(PyTuple_GET_ITEM(layout, 0), taken, Py_EQ) != 1 ||
+            PyObject_RichCompareBool(PyTuple_GET_ITEM(layout, 1), devices, Py_EQ) != 1 || !blocks_alive(leaf, whole))
+            goto refuse;
+        PyList_SET_ITEM(arguments, n_leading + i, Py_NewRef(whole));
+    }
+    return arguments;
+refuse:
+    PyErr_Clear();
+    Py_DECREF(arguments);
+    return NULL;
+}
+
+/* A cache hit whose executable runs over several devices (its `native_call`, a MultiDeviceCall): the result, NULL
+ * with the runtime's error when the program fails to run, NULL without an error when the Python path answers. */
+static PyObject *run_multi(PyObject *statistics, PyObject *entry, PyObject *executable, PyObject *leaves) {
+    if (multi_call_type == NULL)
+        return NULL;
+    PyObject *call = PyObject_GetAttr(executable, s_native_call), *arguments = NULL, *outputs = NULL;
+    PyObject *result = NULL;
+    if (call == NULL || !Py_IS_TYPE(call, multi_call_type) || (arguments = multi_arguments(call, leaves)) == NULL) {
+        PyErr_Clear();
+        goto done;
+    }
+    /* (pmap keeps no statistics: None) */
+    if (statistics != Py_None && (count_hit(statistics) < 0 || count_hit(global_statistics) < 0)) {
+        PyErr_Clear();
+        goto done;
+    }
+    PyObject *results = PyObject_CallMethodOneArg(SLOT(call, multi_compiled), s_execute_sharded, arguments);
+    if (results != NULL) {
+        outputs = PyObject_CallMethodOneArg(results, s_consume_with_handlers, SLOT(call, multi_handlers));
+        Py_DECREF(results);
+    }
+    if (outputs != NULL)
+        result = wrap_outputs(entry, NULL, call, outputs, 1);
+done:
+    Py_XDECREF(outputs);
+    Py_XDECREF(arguments);
+    Py_XDECREF(call);
+    return result;
+}
+
 /* --- the type ----------------------------------------------------------------------------------- */
 typedef struct {
     PyObject_HEAD
-    PyObject *entries;    /* the function's cache: signature key -> _CacheEntry */
-    PyObject *statistics; /* its JitStatistics */
+    PyObject *entries;    /* the function's cache: signature key -> CacheEntry */
+    PyObject *statistics; /* its JitStatistics (None: hits are not counted) */
     char positional_only; /* no static arguments: a positional call's key is its signature alone */
 } CachedCall;
 
@@ -372,8 +569,14 @@ static PyObject *call_cached(CachedCall *self, PyObject *args) {
     if (entry == NULL || !Py_IS_TYPE(entry, entry_type) || SLOT(entry, entry_donated) != Py_None)
         goto done;
     executable = Py_XNewRef(SLOT(entry, entry_executable));
-    if (executable == NULL || !Py_IS_TYPE(executable, executable_type))
+    if (executable == NULL)
         goto done;
+    if (!Py_IS_TYPE(executable, executable_type)) {
+        result = run_multi(self->statistics, entry, executable, leaves);
+        if (result == NULL && PyErr_Occurred())
+            goto failed; /* the program failed to run: the runtime's error, as the Python path raises it */
+        goto done;
+    }
     PyObject *callbacks = SLOT(executable, ex_host_callbacks);
     if (callbacks == NULL || PyObject_IsTrue(callbacks) != 0) /* its runtime token is kept: Executable.execute */
         goto done;
@@ -382,7 +585,7 @@ static PyObject *call_cached(CachedCall *self, PyObject *args) {
     outputs = run(executable, leaves);
     if (outputs == NULL)
         goto failed; /* the Python path's own error, raised by run_on: reported as it is */
-    result = wrap(entry, executable, outputs, any_committed(leaves));
+    result = wrap_outputs(entry, executable, NULL, outputs, any_committed(leaves));
     if (result == NULL)
         goto failed;
     goto done;
@@ -700,11 +903,36 @@ static PyObject *configure(PyObject *module, PyObject *args) {
         {&ex_host_callbacks, executable_type, "host_callbacks"},
         {&entry_executable, entry_type, "executable"}, {&entry_out_tree, entry_type, "out_tree"},
         {&entry_donated, entry_type, "donated"}, {&entry_out_kind, entry_type, "out_kind"},
+        {&entry_out_plan, entry_type, "out_plan"},
         {&statistics_cache_hits, statistics_type, "cache_hits"},
     };
     for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
         if ((*slots[i].offset = slot_offset(slots[i].type, slots[i].name)) < 0)
             return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *configure_sharded(PyObject *module, PyObject *args) {
+    PyObject *sharded, *call; /* (ShardedArray derives from Array, whose slots `configure` reads) */
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &sharded, &PyType_Type, &call))
+        return NULL;
+    struct { Py_ssize_t *offset; PyTypeObject *type; const char *name; } slots[] = {
+        {&sharded_parts, (PyTypeObject *)sharded, "_parts"}, {&sharded_whole, (PyTypeObject *)sharded, "_whole"},
+        {&sharded_whole_layout, (PyTypeObject *)sharded, "_whole_layout"},
+        {&sharded_sharding, (PyTypeObject *)sharded, "_sharding"},
+        {&sharded_indices, (PyTypeObject *)sharded, "_indices"},
+        {&multi_compiled, (PyTypeObject *)call, "compiled"}, {&multi_handlers, (PyTypeObject *)call, "handlers"},
+        {&multi_devices, (PyTypeObject *)call, "devices"}, {&multi_backend, (PyTypeObject *)call, "backend"},
+        {&multi_out_avals, (PyTypeObject *)call, "out_avals"},
+        {&multi_out_shardings, (PyTypeObject *)call, "out_shardings"},
+        {&multi_out_layouts, (PyTypeObject *)call, "out_layouts"},
+        {&multi_native_in, (PyTypeObject *)call, "native_in"}, {&multi_leading, (PyTypeObject *)call, "leading"},
+    };
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
+        if ((*slots[i].offset = slot_offset(slots[i].type, slots[i].name)) < 0)
+            return NULL;
+    Py_XSETREF(sharded_type, (PyTypeObject *)Py_NewRef(sharded));
+    Py_XSETREF(multi_call_type, (PyTypeObject *)Py_NewRef(call));
     Py_RETURN_NONE;
 }
 
@@ -728,8 +956,11 @@ static PyObject *configure_eager(PyObject *module, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(Array, Executable, _CacheEntry, config, Config, trace_state, global_statistics): the types and "
+     "configure(Array, Executable, CacheEntry, config, Config, trace_state, global_statistics): the types and "
      "state the native path reads (Config: config's class while no thread overrides a flag)."},
+    {"configure_sharded", configure_sharded, METH_VARARGS,
+     "configure_sharded(ShardedArray, MultiDeviceCall): the types of arrays and calls over several devices, whose "
+     "cache hits the native path then answers too."},
     {"configure_arrays", configure_arrays, METH_VARARGS,
      "configure_arrays(numpy.asarray, dtypes): what Array's readback uses (dtypes: a tuple of the numpy dtypes a "
      "CPU buffer is read back as through the buffer protocol)."},
@@ -754,6 +985,7 @@ static int exec_module(PyObject *module) {
         {&s_is_deleted, "is_deleted"}, {&s_is_ready, "is_ready"}, {&s_block_until_ready, "block_until_ready"},
         {&s_python_block_until_ready, "_python_block_until_ready"}, {&s_python_array, "_python_array"},
         {&s_platform, "platform"}, {&s_cpu, "cpu"}, {&s_dtype, "dtype"}, {&s_polls_waits, "polls_waits"},
+        {&s_native_call, "native_call"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)

@@ -2,9 +2,11 @@
 
 The native call path (`_native_dispatch.c`, built at install when a C compiler is there) answers a
 cache hit of a positional call made of numax Arrays, Python scalars, tuples, lists and dicts without
-running Python code: key, lookup, execute, output wrapping. Every other call, and every call while the
-`numax_native_dispatch` flag is off, goes to the subclass's `_call`, the Python path, which stays the
-reference. Without the extension, `CachedCall` is a plain class whose `__call__` is that Python path.
+running Python code: key, lookup, execute, output wrapping; and, once `configure_sharded` ran, a hit of
+sharded jit or pmap (`PmapFunction` is a CachedCall too) on ShardedArrays laid out as the program takes
+them. Every other call, and every call while the `numax_native_dispatch` flag is off, goes to the
+subclass's `_call`, the Python path, which stays the reference. Without the extension, `CachedCall` is
+a plain class whose `__call__` is that Python path.
 `run_single` runs a one-output executable and wraps its result, in C when it is built; `eager_unary_with`
 gives the eager one-argument fast path, whose hits the extension answers. (numax.Array's waits and readback
 come from the extension's `ArrayBase`, see lowering/array.py.)
@@ -54,13 +56,21 @@ def eager_unary_with(table, python_eager_unary):
     return _native_dispatch.eager_unary
 
 
-def configure(cache_entry_type, statistics):
-    """Hands the native path the types and state it reads: jit's cache entry type and the process-wide
-    JitStatistics (the Array and Executable types, config and the trace state are looked up here)."""
+def configure(executable_type, cache_entry_type, statistics):
+    """Hands the native path the types and state it reads: lowering/dispatch.py's Executable (passed in, as that
+    module imports this one), jit's cache entry type and the process-wide JitStatistics (the Array type, config
+    and the trace state are looked up here)."""
     if not available:
         return
     from ..core.config import Config, config
     from ..core.trace import trace_state
-    from .dispatch import Executable
 
-    _native_dispatch.configure(Array, Executable, cache_entry_type, config, Config, trace_state, statistics)
+    _native_dispatch.configure(Array, executable_type, cache_entry_type, config, Config, trace_state, statistics)
+
+
+def configure_sharded(sharded_array_type, multi_device_call_type):
+    """Hands the native path the types of arrays and calls over several devices (lowering/sharded_array.py's
+    ShardedArray, lowering/sharded.py's MultiDeviceCall): cache hits of sharded jit and pmap are then answered
+    natively too."""
+    if available:
+        _native_dispatch.configure_sharded(sharded_array_type, multi_device_call_type)

@@ -15,8 +15,8 @@ from ..core import caches
 from ..core.ir import open_program, programs_in
 from ..core.partial_sums import partial_sum_blocks
 from ..core.sharding import Mesh, NamedSharding, P, check_broadcasting_splits, has_partial_sums, sharding_with_layout
-from . import xla
-from .array import Array, is_committed
+from . import native_dispatch, xla
+from .array import Array, canonical_aval, is_committed
 from .lower import hoist_large_consts, lower_to_module
 from .sharded_array import ShardedArray
 
@@ -74,6 +74,7 @@ def block_buffers(host, sharding, backend):
 
 def put_sharded(value, sharding, aval):
     """`value` (host data or an array, of `aval`) laid out by `sharding` as a ShardedArray."""
+    aval = canonical_aval(aval)  # (so that the cache keys of calls on it match by identity)
     if type(value) is ShardedArray and value.has_layout(sharding):
         mine = value._sharding
         if mine is sharding or mine == sharding or mine._device_assignment != sharding._device_assignment:
@@ -188,7 +189,15 @@ def lower_partitioned(closed, name, mesh, in_shardings, out_shardings, platform)
 class MultiDeviceCall:
     """Calls a program compiled for several devices on numax values: lays each argument out as the program
     takes it (an array already laid out so goes in as it is) and wraps each output, kept whole on the
-    devices, as a ShardedArray."""
+    devices, as a ShardedArray.
+
+    The native call path (lowering/native_dispatch.py) reads its slots to answer cache hits of the function
+    owning it (that function's executable's `native_call`): `native_in` gives, per argument, the HLO sharding
+    of the whole arrays it takes as they are (over `devices`; None: `argument` decides at each call), and
+    `leading` holds raw arguments passed before the call's own."""
+
+    __slots__ = ("compiled", "execute", "devices", "backend", "in_avals", "in_shardings", "out_avals",
+                 "out_shardings", "hlo_in", "out_layouts", "handlers", "native_in", "leading")
 
     def __init__(self, compiled, devices, in_avals, in_shardings, out_avals, out_shardings, host_callbacks=()):
         self.compiled = compiled
@@ -196,18 +205,29 @@ class MultiDeviceCall:
         self.devices = devices = tuple(devices)
         self.backend = xla.backend_of_device(devices[0])
         self.in_avals, self.in_shardings = list(in_avals), list(in_shardings)
-        self.out_avals, self.out_shardings = list(out_avals), list(out_shardings)
+        self.out_avals, self.out_shardings = [canonical_aval(a) for a in out_avals], list(out_shardings)
         self.hlo_in = [hlo_sharding(s, a.ndim, devices) for s, a in zip(in_shardings, in_avals)]
         hlo_out = [hlo_sharding(s, a.ndim, devices) for s, a in zip(out_shardings, out_avals)]
         self.out_layouts = [(hlo, devices) for hlo in hlo_out]
         self.handlers = [xla.multi_device_result_handler(a.shape, a.dtype, devices, hlo)
                          for a, hlo in zip(out_avals, hlo_out)]
+        # A ShardedArray whose whole array is laid out so is taken as it is: its layout describes its own blocks
+        # (the outputs of a call feed the next one so). With host callbacks, the Python path runs the program (it
+        # keeps the runtime token).
+        self.native_in = None if host_callbacks else list(self.hlo_in)
+        self.leading = []
 
     def argument(self, value, k):
         """The raw multi-device array for argument `k`. Every way a program over several devices can be handed
         a wrong argument is ruled out here, before it runs: jaxlib, having reported such an error, crashes
         the process (a deleted block, a block of another shape)."""
         aval, sharding = self.in_avals[k], self.in_shardings[k]
+        if type(value) is ShardedArray and value._sharding is sharding and value._parts is None:
+            # (an output of a call laid out as this program takes it, alive: the checks below, answered at once)
+            whole, layout = value._whole, value._whole_layout
+            if (layout is not None and layout[0] is self.hlo_in[k] and layout[1] == self.devices
+                    and (value.aval is aval or value.aval == aval) and not whole.is_deleted()):
+                return whole
         if type(value) is ShardedArray and value.aval.dtype == aval.dtype and value.has_layout(sharding):
             if value.aval.shape != aval.shape:
                 raise TypeError(f"argument of type {value.aval.str_short()} passed where {aval.str_short()} is "
@@ -278,6 +298,20 @@ class ShardedExecutable:
         self.call = MultiDeviceCall(self.compiled, devices, lowered.program.in_avals, self.in_shardings,
                                     self.out_avals, self.out_shardings, module.host_callbacks)
         self.const_arguments = [self.call.argument(value, k) for k, value in enumerate(hoisted)]
+        self.native_call = self._native_call(len(hoisted))
+
+    def _native_call(self, offset):
+        """The call the native path runs on a cache hit: `call`, taking an argument as it is only where jit's
+        in_shardings asked for nothing or for the very sharding the program takes (then `check_committed` has
+        nothing to say about a ShardedArray laid out so)."""
+        call = self.call
+        if call.native_in is None:
+            return None
+        call.leading = self.const_arguments
+        for k, asked in self.asked:
+            if asked is not call.in_shardings[offset + k]:
+                call.native_in[offset + k] = None
+        return call
 
     def _chosen(self, asked, chosen, avals):
         """Each value's sharding as the compiled program has it: the one asked for where XLA kept it, else the
@@ -322,3 +356,6 @@ class ShardedExecutable:
 
     def hlo_text(self):
         return self.compiled.get_hlo_text()
+
+
+native_dispatch.configure_sharded(ShardedArray, MultiDeviceCall)

@@ -61,16 +61,18 @@ def assert_same_tree(native_out, python_out):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def both_ways(f, *args):
-    """f(*args) answered natively (a cache hit that never reaches `_call`) and by the Python path."""
+def both_ways(f, *args, counting_calls=None, same_outputs=None):
+    """f(*args) answered natively (a cache hit that never reaches `_call`) and by the Python path, its calls counted
+    by `counting_calls` (default: jit's Python path) and the two outputs compared by `same_outputs`."""
+    counting_calls, same_outputs = counting_calls or python_calls, same_outputs or assert_same_tree
     f(*args)  # the first call compiles, through the Python path
-    with python_calls() as counter:
+    with counting_calls() as counter:
         native_out = f(*args)
     assert counter["calls"] == 0, "the cache hit did not take the native path"
-    with native(False), python_calls() as counter:
+    with native(False), counting_calls() as counter:
         python_out = f(*args)
     assert counter["calls"] == 1
-    assert_same_tree(native_out, python_out)
+    same_outputs(native_out, python_out)
     return native_out
 
 

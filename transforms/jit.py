@@ -203,27 +203,49 @@ def _leaf_aval(leaf, signature):
     return get_aval(leaf)
 
 
-class _CacheEntry:
-    __slots__ = ("executable", "out_tree", "program", "donated", "out_kind")
+class CacheEntry:
+    __slots__ = ("executable", "out_tree", "program", "donated", "out_kind", "out_plan")
 
     def __init__(self, executable, out_tree, program, donated):
         self.executable = executable
         self.out_tree = out_tree
         self.program = program
         self.donated = donated
-        self.out_kind = _output_kind(out_tree)
+        self.out_plan = _output_plan(out_tree)
+        self.out_kind = _output_kind(out_tree, self.out_plan)
 
 
-def _output_kind(out_tree):
-    """How the native call path arranges outputs: 0 one leaf, 1 a flat tuple, 2 through `out_tree.unflatten`."""
+def _output_kind(out_tree, plan):
+    """How the native call path arranges outputs: 0 one leaf, 1 a flat tuple, 3 by the entry's `out_plan`, 2 through
+    `out_tree.unflatten`."""
     if out_tree.kind is None:
         return 0
     if out_tree.kind.type is tuple and all(child.kind is None for child in out_tree.child_defs):
         return 1
-    return 2
+    return 2 if plan is False else 3
 
 
-native_dispatch.configure(_CacheEntry, global_statistics)
+_PLANNED_NODES = (tuple, list, dict, type(None))
+
+
+def _output_plan(treedef):
+    """An output tree of tuples, lists, dicts and None as the native call path builds it: None for a leaf,
+    (tuple | list, child plans), (dict, child plans, keys) or (NoneType,) for a node; False where another node
+    type is in the tree (`out_tree.unflatten` builds it)."""
+    if treedef.kind is None:
+        return None
+    node_type = treedef.kind.type
+    if node_type not in _PLANNED_NODES:
+        return False
+    children = tuple(_output_plan(child) for child in treedef.child_defs)
+    if any(child is False for child in children):
+        return False
+    if node_type is dict:
+        return (dict, children, tuple(treedef.aux))
+    return (node_type,) if node_type is type(None) else (node_type, children)
+
+
+native_dispatch.configure(dispatch.Executable, CacheEntry, global_statistics)
 
 
 def _hashable_static(value, position):
@@ -305,7 +327,7 @@ class PjitFunction(native_dispatch.CachedCall):
         shared = _caches_for(fun, (self.static_argnums, self.static_argnames, self.donate_argnums,
                                    self.donate_argnames, self.placement, self.inline, _frozen(compiler_options),
                                    in_shardings, out_shardings, self.fusion, self.name))
-        self.cache = shared.cache  # signature -> _CacheEntry (compiled)
+        self.cache = shared.cache  # signature -> CacheEntry (compiled)
         self.traced_cache = shared.traced_cache  # signature -> (ClosedProgram, out_tree), under transforms
         self.last_key = None
         self.stats = shared.stats  # compiles, cache hits and compile seconds of this function
@@ -486,13 +508,13 @@ class PjitFunction(native_dispatch.CachedCall):
                                              compiler_options=self.compiler_options, in_shardings=in_shardings,
                                              out_shardings=out_shardings, asked_in_shardings=asked)
             self.last_key = key
-            return _CacheEntry(executable, out_tree, closed, None)
+            return CacheEntry(executable, out_tree, closed, None)
         attributes = _donation_attributes(program, donated)
         closed, _ = self._fused(closed, backend, device)
         executable = compile_with_float0(dispatch.compile_program, closed, self.name, backend, device, attributes,
                                          reason, self.compiler_options)
         self.last_key = key
-        return _CacheEntry(executable, out_tree, closed, donated if attributes else None)
+        return CacheEntry(executable, out_tree, closed, donated if attributes else None)
 
     def _fused(self, closed, backend, device):
         """(the program to compile, [FusedKernel]): with fusion "triton", its elementwise and row-wise regions

@@ -27,13 +27,13 @@ from ..core.sharding import pmap_sharding
 from ..core.staging import hoist_tracer_consts, trace_to_program
 from ..core.trace import Tracer, get_aval_of, is_tracing, trace_state
 from ..lax.collectives import extend_axis_env
-from ..lowering import sharded, xla
+from ..lowering import native_dispatch, sharded, xla
 from ..lowering.array import Array
 from ..lowering.lower import lower_program_body, lower_to_module, register_lowering
 from ..lowering.process_local import pmap_global_argument, pmap_local_result
 from ..lowering.stablehlo import aval_type, tensor_type
 from .float0 import bool_arguments, float0_as_bool, float0_results, has_float0_boundary
-from .jit import TracerArgument, jit, leaf_signature
+from .jit import CacheEntry, TracerArgument, jit, leaf_signature
 from .jvp import jvp_program
 from .partial_eval import partial_eval_program, partial_eval_rules
 from .transpose import transpose_program
@@ -158,6 +158,7 @@ class _PmapExecutable:
                                            num_partitions=len(self.devices), spmd=spmd)
         self.call = sharded.MultiDeviceCall(self.compiled, self.devices, closed.program.in_avals, self.in_shardings,
                                             closed.program.out_avals, self.out_shardings, module.host_callbacks)
+        self.native_call = None if self.has_float0 else self.call  # what the native path runs on a cache hit
 
     def __call__(self, *args):
         call = self.call
@@ -356,8 +357,9 @@ def _checked_devices(devices):
     return devices
 
 
-class PmapFunction:
-    """The callable `numax.pmap(f)` returns."""
+class PmapFunction(native_dispatch.CachedCall):
+    """The callable `numax.pmap(f)` returns. A top-level call that hits `compiled` may be answered by the native
+    call path (lowering/native_dispatch.py) without entering `_call`, the Python path it mirrors."""
 
     def __init__(self, fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices, backend, axis_size,
                  donate_argnums):
@@ -376,7 +378,10 @@ class PmapFunction:
         self.axis_size = axis_size
         self.donate_argnums = tuple(donate_argnums) if isinstance(donate_argnums, (tuple, list)) else (donate_argnums,)
         self.traced = caches.ComputeOnceCache()
-        self.compiled = {}  # signature -> (executable, output tree), for top-level calls
+        self.compiled = {}  # call signature (as jit's cache keys it) -> CacheEntry, for top-level calls
+        # What the native path reads: no hit statistics; donating calls take the Python path.
+        self._native_entries, self._native_statistics = self.compiled, None
+        self._native_positional = not self.static_argnums and not self.donate_argnums
         with _pmap_functions_lock:
             _pmap_functions.add(self)
 
@@ -394,16 +399,15 @@ class PmapFunction:
             raise _device_count_error(size, len(backend.devices), backend)
         return tuple(backend.devices[:size])
 
-    def __call__(self, *args, **kwargs):
+    def _call(self, *args, **kwargs):
         fast = self._fast_key(args, kwargs)
         if fast is not None:
             entry = self.compiled.get(fast[0])
             if entry is not None:  # called before with arguments of these types: straight to the executable
-                executable, out_tree = entry
                 leaves = fast[1]
-                outs = executable(*leaves)
+                outs = entry.executable(*leaves)
                 self._donate(leaves, args)
-                return out_tree.unflatten(outs)
+                return entry.out_tree.unflatten(outs)
         if trace_state.axis_frames:
             raise ValueError(f"pmap of {self.name!r} inside the pmap over axis {trace_state.axis_frames[-1].name!r}: "
                              "nested pmaps are not supported (nor are they in JAX since pmap is built on shard_map); "
@@ -447,7 +451,7 @@ class PmapFunction:
                       in_axes=(None,) * len(hoisted) + axes, out_axes=out_axes, devices=devices, backend=self.backend)
         if fast is not None and not across_processes and not hoisted:
             executable = _executable(params, tuple(get_aval_of(leaf) for leaf in leaves))
-            self.compiled[fast[0]] = (executable, out_tree)
+            self.compiled[fast[0]] = CacheEntry(executable, out_tree, None, None)
             outs = executable(*leaves)
         else:
             outs = pmap_p.bind(*hoisted, *leaves, **params)
@@ -458,15 +462,17 @@ class PmapFunction:
 
     def _fast_key(self, args, kwargs):
         """(key, flat arguments) for a call at the top level (no tracers, no static arguments): calls whose
-        arguments have the same types, structure and layouts share the key. None for other calls."""
+        arguments have the same types, structure and layouts share the key, built as jit's (and the native
+        path's) is. None for other calls."""
         if self.static_argnums or is_tracing():
             return None
         leaves = []
         try:
-            signature = tree.flatten_with_signature((args, kwargs), leaves, leaf_signature)
+            signature = tree.flatten_with_signature(args, leaves, leaf_signature)
+            kw_signature = tree.flatten_with_signature(kwargs, leaves, leaf_signature) if kwargs else None
         except TracerArgument:
             return None
-        return (signature, *trace_context()), leaves
+        return (signature, kw_signature, (), *trace_context()), leaves
 
     def _trace(self, static, in_tree, avals, size):
         static_positional = dict(static)
