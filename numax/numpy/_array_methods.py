@@ -9,7 +9,7 @@ from numax.lax import elementwise
 from numax.lowering.array import Array
 from numax.lowering.dispatch import eager_same_aval
 
-from . import _array_api, _creation, _indexing, _linalg_ops, _logic, _reductions, _shape, _ufuncs
+from . import _array_api, _creation, _eager, _indexing, _linalg_ops, _logic, _reductions, _shape, _ufuncs
 from ._util import requested_dtype
 
 
@@ -100,22 +100,33 @@ _same_dtype_primitives = {
     "ne": elementwise.ne_p, "lt": elementwise.lt_p, "le": elementwise.le_p, "gt": elementwise.gt_p,
     "ge": elementwise.ge_p,
 }
+# Operators whose other eager calls on an Array (a scalar operand, broadcasting, mixed dtypes) run as one compiled
+# program (see _eager.binary): their functions compute from the operands' avals alone (`power` looks at a
+# concrete exponent, and takes the general path).
+_compiled_operators = frozenset(_same_dtype_primitives) | {"truediv", "floordiv", "mod", "and", "or", "xor",
+                                                          "lshift", "rshift"}
 _ordered_dtypes = frozenset(dtypes.integers + dtypes.floats)
 _numeric_dtypes = _ordered_dtypes | frozenset(dtypes.complexes)
 
 
-def _with_fast_path(name, fn):
-    primitive = _same_dtype_primitives[name]
+def _with_fast_paths(name, fn, reflected=False):
+    """Array's operator `name` (its reflected form `__rname__` if `reflected`): the fast paths, else `fn`'s general
+    path (not the function's own eager wrapper, whose key would compile the same program again)."""
+    primitive = None if reflected else _same_dtype_primitives.get(name)
+    general = getattr(fn, "__wrapped__", fn)
     allowed = _numeric_dtypes if name in ("add", "sub", "mul", "eq", "ne") else _ordered_dtypes
 
     def method(self, other):
-        if self.aval.dtype in allowed:
+        if primitive is not None and self.aval.dtype in allowed:
             result = eager_same_aval(primitive, self, other)
             if result is not None:
                 return result
+        result = _eager.binary(general, self, other, reflected)
+        if result is not None:
+            return result
         if not _is_operand(other):
             return NotImplemented
-        return fn(self, other)
+        return general(other, self) if reflected else general(self, other)
 
     return method
 
@@ -140,8 +151,25 @@ for _cls in (Array, Tracer):
     install(_cls)
 Tracer.to_device = _tracer_to_device  # Array's own moves the buffer
 for _name, _fn in {**_binary_operators, **_comparisons}.items():
-    if _name in _same_dtype_primitives:
-        setattr(Array, f"__{_name}__", _with_fast_path(_name, _fn))
+    if _name in _compiled_operators:
+        setattr(Array, f"__{_name}__", _with_fast_paths(_name, _fn))
+        if _name in _binary_operators:
+            setattr(Array, f"__r{_name}__", _with_fast_paths(_name, _fn, reflected=True))
+
+
+def _array_pow(self, other):
+    """`Array ** float`: one compiled program (see _eager.binary); other exponents take `power`'s general path,
+    which looks at the value of a concrete integer exponent."""
+    if type(other) is float:
+        result = _eager.binary(_ufuncs.power, self, other, False)
+        if result is not None:
+            return result
+    if not _is_operand(other):
+        return NotImplemented
+    return _ufuncs.power(self, other)
+
+
+Array.__pow__ = _array_pow
 
 
 def _array_matmul(self, other):

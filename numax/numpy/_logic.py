@@ -7,6 +7,7 @@ import numpy as np
 from numax import lax
 from numax.core import dtypes
 
+from ._eager import clip_compiled_when_eager, where_compiled_when_eager
 from ._ufuncs import isclose, isnan, to_bool
 from ._util import aval, broadcast_shapes, check_arraylike, promote_args, promote_dtypes, shape, to_array
 
@@ -34,6 +35,9 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     x, y = promote_dtypes(x, y)
     target = broadcast_shapes(shape(condition), shape(x), shape(y))
     return lax.select(_broadcast_to(condition, target), _broadcast_to(x, target), _broadcast_to(y, target))
+
+
+where = where_compiled_when_eager(where)  # eager calls: one compiled program (see _eager)
 
 
 def _where_keys(condition, x, y):
@@ -77,6 +81,9 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
     if max is not None:
         arr = _minimum(arr, max)
     return arr
+
+
+clip = clip_compiled_when_eager(clip)  # eager calls: one compiled program (see _eager)
 
 
 def _maximum(a, b):

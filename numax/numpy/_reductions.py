@@ -7,6 +7,7 @@ import numpy as np
 from numax import lax
 from numax.core import dtypes
 
+from ._eager import compiled_when_eager
 from ._util import (
     aval,
     canonicalize_axes,
@@ -233,3 +234,9 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     total_weight = sum(weights, axis=axis, keepdims=keepdims)
     result = lax.div(sum(lax.mul(a, weights), axis=axis, keepdims=keepdims), total_weight)
     return (result, total_weight) if returned else result
+
+
+# Eager calls on one Array with static arguments run as one compiled program each (see _eager).
+sum, prod, max, min, mean, all, any, var, std, argmax, argmin, ptp = (
+    compiled_when_eager(f) for f in (sum, prod, max, min, mean, all, any, var, std, argmax, argmin, ptp))
+amax, amin = max, min

@@ -14,6 +14,7 @@ from numax.lowering.array import Array
 from numax.lowering.dispatch import eager_unary
 from numax.transforms.custom_derivatives import custom_jvp
 
+from ._eager import binary_compiled_when_eager, with_static
 from ._util import (
     aval,
     check_arraylike,
@@ -27,13 +28,19 @@ _inexact_dtypes = frozenset(dtypes.floats + dtypes.complexes)
 
 
 def _unary_inexact(primitive, name):
-    def fn(x, /):
-        if type(x) is Array and x.aval.dtype in _inexact_dtypes:  # nothing to promote: maybe the fast path
-            result = eager_unary(primitive, x)
-            if result is not None:
-                return result
+    def general(x):
         (x,) = promote_args_inexact(name, x)
         return primitive.bind(x)  # the lax function of `primitive`, less one call
+
+    def fn(x, /):
+        if type(x) is Array:
+            if x.aval.dtype in _inexact_dtypes:  # nothing to promote: maybe the fast path
+                result = eager_unary(primitive, x)
+            else:  # integers and bools become floats: one compiled program (see _eager)
+                result = with_static(general, x, (), {})
+            if result is not None:
+                return result
+        return general(x)
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name}, like numpy.{name} (integers and bools become floats, as in jax.numpy)."
@@ -100,7 +107,7 @@ def _binary(lax_fn, name, promote=promote_args):
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name}, like numpy.{name}."
-    return fn
+    return binary_compiled_when_eager(fn)  # eager calls: one compiled program (see _eager)
 
 
 def _bool_as(lax_fn, bool_fn):
@@ -157,7 +164,7 @@ def _bitwise(lax_fn, name):
         return lax_fn(x1, x2)
 
     fn.__name__ = name
-    return fn
+    return binary_compiled_when_eager(fn)  # eager calls: one compiled program (see _eager)
 
 
 bitwise_and = _bitwise(lax.bitwise_and, "bitwise_and")
@@ -220,6 +227,7 @@ bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
 _numeric_dtypes = frozenset(dtypes.integers) | _inexact_dtypes
+_signed_dtypes = frozenset(dtypes.signed_integers) | _inexact_dtypes
 
 
 def negative(x, /):
@@ -237,6 +245,10 @@ def positive(x, /):
 
 
 def absolute(x, /):
+    if type(x) is Array and x.aval.dtype in _signed_dtypes:  # nothing to promote: maybe the fast path
+        result = eager_unary(elementwise.abs_p, x)
+        if result is not None:
+            return result
     (x,) = promote_args("absolute", x)
     dtype = aval(x).dtype
     if dtype == dtypes.bool_ or dtypes.is_unsigned(dtype):
@@ -260,6 +272,7 @@ def true_divide(x1, x2, /):
     return lax.div(x1, x2)
 
 
+true_divide = binary_compiled_when_eager(true_divide)
 divide = true_divide
 
 
@@ -276,6 +289,9 @@ def floor_divide(x1, x2, /):
     if dtypes.is_complex(dtype):
         raise TypeError("floor_divide does not support complex numbers")
     return _float_divmod(x1, x2)[0]
+
+
+floor_divide = binary_compiled_when_eager(floor_divide)
 
 
 def _float_divmod(x1, x2):
@@ -305,6 +321,7 @@ def remainder(x1, x2, /):
     return lax.select(fix, lax.add(rem, x2), rem)
 
 
+remainder = binary_compiled_when_eager(remainder)
 mod = remainder
 
 
@@ -340,7 +357,8 @@ def power(x1, x2, /):
     if type(x2) is int:
         (x1,) = promote_args_numeric("power", x1)
         if x2 < 0 and dtypes.is_integer(aval(x1).dtype):
-            raise ValueError("integers to negative integer powers are not allowed")
+            raise TypeError(f"Integers cannot be raised to negative powers, got integer_pow({aval(x1).str_short()}, "
+                            f"{x2})")  # (jax's TypeError, where numpy raises a ValueError)
         return lax.integer_pow(x1, x2)
     from ._util import promote_shapes
 

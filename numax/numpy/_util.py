@@ -108,6 +108,9 @@ def promote_dtypes(*args):
     arrays = [to_array(a) for a in args]
     if len(args) < 2:
         return [device_array(a) for a in arrays]
+    for a in arrays:  # as jax's jitted functions take a Python int: it must fit the default int type
+        if type(a) is int:
+            dtypes.check_int_fits(a, dtypes.default_int_dtype())
     dtype, weak = dtypes.result_type(*arrays, return_weak_type_flag=True)
     return [device_array(lax.convert_element_type(a, dtype, weak), weak) for a in arrays]
 
