@@ -501,8 +501,42 @@ typedef struct {
     PyObject_HEAD
     PyObject *entries;    /* the function's cache: signature key -> CacheEntry */
     PyObject *statistics; /* its JitStatistics (None: hits are not counted) */
+    PyObject *last_key;   /* the key of the last hit, and its hash (see cached_entry) */
+    Py_hash_t last_hash;
     char positional_only; /* no static arguments: a positional call's key is its signature alone */
 } CachedCall;
+
+/* Whether two keys are made of the same objects (tuples compared item by item): then their hashes are equal. */
+static int same_objects(PyObject *a, PyObject *b) {
+    if (a == b)
+        return 1;
+    if (!PyTuple_CheckExact(a) || !PyTuple_CheckExact(b) || PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++)
+        if (!same_objects(PyTuple_GET_ITEM(a, i), PyTuple_GET_ITEM(b, i)))
+            return 0;
+    return 1;
+}
+
+/* The cache entry under `key` (borrowed; NULL, with an error or not, when there is none). Hashing a key calls
+ * ShapedArray's and NamedSharding's Python __hash__ once per argument; a step feeding its outputs to the next call
+ * makes keys of the same objects each time, whose hash is the last hit's: the lookup is then told it. */
+static PyObject *cached_entry(CachedCall *self, PyObject *key) {
+#if PY_VERSION_HEX < 0x030D0000 /* (the dictionary lookup of a known hash is CPython's internal API after 3.12) */
+    int known = self->last_key != NULL && same_objects(key, self->last_key);
+    Py_hash_t hash = known ? self->last_hash : PyObject_Hash(key);
+    if (hash == -1)
+        return NULL;
+    PyObject *entry = _PyDict_GetItem_KnownHash(self->entries, key, hash);
+    if (entry != NULL && !known) {
+        Py_XSETREF(self->last_key, Py_NewRef(key));
+        self->last_hash = hash;
+    }
+    return entry;
+#else
+    return PyDict_GetItemWithError(self->entries, key);
+#endif
+}
 
 /* A config flag's value (new reference); NULL with an error when it cannot be read. While no thread overrides a
  * flag, config's type is the plain one and the values are in its __dict__; otherwise its properties decide. */
@@ -565,7 +599,7 @@ static PyObject *call_cached(CachedCall *self, PyObject *args) {
     if (key == NULL)
         goto done;
     /* New references: another thread may clear the cache while the program runs. */
-    entry = Py_XNewRef(PyDict_GetItemWithError(self->entries, key)); /* may run ShapedArray.__hash__ */
+    entry = Py_XNewRef(cached_entry(self, key));
     if (entry == NULL || !Py_IS_TYPE(entry, entry_type) || SLOT(entry, entry_donated) != Py_None)
         goto done;
     executable = Py_XNewRef(SLOT(entry, entry_executable));
@@ -626,6 +660,7 @@ static PyObject *CachedCall_call(CachedCall *self, PyObject *args, PyObject *kwa
 static int CachedCall_traverse(CachedCall *self, visitproc visit, void *arg) {
     Py_VISIT(self->entries);
     Py_VISIT(self->statistics);
+    Py_VISIT(self->last_key);
     Py_VISIT(Py_TYPE(self));
     return 0;
 }
@@ -633,6 +668,7 @@ static int CachedCall_traverse(CachedCall *self, visitproc visit, void *arg) {
 static int CachedCall_clear(CachedCall *self) {
     Py_CLEAR(self->entries);
     Py_CLEAR(self->statistics);
+    Py_CLEAR(self->last_key);
     return 0;
 }
 

@@ -406,8 +406,8 @@ def _run_fast(executable, buffers, committed):
 def _python_eager_unary(primitive, x):
     """The fast path of eager `primitive(x)`, a primitive without params, for an Array `x` outside every trace.
     The caller checks that the primitive takes x's dtype as it is (no promotion)."""
-    if config.check_numerics or len(trace.trace_state.stack) > 1:
-        return None
+    if config.check_numerics or len(trace.trace_state.stack) > 1 or type(primitive) is tuple:
+        return None  # (a tuple: a compiled function's key, see `add_eager_unary`: its caller compiles on a miss)
     aval, device = x.aval, x._device
     key = (primitive, aval, device)
     executable = _fast_executables.get(key) or _fast_executable(key, primitive, {}, [aval], x._backend, device)
@@ -416,6 +416,19 @@ def _python_eager_unary(primitive, x):
 
 # Its hits run in C when the extension is built (the table is _fast_executables; misses compile above).
 eager_unary = native_dispatch.eager_unary_with(_fast_executables, _python_eager_unary)
+
+
+def add_eager_unary(key, aval, device, executable):
+    """`eager_unary(key, x)` of an Array `x` of `aval` on `device` runs `executable` (a one-argument function
+    compiled whole, numax/numpy/_eager.py: `key` is a tuple, which names the function and the flags it was traced
+    under); for other `x` it answers None."""
+    _fast_executables[key, aval, device] = executable
+
+
+def drop_eager_unary():
+    """Forgets every executable `add_eager_unary` gave (their cache starts over)."""
+    for key in [key for key in _fast_executables if type(key[0]) is tuple]:
+        _fast_executables.pop(key, None)
 
 
 def eager_same_aval(primitive, x, y):

@@ -286,6 +286,20 @@ def test_methods_and_cleared_caches():
     assert counter["calls"] == 1 and f._cache_size() == 1
 
 
+def test_a_repeated_key_still_reads_the_cache():
+    # (the native path reuses the hash of the last hit's key for a key of the same objects)
+    f = numax.jit(lambda a: a * 2)
+    f(x3), f(x3)
+    f.clear_cache()
+    with python_calls() as counter:
+        f(x3), f(x3)
+    assert counter["calls"] == 1 and f._cache_size() == 1
+    with python_calls() as counter:
+        for value in (i3, x3, i3, x3):
+            np.testing.assert_array_equal(np.asarray(f(value)), np.asarray(value) * 2)
+    assert counter["calls"] == 1 and f._cache_size() == 2
+
+
 leaves = st.one_of(st.sampled_from([x3, i3, xnp.ones(3, dtype=xnp.float16)]), st.integers(-5, 5),
                    st.floats(-2, 2, allow_nan=False), st.booleans())
 trees = st.recursive(leaves, lambda children: st.one_of(

@@ -5,7 +5,9 @@ binds its primitives one by one (converts, broadcasts, the op), a dispatch each.
 function, its static arguments, the avals of its array operands, the type of a scalar operand, the device and
 the flags a trace depends on) finds one executable of the whole function, traced from the function itself.
 A scalar operand is an argument of that program: a cached 0-d device buffer holding the scalar converted as the
-general path converts it (`lax.convert_element_type` to the promoted dtype and weak type).
+general path converts it (`lax.convert_element_type` to the promoted dtype and weak type). The cache hits of calls on
+one Array (unary ufuncs of integers, reductions) run in C, as the eager fast path of a primitive does
+(lowering/dispatch.py's `eager_unary`: the function, its static arguments and the flags stand for the primitive).
 
 A key's first call traces and compiles the function, keeping the executable only when its output aval is the one
 the function gives with the scalar itself (traced so); every call of a key gives the compiled program's values
@@ -25,12 +27,13 @@ import numpy as np
 
 from numax.core import caches, dtypes
 from numax.core.avals import ShapedArray
-from numax.core.config import config, trace_context
+from numax.core.config import TRACE_CONTEXT_NAMES, Config, config, trace_context
 from numax.core.staging import trace_to_closed_program
 from numax.core.trace import trace_state
 from numax.lax import elementwise
 from numax.lowering import dispatch, xla
 from numax.lowering.array import Array, is_committed
+from numax.lowering.dispatch import eager_unary
 from numax.lowering.native_dispatch import run_single
 
 # The scalar operands passed as program arguments: Python's and numpy's numeric scalars. Booleans are left to
@@ -45,28 +48,70 @@ class _Switch(threading.local):
 
 
 _switch = _Switch()
+_general_path_threads = 0  # threads inside `general_path()` (blocks entered, counted under the lock)
+_general_path_lock = threading.RLock()
 
 # key -> (Executable, scalar dtype, scalar weak type); False where the function does not compile to one
 # single-output executable whose output aval is the general path's.
 _entries = {}
 
+# A key holds the flags a trace depends on (`trace_context()`) as one token per context, an object hashed and
+# compared by identity: cheaper per call than the flags themselves. `_global_token` is the token of the global
+# flags, which every thread sees while no thread holds a config override (config's class is then Config); it is
+# None while debug_nans, debug_infs or disable_jit is on or a thread is inside `general_path()`: `_token()` then
+# reads the calling thread's own flags.
+_tokens = {}
+_global_token = None
+
+
+def _token_of(context):
+    token = _tokens.get(context)
+    return _tokens.setdefault(context, object()) if token is None else token
+
+
+def _refresh_global_token(attribute=None, value=None):
+    global _global_token
+    flags = config.__dict__  # (the global values, whatever the calling thread overrides)
+    with _general_path_lock:
+        if flags["check_numerics"] or flags["disable_jit"] or _general_path_threads:
+            _global_token = None
+        else:
+            _global_token = _token_of(tuple(flags[name] for name in TRACE_CONTEXT_NAMES))
+
+
+_refresh_global_token()
+config.on_change(_refresh_global_token)
+
+
+def _token():
+    """The calling thread's trace context token; None where its calls take the general path (under a
+    transformation, with debug_nans/debug_infs or disable_jit on, inside `general_path()`)."""
+    token = _global_token
+    if token is None or type(config) is not Config:
+        if config.check_numerics or config.disable_jit or _switch.general_only:
+            return None
+        token = _token_of(trace_context())
+    return token if len(trace_state.stack) == 1 else None
+
 
 def binary(fn, x, y, swap):
     """`fn(x, y)` (`fn(y, x)` if `swap`) for an Array `x` and an Array or scalar `y`, through one compiled
     program; None where that does not apply (the caller then takes the general path)."""
-    if (config.check_numerics or config.disable_jit or len(trace_state.stack) > 1 or _switch.general_only
-            or type(x) is not Array):
+    if type(x) is not Array:
         return None  # (x: an Array laid out over several devices, a subclass of Array, also has these operators)
+    token = _token()
+    if token is None:
+        return None
     kind = type(y)
     device = x._device
     if kind is Array:
         if y._device is not device:
             return None
-        key = (fn, swap, x.aval, y.aval, device, *trace_context())
+        key = (fn, swap, x.aval, y.aval, device, token)
     elif kind in _scalar_types:
         if y != y:  # NaN: its payload and sign are not kept apart by the buffer cache's key
             return None
-        key = (fn, swap, x.aval, kind, device, *trace_context())
+        key = (fn, swap, x.aval, kind, device, token)
     else:
         return None
     entry = _entries.get(key)
@@ -86,31 +131,59 @@ def binary(fn, x, y, swap):
     return _run(executable, buffers, committed)
 
 
+def unary(fn, x):
+    """`fn(x)` for an Array `x`, through one compiled program; None where that does not apply."""
+    token = _global_token
+    if token is None or type(config) is not Config:
+        token = _token()
+        if token is None:
+            return None
+    name = (fn, token)
+    result = eager_unary(name, x)
+    return _unary_miss(name, fn, x) if result is None else result
+
+
 def with_static(fn, x, args, kwargs):
     """`fn(x, *args, **kwargs)` for an Array `x` and static arguments (axes, keepdims), through one compiled
     program; None where that does not apply."""
-    if config.check_numerics or config.disable_jit or len(trace_state.stack) > 1 or _switch.general_only:
-        return None
+    token = _global_token
+    if token is None or type(config) is not Config:
+        token = _token()
+        if token is None:
+            return None
     for value in args:
-        if not _is_static(value):
+        if not (type(value) is int or _is_static(value)):
             return None
     if kwargs:
-        for name, value in kwargs.items():
-            if not (_is_static(value) or name == "keepdims" and type(value) is bool):
+        items = tuple(kwargs.items())
+        for key, value in items:
+            kind = type(value)
+            if not (kind is int or _is_static(value) or kind is bool and key == "keepdims"):
                 return None
-        key = (fn, x.aval, args, tuple(kwargs.items()), x._device, *trace_context())
+        name = (fn, token, args, items)
     else:
-        key = (fn, x.aval, args, x._device, *trace_context())
+        name = (fn, token, args)
+    result = eager_unary(name, x)
+    return _unary_miss(name, lambda a: fn(a, *args, **kwargs), x) if result is None else result
+
+
+def _unary_miss(name, fn, x):
+    """`fn(x)` where `eager_unary(name, x)` answered None. The hits of one-argument functions run in C, as the
+    eager fast path of a primitive does (`dispatch.eager_unary`, the function's `name` as its primitive); so
+    here: a key's first calls, the calls under a transformation (None), those `eager_unary` refused (a deleted
+    `x`, debug_nans: None) and those its table forgot (`drop_eager_unary`, numax.clear_caches)."""
+    if _token() is None:
+        return None
+    key = (name, x.aval, x._device)
     entry = _entries.get(key)
     if type(entry) is not tuple:
-        return _first_calls(key, entry, lambda a: fn(a, *args, **kwargs), (x,), ())
-    try:  # (`_run`, inlined: a call less on every reduction)
-        output = run_single(entry[0], [x._buffer])
-    except Exception:
-        return None
-    if is_committed(x):
-        output._committed = True
-    return output
+        result = _first_calls(key, entry, fn, (x,), ())
+        entry = _entries.get(key)
+    else:
+        result = _run(entry[0], [x._buffer], is_committed(x))
+    if type(entry) is tuple and result is not None:
+        dispatch.add_eager_unary(*key, entry[0])
+    return result
 
 
 def _is_static(value):
@@ -124,47 +197,52 @@ def nary(fn, operands):
     """`fn(*operands)` for Arrays of one device and scalars of one type, through one compiled program; None where
     that does not apply. (Scalars of one type promote with the arrays alike whether `fn` promotes the operands
     all together or pairwise, as clip does.)"""
-    if config.check_numerics or config.disable_jit or len(trace_state.stack) > 1 or _switch.general_only:
+    token = _token()
+    if token is None:
         return None
     device = scalar_type = None
-    scalars = []
-    parts = [fn]
-    for position, operand in enumerate(operands):
+    key = [fn]
+    for operand in operands:
         kind = type(operand)
         if kind is Array:
             if device is None:
                 device, backend = operand._device, operand._backend
             elif operand._device is not device:
                 return None
-            parts.append(operand.aval)
+            key.append(operand.aval)
         elif kind in _scalar_types and scalar_type in (None, kind) and operand == operand:
             scalar_type = kind
-            scalars.append(position)
-            parts.append(kind)
+            key.append(kind)
         else:
             return None
     if device is None:
         return None
-    key = (*parts, device, *trace_context())
+    key.append(device)
+    key.append(token)
+    key = tuple(key)
     entry = _entries.get(key)
     if type(entry) is not tuple:
-        return _first_calls(key, entry, fn, operands, tuple(scalars))
-    return _run_entry(entry, operands, scalars, backend, device)
+        scalars = tuple(position for position, operand in enumerate(operands) if type(operand) is not Array)
+        return _first_calls(key, entry, fn, operands, scalars)
+    return _run_entry(entry, operands, backend, device)
 
 
-def _run_entry(entry, operands, scalars, backend, device):
-    """Runs a compiled entry on the operands' buffers, the scalars' (at the positions `scalars`) converted."""
+def _run_entry(entry, operands, backend, device):
+    """Runs a compiled entry on the operands' buffers, the scalars' (the operands that are not Arrays)
+    converted."""
     executable, dtype, weak = entry
     buffers = []
-    for position, operand in enumerate(operands):
-        if position in scalars:
+    committed = False
+    for operand in operands:
+        if type(operand) is Array:
+            buffers.append(operand._buffer)
+            committed = committed or is_committed(operand)
+        else:
             buffer = _scalar_buffer(operand, dtype, weak, backend, device)
             if buffer is None:
                 return None
             buffers.append(buffer)
-        else:
-            buffers.append(operand._buffer)
-    return _run(executable, buffers, any(is_committed(a) for a in operands if type(a) is Array))
+    return _run(executable, buffers, committed)
 
 
 def _run(executable, buffers, committed):
@@ -192,10 +270,11 @@ def _first_calls(key, entry, fn, operands, scalars):
     compiled = _compile(fn, operands, scalars, array, expected)
     if len(_entries) > _max_entries:
         _entries.clear()
+        dispatch.drop_eager_unary()
     _entries[key] = compiled or False
     if compiled is None:
         return None
-    return _run_entry(compiled, operands, scalars, array._backend, array._device)
+    return _run_entry(compiled, operands, array._backend, array._device)
 
 
 def _output_aval(fn, operands, scalars):
@@ -241,11 +320,13 @@ _scalar_buffers = {}
 def _scalar_buffer(value, dtype, weak, backend, device):
     """A device buffer of the scalar `value` converted as the general path converts it; None where that raises
     (an int out of range: the general path raises it)."""
-    key = (type(value), _bits(value), dtype, weak, device)
+    kind = type(value)
+    # (Nonzero Python numbers that compare equal have the same bits; zeros and the other kinds are told apart.)
+    key = (kind, value if kind is int or kind is float and value else _bits(value), dtype, weak, device)
     buffer = _scalar_buffers.get(key)
     if buffer is None:
         try:
-            if type(value) is int:  # (as `promote_dtypes` checks it)
+            if kind is int:  # (as `promote_dtypes` checks it)
                 dtypes.check_int_fits(value, dtypes.default_int_dtype())
             host = np.asarray(elementwise.convert_element_type(value, dtype, weak), dtype)
         except (OverflowError, TypeError, ValueError):
@@ -281,6 +362,26 @@ def compiled_when_eager(fn):
         return fn(a, *args, **kwargs)
 
     return functools.update_wrapper(wrapper, fn)
+
+
+def unary_compiled_when_eager(fn, primitive, direct_dtypes):
+    """`fn(x)` (a unary ufunc), whose eager calls on an Array run `primitive` alone where x's dtype is one of
+    `direct_dtypes` (`dispatch.eager_unary`: nothing to promote), else `fn` as one compiled program (`unary`)."""
+
+    def wrapper(x, /):
+        if type(x) is Array:
+            if x.aval.dtype in direct_dtypes:
+                result = eager_unary(primitive, x)
+            else:  # (`unary`'s hit, inlined: a call less)
+                token = _global_token
+                result = eager_unary((fn, token), x) if token is not None and type(config) is Config else None
+                if result is None:
+                    result = unary(fn, x)
+            if result is not None:
+                return result
+        return fn(x)
+
+    return wrapper
 
 
 def binary_compiled_when_eager(fn):
@@ -329,11 +430,18 @@ def clip_compiled_when_eager(fn):
 def general_path():
     """Every call of the calling thread inside the block takes the general path (tests compare the two paths with
     it)."""
+    global _general_path_threads
     saved, _switch.general_only = _switch.general_only, True
+    with _general_path_lock:
+        _general_path_threads += 1
+        _refresh_global_token()
     try:
         yield
     finally:
         _switch.general_only = saved
+        with _general_path_lock:
+            _general_path_threads -= 1
+            _refresh_global_token()
 
 
 @caches.register

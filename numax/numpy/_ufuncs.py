@@ -14,7 +14,7 @@ from numax.lowering.array import Array
 from numax.lowering.dispatch import eager_unary
 from numax.transforms.custom_derivatives import custom_jvp
 
-from ._eager import binary_compiled_when_eager, with_static
+from ._eager import binary_compiled_when_eager, unary_compiled_when_eager
 from ._util import (
     aval,
     check_arraylike,
@@ -32,16 +32,8 @@ def _unary_inexact(primitive, name):
         (x,) = promote_args_inexact(name, x)
         return primitive.bind(x)  # the lax function of `primitive`, less one call
 
-    def fn(x, /):
-        if type(x) is Array:
-            if x.aval.dtype in _inexact_dtypes:  # nothing to promote: maybe the fast path
-                result = eager_unary(primitive, x)
-            else:  # integers and bools become floats: one compiled program (see _eager)
-                result = with_static(general, x, (), {})
-            if result is not None:
-                return result
-        return general(x)
-
+    # Eager calls: `primitive` alone where there is nothing to promote, else one compiled program (see _eager).
+    fn = unary_compiled_when_eager(general, primitive, _inexact_dtypes)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name}, like numpy.{name} (integers and bools become floats, as in jax.numpy)."
     return fn
