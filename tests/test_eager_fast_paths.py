@@ -333,7 +333,13 @@ def check_paths_agree(fn, *args, constants=False):
             np.testing.assert_allclose(np.asarray(expected[4], np.float64), np.asarray(op_by_op[4], np.float64),
                                        rtol=1e-2 if expected[1] in (np.float16, dtypes.bfloat16) else 1e-6)
     for _ in range(3):
-        assert outcome(fn, *args) == expected
+        result = outcome(fn, *args)
+        if numax.default_backend() == "cpu" or expected[0] != "ok":
+            assert result == expected
+        else:  # (a GPU's programs of one function, written a little differently, may fuse and add differently)
+            assert result[:4] == expected[:4]
+            np.testing.assert_allclose(np.asarray(result[4], np.float64), np.asarray(expected[4], np.float64),
+                                       rtol=1e-2 if result[1] in (np.float16, dtypes.bfloat16) else 1e-6)
     return expected
 
 
