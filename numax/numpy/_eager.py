@@ -295,13 +295,10 @@ def _compile(fn, operands, scalars, array, expected_aval):
     scalars' (those at the positions `scalars`) as the general path promotes them; None unless that is one
     single-output program (whose output aval is `expected_aval`, if given)."""
     dtype = weak = None
-    in_avals = []
-    for position, operand in enumerate(operands):
-        if position in scalars:
-            dtype, weak = dtypes.result_type(*operands, return_weak_type_flag=True)
-            in_avals.append(ShapedArray((), dtype, weak))
-        else:
-            in_avals.append(operand.aval)
+    if scalars:  # (scalars of one type: all take the one promoted dtype)
+        dtype, weak = dtypes.result_type(*operands, return_weak_type_flag=True)
+    in_avals = [ShapedArray((), dtype, weak) if position in scalars else operand.aval
+                for position, operand in enumerate(operands)]
     try:
         closed = trace_to_closed_program(lambda *tracers: [fn(*tracers)], in_avals)
     except Exception:  # (the general path raises it, or computes from values a trace does not know)
@@ -339,14 +336,13 @@ def _scalar_buffer(value, dtype, weak, backend, device):
 
 
 def _bits(value):
-    """A key that tells apart the scalars that compare equal (0.0 and -0.0)."""
+    """A key that tells apart the scalars that compare equal (0.0 and -0.0): of a float zero, a complex, a numpy
+    scalar (Python ints and nonzero floats are their own keys)."""
     kind = type(value)
     if kind is float:
         return value.hex()
     if kind is complex:
         return value.real.hex(), value.imag.hex()
-    if kind is int:
-        return value
     return value.tobytes()
 
 
