@@ -426,9 +426,23 @@ def test_compiled_calls_are_those_of_the_cache():
         x * 2.5, m + x, xnp.mean(m, axis=0), xnp.where(x > 1, x, 0.0)
     compiled = [entry for entry in _eager._entries.values() if type(entry) is tuple]
     assert len(compiled) == 5  # x * 2.5, m + x, mean, x > 1, where
+    entries = dict(_eager._entries)
     with _eager.general_path():
         assert_same(x * 2.5, x * 2.5)  # (the switch itself: no new entry)
-    assert len(_eager._entries) == 5
+    assert _eager._entries == entries
+
+
+def test_a_key_met_once_compiles_nothing_but_a_reduction_compiles_at_once():
+    x = xnp.asarray(np.arange(5, dtype=np.float32))
+    numax.clear_caches()
+    first = x * 3.5
+    assert not any(type(entry) is tuple for entry in _eager._entries.values())  # the general path ran it
+    mean = xnp.mean(x)
+    assert sum(type(entry) is tuple for entry in _eager._entries.values()) == 1  # mean's program
+    second = x * 3.5
+    assert sum(type(entry) is tuple for entry in _eager._entries.values()) == 2
+    assert_same(first, second)
+    assert float(mean) == float(xnp.mean(x)) == float(numax.jit(xnp.mean)(x))
 
 
 def test_tracers_fall_through_to_the_general_path():

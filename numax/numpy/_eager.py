@@ -9,10 +9,13 @@ general path converts it (`lax.convert_element_type` to the promoted dtype and w
 one Array (unary ufuncs of integers, reductions) run in C, as the eager fast path of a primitive does
 (lowering/dispatch.py's `eager_unary`: the function, its static arguments and the flags stand for the primitive).
 
-A key's first call traces and compiles the function, keeping the executable only when its output aval is the one
-the function gives with the scalar itself (traced so); every call of a key gives the compiled program's values
-(which differ from the op-by-op path's where XLA multiplies by the reciprocal of a constant divisor, as in jax's
-jitted functions). A call that the trace refuses takes the general path, which raises the error.
+A key's second call traces and compiles the function (a key met once, as most of a program's or a test's one-off
+calls are, costs no compile of its own: the general path's primitive programs are shared by every function), keeping
+the executable only when its output aval is the one the function gives with the scalar itself (traced so). The
+compiled program's values are the general path's, bit for bit on a CPU, except where XLA multiplies by the
+reciprocal of a constant divisor (mean, var, std: as in jax's jitted functions): reductions with static arguments
+are compiled on their first call, so that every call of such a key gives the same values. A call that the trace
+refuses takes the general path, which raises the error.
 Calls under a transformation (tracers), with debug_nans/debug_infs or disable_jit on (jax's jitted numpy
 functions then run op by op), with `jax_numpy_rank_promotion="warn"` (a warning on every call), on arrays of
 different devices, and with operands or static arguments of other kinds take the general path, as do calls whose
@@ -52,8 +55,10 @@ _general_path_threads = 0  # threads inside `general_path()` (blocks entered, co
 _general_path_lock = threading.RLock()
 
 # key -> (Executable, scalar dtype, scalar weak type); False where the function does not compile to one
-# single-output executable whose output aval is the general path's.
+# single-output executable whose output aval is the general path's; _MET_ONCE after a first call that took the
+# general path.
 _entries = {}
+_MET_ONCE = "met once"
 
 # A key holds the flags a trace depends on (`trace_context()`) as one token per context, an object hashed and
 # compared by identity: cheaper per call than the flags themselves. `_global_token` is the token of the global
@@ -117,7 +122,7 @@ def binary(fn, x, y, swap):
     entry = _entries.get(key)
     if type(entry) is not tuple:
         scalars = () if kind is Array else (0,) if swap else (1,)
-        return _first_calls(key, entry, fn, (y, x) if swap else (x, y), scalars)
+        return _first_calls(key, entry, fn, (y, x) if swap else (x, y), scalars, False)
     executable, dtype, weak = entry
     if dtype is None:
         buffers = [y._buffer, x._buffer] if swap else [x._buffer, y._buffer]
@@ -140,7 +145,7 @@ def unary(fn, x):
             return None
     name = (fn, token)
     result = eager_unary(name, x)
-    return _unary_miss(name, fn, x) if result is None else result
+    return _unary_miss(name, fn, x, compile_at_once=False) if result is None else result
 
 
 def with_static(fn, x, args, kwargs):
@@ -164,10 +169,10 @@ def with_static(fn, x, args, kwargs):
     else:
         name = (fn, token, args)
     result = eager_unary(name, x)
-    return _unary_miss(name, lambda a: fn(a, *args, **kwargs), x) if result is None else result
+    return _unary_miss(name, lambda a: fn(a, *args, **kwargs), x, compile_at_once=True) if result is None else result
 
 
-def _unary_miss(name, fn, x):
+def _unary_miss(name, fn, x, compile_at_once):
     """`fn(x)` where `eager_unary(name, x)` answered None. The hits of one-argument functions run in C, as the
     eager fast path of a primitive does (`dispatch.eager_unary`, the function's `name` as its primitive); so
     here: a key's first calls, the calls under a transformation (None), those `eager_unary` refused (a deleted
@@ -177,7 +182,7 @@ def _unary_miss(name, fn, x):
     key = (name, x.aval, x._device)
     entry = _entries.get(key)
     if type(entry) is not tuple:
-        result = _first_calls(key, entry, fn, (x,), ())
+        result = _first_calls(key, entry, fn, (x,), (), compile_at_once)
         entry = _entries.get(key)
     else:
         result = _run(entry[0], [x._buffer], is_committed(x))
@@ -223,7 +228,7 @@ def nary(fn, operands):
     entry = _entries.get(key)
     if type(entry) is not tuple:
         scalars = tuple(position for position, operand in enumerate(operands) if type(operand) is not Array)
-        return _first_calls(key, entry, fn, operands, scalars)
+        return _first_calls(key, entry, fn, operands, scalars, False)
     return _run_entry(entry, operands, backend, device)
 
 
@@ -255,10 +260,14 @@ def _run(executable, buffers, committed):
     return output
 
 
-def _first_calls(key, entry, fn, operands, scalars):
-    """A key's first call compiles the function's program (a scalar operand as an argument) and runs it; None
-    (the caller takes the general path, which raises what is wrong) where it does not apply."""
+def _first_calls(key, entry, fn, operands, scalars, compile_at_once):
+    """A key's second call (its first, `compile_at_once`) compiles the function's program (a scalar operand as an
+    argument) and runs it; None (the caller takes the general path, which raises what is wrong) where it does not
+    apply and on a key's first call."""
     if entry is False or config.numpy_rank_promotion == "warn":
+        return None
+    if entry is None and not compile_at_once:
+        _remember(key, _MET_ONCE)
         return None
     array = next(a for a in operands if type(a) is Array)
     expected = None
@@ -268,13 +277,17 @@ def _first_calls(key, entry, fn, operands, scalars):
         except Exception:  # (an error that may depend on the scalar's value, an int out of range: nothing kept)
             return None
     compiled = _compile(fn, operands, scalars, array, expected)
-    if len(_entries) > _max_entries:
-        _entries.clear()
-        dispatch.drop_eager_unary()
-    _entries[key] = compiled or False
+    _remember(key, compiled or False)
     if compiled is None:
         return None
     return _run_entry(compiled, operands, array._backend, array._device)
+
+
+def _remember(key, entry):
+    if len(_entries) > _max_entries:
+        _entries.clear()
+        dispatch.drop_eager_unary()
+    _entries[key] = entry
 
 
 def _output_aval(fn, operands, scalars):
