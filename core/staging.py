@@ -9,6 +9,7 @@ import numpy as np
 
 from . import dtypes
 from .avals import ShapedArray, get_aval
+from .collector import full_collections_deferred
 from .ir import ClosedProgram, Equation, Literal, Program, Var
 from .trace import Trace, Tracer, new_main
 
@@ -136,7 +137,7 @@ def trace_to_program(flat_fun, in_avals, in_explicit_shardings=None):
     `in_explicit_shardings` (one per argument, or None) are the arguments' layouts over Explicit mesh axes.
     """
     builder = ProgramBuilder()
-    with new_main(ProgramTrace, builder, dynamic=True) as main:
+    with full_collections_deferred(), new_main(ProgramTrace, builder, dynamic=True) as main:
         trace = ProgramTrace(main)
         in_tracers = [builder.new_arg(trace, aval) for aval in in_avals]
         for tracer, sharding in zip(in_tracers, in_explicit_shardings or ()):

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import is_static_shape, symbolic_dim_types
+from ..core.collector import full_collections_deferred
 from ..core.ir import ClosedProgram, Literal, Program
 from . import dynamic_shapes
 from .stablehlo import FunctionBuilder, aval_type
@@ -141,6 +142,13 @@ def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=
                     axis_env=(), result_attributes=None, devices=None, num_partitions=1):
     """Returns (module text, ModuleContext) for a closed program; consts become constants. Argument and
     result attributes ({index: text}) may be callables of the ModuleContext (to declare meshes)."""
+    with full_collections_deferred():
+        return _lower_to_module(closed_program, name, platform, arg_attributes, num_replicas, axis_env,
+                                result_attributes, devices, num_partitions)
+
+
+def _lower_to_module(closed_program, name, platform, arg_attributes, num_replicas, axis_env, result_attributes,
+                     devices, num_partitions):
     program = closed_program.program
     module = ModuleContext(platform, num_replicas, axis_env, devices)
     module.num_partitions = num_partitions
