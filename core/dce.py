@@ -1,6 +1,6 @@
 """Dead-code elimination on Programs: drop equations whose outputs nobody uses."""
 
-from .ir import Literal, Program, open_program, programs_in
+from .ir import Literal, Program, all_equations, sub_programs
 
 
 def dce_program(program: Program, used_outputs=None):
@@ -34,8 +34,4 @@ def has_effects(eqn) -> bool:
     """True when running the equation does something besides computing its outputs."""
     if getattr(eqn.primitive, "effectful", False):
         return True
-    return any(_program_has_effects(p) for value in eqn.params.values() for p in programs_in(value))
-
-
-def _program_has_effects(program) -> bool:
-    return any(has_effects(eqn) for eqn in open_program(program).equations)
+    return any(getattr(inner.primitive, "effectful", False) for p in sub_programs(eqn) for inner in all_equations(p))

@@ -164,6 +164,19 @@ def programs_in(value):
     return []
 
 
+def sub_programs(eqn):
+    """The programs an equation holds in its parameters (a loop's body, a cond's branches, a jit's program)."""
+    return [p for value in eqn.params.values() for p in programs_in(value)]
+
+
+def all_equations(program):
+    """Every equation of a (closed) program and of the programs nested in it, each before those it holds."""
+    for eqn in open_program(program).equations:
+        yield eqn
+        for inner in sub_programs(eqn):
+            yield from all_equations(inner)
+
+
 class ProgramPrinter:
     """Prints programs in JAX's layout: `{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }`.
 

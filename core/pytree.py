@@ -394,6 +394,25 @@ def _flatten_plain(tree, leaves, leaf_types=_leaf_types):
     return _node(kind, aux, tuple([_flatten_plain(child, leaves, leaf_types) for child in children]))
 
 
+def for_each_leaf(tree, visit):
+    """Calls `visit(leaf)` on every leaf of `tree`, in leaf order, without building a PyTreeDef (block_until_ready
+    walks a step's outputs so on every call)."""
+    node_type = type(tree)
+    if node_type is tuple or node_type is list:
+        for child in tree:
+            for_each_leaf(child, visit)
+    elif node_type is dict:
+        for key in sorted_keys(tree):
+            for_each_leaf(tree[key], visit)
+    else:
+        kind = _kind_of(node_type, tree)
+        if kind is None:
+            visit(tree)
+        else:
+            for child in kind.flatten(tree)[0]:
+                for_each_leaf(child, visit)
+
+
 def flatten_with_signature(tree, leaves, leaf_signature):
     """Appends the leaves of `tree` to `leaves` and returns a hashable key of its structure with each
     leaf's `leaf_signature(leaf)` in place of the leaf: equal keys mean equal treedefs and equal leaf

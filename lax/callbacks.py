@@ -464,18 +464,10 @@ def io_callback_kinds(programs):
     """Which io callbacks `programs` (Programs or ClosedPrograms) and the programs nested in their equations
     call: a subset of {"ordered", "unordered"}. (jax's IO effects, which its control flow's batching rules
     refuse in some places.)"""
-    from ..core.ir import ClosedProgram, programs_in
+    from ..core.ir import all_equations
 
-    kinds = set()
-    pending = list(programs)
-    while pending:
-        program = pending.pop()
-        for eqn in (program.program if isinstance(program, ClosedProgram) else program).equations:
-            if eqn.primitive is io_callback_p:
-                kinds.add("ordered" if eqn.params["ordered"] else "unordered")
-            for value in eqn.params.values():
-                pending.extend(programs_in(value))
-    return kinds
+    return {"ordered" if eqn.params["ordered"] else "unordered"
+            for program in programs for eqn in all_equations(program) if eqn.primitive is io_callback_p}
 
 
 batching_rules[pure_callback_p] = _pure_callback_batch

@@ -12,7 +12,7 @@ import numpy as np
 from ..core import caches, dtypes, trace
 from ..core.avals import ShapedArray, get_aval
 from ..core.config import config
-from ..core.ir import ClosedProgram, Equation, Program, Var, open_program, programs_in
+from ..core.ir import ClosedProgram, Equation, Program, Var, all_equations
 from ..core.sharding import PMAP_AXIS_NAME, Mesh
 from . import array as array_module
 from . import native_dispatch, sharded, xla
@@ -233,16 +233,11 @@ class InterpretedExecutable:
         return self.run_on(args)
 
 
-def _devices_of_pmaps(program, found=None) -> set:
+def _devices_of_pmaps(program) -> set:
     """The device tuples of the primitives running over several devices (pmaps) in a program and its
     sub-programs; a program whose pmaps share their devices compiles as one program over them."""
-    found = set() if found is None else found
-    for eqn in program.equations:
-        if getattr(eqn.primitive, "spans_devices", False):
-            found.add(tuple(eqn.params["devices"]))
-        for sub_program in (p for value in eqn.params.values() for p in programs_in(value)):
-            _devices_of_pmaps(open_program(sub_program), found)
-    return found
+    return {tuple(eqn.params["devices"]) for eqn in all_equations(program)
+            if getattr(eqn.primitive, "spans_devices", False)}
 
 
 def _signature_text(avals):

@@ -194,12 +194,16 @@ class MultiDeviceCall:
     The native call path (lowering/native_dispatch.py) reads its slots to answer cache hits of the function
     owning it (that function's executable's `native_call`): `native_in` gives, per argument, the HLO sharding
     of the whole arrays it takes as they are (over `devices`; None: `argument` decides at each call), and
-    `leading` holds raw arguments passed before the call's own."""
+    `leading` holds the raw arguments passed before the call's own (`leading_values` laid out: the program's
+    hoisted constants). `decided_per_call` are the argument positions that `argument` always decides (jit's
+    in_shardings asked for a sharding other than the one the program takes: the check of a committed value's
+    sharding belongs to the Python path)."""
 
     __slots__ = ("compiled", "execute", "devices", "backend", "in_avals", "in_shardings", "out_avals",
                  "out_shardings", "hlo_in", "out_layouts", "handlers", "native_in", "leading")
 
-    def __init__(self, compiled, devices, in_avals, in_shardings, out_avals, out_shardings, host_callbacks=()):
+    def __init__(self, compiled, devices, in_avals, in_shardings, out_avals, out_shardings, host_callbacks=(),
+                 leading_values=(), decided_per_call=()):
         self.compiled = compiled
         self.execute = xla.executor(host_callbacks)  # (one with callbacks keeps its token for effects_barrier)
         self.devices = devices = tuple(devices)
@@ -214,8 +218,9 @@ class MultiDeviceCall:
         # A ShardedArray whose whole array is laid out so is taken as it is: its layout describes its own blocks
         # (the outputs of a call feed the next one so). With host callbacks, the Python path runs the program (it
         # keeps the runtime token).
-        self.native_in = None if host_callbacks else list(self.hlo_in)
-        self.leading = []
+        self.native_in = None if host_callbacks else [
+            None if k in decided_per_call else hlo for k, hlo in enumerate(self.hlo_in)]
+        self.leading = [self.argument(value, k) for k, value in enumerate(leading_values)]
 
     def argument(self, value, k):
         """The raw multi-device array for argument `k`. Every way a program over several devices can be handed
@@ -295,23 +300,17 @@ class ShardedExecutable:
         self.in_shardings = self._chosen(self.in_shardings, xla.parameter_shardings(self.compiled),
                                          lowered.program.in_avals)
         self.out_shardings = self._chosen(out_shardings, xla.output_shardings(self.compiled), self.out_avals)
+        # The native path takes an argument as it is only where jit's in_shardings asked for nothing or for the
+        # very sharding the program takes (then `check_committed` has nothing to say about a ShardedArray laid
+        # out so).
+        offset = len(hoisted)
         self.call = MultiDeviceCall(self.compiled, devices, lowered.program.in_avals, self.in_shardings,
-                                    self.out_avals, self.out_shardings, module.host_callbacks)
-        self.const_arguments = [self.call.argument(value, k) for k, value in enumerate(hoisted)]
-        self.native_call = self._native_call(len(hoisted))
-
-    def _native_call(self, offset):
-        """The call the native path runs on a cache hit: `call`, taking an argument as it is only where jit's
-        in_shardings asked for nothing or for the very sharding the program takes (then `check_committed` has
-        nothing to say about a ShardedArray laid out so)."""
-        call = self.call
-        if call.native_in is None:
-            return None
-        call.leading = self.const_arguments
-        for k, asked in self.asked:
-            if asked is not call.in_shardings[offset + k]:
-                call.native_in[offset + k] = None
-        return call
+                                    self.out_avals, self.out_shardings, module.host_callbacks, leading_values=hoisted,
+                                    decided_per_call={offset + k for k, asked in self.asked
+                                                      if asked is not self.in_shardings[offset + k]})
+        self.const_arguments = self.call.leading
+        # (the call the native path runs on a cache hit)
+        self.native_call = None if self.call.native_in is None else self.call
 
     def _chosen(self, asked, chosen, avals):
         """Each value's sharding as the compiled program has it: the one asked for where XLA kept it, else the

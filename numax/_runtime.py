@@ -166,24 +166,11 @@ def device_get(x):
 
 
 def block_until_ready(x):
-    _wait_for_leaves(x)
+    pytree.for_each_leaf(x, _wait)
     return x
 
 
-def _wait_for_leaves(tree):
-    """Waits for every Array leaf of `tree`, in leaf order. Tuples, lists and dicts (a step's outputs) are walked
-    here, without building a treedef on every sync; other nodes are flattened."""
-    kind = type(tree)
-    if kind is tuple or kind is list:
-        for child in tree:
-            _wait_for_leaves(child)
-    elif kind is dict:
-        for key in pytree.sorted_keys(tree):
-            _wait_for_leaves(tree[key])
-    elif isinstance(tree, Array):
-        tree.block_until_ready()
-    else:
-        for leaf in pytree.tree_leaves(tree):
-            if isinstance(leaf, Array):
-                leaf.block_until_ready()
+def _wait(leaf):
+    if isinstance(leaf, Array):
+        leaf.block_until_ready()
 

@@ -173,6 +173,16 @@ def test_flatten_matches_jax(name):
 
 
 @pytest.mark.parametrize("name", TREE_IDS)
+def test_for_each_leaf_visits_jax_leaves_in_order(name):
+    """core.pytree.for_each_leaf (block_until_ready's walk, no treedef built) visits what jax's flatten gives."""
+    from numax.core import pytree
+
+    visited = []
+    pytree.for_each_leaf(TREES[name], visited.append)
+    same_leaves(visited, jtu.tree_leaves(TREES[name]))
+
+
+@pytest.mark.parametrize("name", TREE_IDS)
 def test_unflatten_round_trip(name):
     tree = TREES[name]
     leaves, treedef = ntu.tree_flatten(tree)

@@ -27,7 +27,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.config import config
 from ..core.dce import has_effects
-from ..core.ir import ClosedProgram, Equation, Program, Var, open_program, programs_in
+from ..core.ir import ClosedProgram, Equation, Program, Var, all_equations
 from ..lax.lax_extras import optimization_barrier_p
 from ..lowering import dispatch, xla
 from ..lowering.atomic_file import write_atomically
@@ -148,8 +148,7 @@ def seconds_per_call(executable, buffers):
 
 def _has_loops(program):
     """True when `program` or a program nested in it holds a while loop (`has_effects` looks inside for effects)."""
-    return any(eqn.primitive.name == "while" or any(_has_loops(open_program(p)) for value in eqn.params.values()
-                                                    for p in programs_in(value)) for eqn in program.equations)
+    return any(eqn.primitive.name == "while" for eqn in all_equations(program))
 
 
 def _copies(inputs, outputs):

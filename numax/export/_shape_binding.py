@@ -5,7 +5,7 @@ the scope's constraints, and raises jax's errors naming the argument leaves ("ar
 order (lowering/dynamic_shapes.py)."""
 
 from ..core import pytree as tree
-from ..core.ir import ClosedProgram, programs_in
+from ..core.ir import all_equations
 from ..lowering.dynamic_shapes import solving_plan, unexpected_dim_var
 from ..transforms.jit import ShapeDtypeStruct
 from ._shape_poly import DimExpr, bounds
@@ -120,11 +120,9 @@ def check_solvable(closed, in_tree):
 def _variables_in(program) -> set:
     """The dimension variables in the shapes of the values a program computes, in its nested programs too."""
     names = set()
-    for eqn in program.equations:
+    for eqn in all_equations(program):
         for var in eqn.outvars:
             names.update(*(d.variables() for d in getattr(var.aval, "shape", ()) if isinstance(d, DimExpr)))
-        for inner in (p for value in eqn.params.values() for p in programs_in(value)):
-            names |= _variables_in(inner.program if isinstance(inner, ClosedProgram) else inner)
     return names
 
 

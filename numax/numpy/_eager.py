@@ -137,12 +137,11 @@ def binary(fn, x, y, swap):
 
 
 def unary(fn, x):
-    """`fn(x)` for an Array `x`, through one compiled program; None where that does not apply."""
-    token = _global_token
-    if token is None or type(config) is not Config:
-        token = _token()
-        if token is None:
-            return None
+    """`fn(x)` for an Array `x`, through one compiled program; None where that does not apply. (Its hits are
+    answered before it is called: `unary_compiled_when_eager`.)"""
+    token = _token()
+    if token is None:
+        return None
     name = (fn, token)
     result = eager_unary(name, x)
     return _unary_miss(name, fn, x, compile_at_once=False) if result is None else result
@@ -151,7 +150,7 @@ def unary(fn, x):
 def with_static(fn, x, args, kwargs):
     """`fn(x, *args, **kwargs)` for an Array `x` and static arguments (axes, keepdims), through one compiled
     program; None where that does not apply."""
-    token = _global_token
+    token = _global_token  # (`_token()` inlined on every call; `eager_unary` checks the trace stack itself)
     if token is None or type(config) is not Config:
         token = _token()
         if token is None:
