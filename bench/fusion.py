@@ -4,7 +4,8 @@
   (b) row softmax, 8192x8192 float32,
   (c) layernorm + GELU + residual, float16 16384x4096,
   (d) a 2-layer MLP training step (float32, batch 4096, 1024 -> 4096 -> 1024): only the non-matmul parts fuse,
-  (e) layernorm + linear + GELU + residual, float16 32x512x512 (the small-op case).
+  (e) layernorm + linear + GELU + residual, float16 32x512x512 (the small-op case),
+  (f) a float32 8192x8192 chain whose other operands are a bias (d,) and a value per row (n, 1) (issue 32).
 
 Sides: numax with fusion="triton", numax on XLA only, jax.jit, torch.compile and torch eager. Every side's result
 is checked against numpy (float64) first. Times are medians of interleaved repeats, two ways: "call + wait", each
@@ -44,6 +45,15 @@ def chain(np_):
         z = np_.tanh(z) * 0.5
         z = np_.exp(-z * z) - 0.25
         return np_.maximum(z, y * 0.1)
+
+    return f
+
+
+def broadcast_chain(np_):
+    """A chain over (n, d) whose other operands are repeated along the rows (a bias) and along the columns (a value
+    per row): one read of x, one write."""
+    def f(x, bias, per_row):
+        return np_.tanh(x + bias) * per_row + 1.0
 
     return f
 
@@ -130,6 +140,11 @@ def cases(quick):
         n = (64 << 20) // scale
         return [rng.normal(size=n).astype(np.float32) for _ in range(2)]
 
+    def broadcast_inputs(rng):
+        rows, width = 8192 // scale, 8192
+        return [rng.normal(size=(rows, width)).astype(np.float32), rng.normal(size=width).astype(np.float32),
+                rng.normal(size=(rows, 1)).astype(np.float32)]
+
     def softmax_inputs(rng):
         return [rng.normal(size=(8192 // scale, 8192)).astype(np.float32)]
 
@@ -183,6 +198,9 @@ def cases(quick):
         Case("e", "layernorm + linear + GELU + residual float16 32x512x512", linear_inputs, numax_lin, jax_lin,
              "layernorm_linear_gelu", linear_reference, (3e-2, 3e-2),
              lambda x, s, b, w, c: 2 * x.nbytes + bytes_of(s, b, w, c)),
+        Case("f", "broadcast chain float32 8192x8192: tanh(x + (d,)) * (n, 1) + 1", broadcast_inputs,
+             broadcast_chain(xnp), broadcast_chain(jnp), broadcast_chain, broadcast_chain(np), (1e-5, 1e-6),
+             lambda x, bias, per_row: 2 * x.nbytes + bytes_of(bias, per_row)),
     ]
 
 
@@ -343,7 +361,7 @@ def report(result):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="a quarter of each size, fewer repeats")
-    parser.add_argument("--cases", default="abcde")
+    parser.add_argument("--cases", default="abcdef")
     parser.add_argument("--json")
     args = parser.parse_args()
     rng = np.random.default_rng(0)

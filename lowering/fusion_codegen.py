@@ -27,6 +27,7 @@ primitive names, params and avals: nothing here knows how regions are chosen.
 import dataclasses
 import hashlib
 import importlib.util
+import math
 import os
 import sys
 import threading
@@ -34,7 +35,7 @@ import threading
 import numpy as np
 
 from ..core import dtypes
-from ..core.ir import Literal
+from ..core.ir import Literal, Var
 from .atomic_file import write_atomically
 
 SMALL_REGION = 1024  # elements: one program covers a region this small
@@ -395,26 +396,69 @@ def kernel_source(writer, equations, parameters, constexprs=("BLOCK",)):
     return name, imports + helpers + f"\n\n@triton.jit\ndef {name}{signature}{body}"
 
 
-def generate_source(equations, inputs, outputs, size, platform="cpu"):
-    """(kernel name, Triton source) for `equations` over arrays of `size` elements, for `platform`.
+def read_shape(eqn, operand, shape):
+    """How `eqn`, an equation over `shape`, reads `operand`: its shape with a 1 on each axis of `shape` along which
+    it is repeated (broadcast_in_dim's operand placed on its broadcast_dimensions; another equation's operand
+    aligned with the result's trailing axes, as numpy broadcasts)."""
+    if eqn.primitive.name == "broadcast_in_dim":
+        placed = [1] * len(shape)
+        for axis, n in zip(eqn.params["broadcast_dimensions"], operand.aval.shape):
+            placed[axis] = n
+        return tuple(placed)
+    own = tuple(operand.aval.shape)
+    return (1,) * (len(shape) - len(own)) + own
 
-    inputs: the region's array inputs (Vars) in the kernel's order; each has `size` elements, one, or is a block of
-    the last axes repeated along the others (a bias vector), read at the offsets modulo its size.
+
+def read_index(placed, shape):
+    """The flat index into an operand read as `placed` (read_shape) over `shape`, as text over `offsets`, the flat
+    indices of the result: each run of axes the operand has contributes (offsets // the elements after the run) %
+    the run's elements, times the operand's elements after the run. None: a single value (no index)."""
+    terms, inner, stride, axis = [], 1, 1, len(shape)
+    while axis > 0:  # runs of axes, from the last: kept ones (the operand's own) and repeated ones
+        kept = placed[axis - 1] != 1 or shape[axis - 1] == 1
+        start = axis
+        while start > 0 and (placed[start - 1] != 1 or shape[start - 1] == 1) == kept:
+            start -= 1
+        run = math.prod(shape[start:axis])
+        if kept and run > 1:
+            term = "offsets" if inner == 1 else f"(offsets // {inner})"
+            term = term if start == 0 else f"{term} % {run}"
+            terms.append(term if stride == 1 else f"({term}) * {stride}")
+            stride *= run
+        inner *= run
+        axis = start
+    if not terms:
+        return None
+    return " + ".join(reversed(terms))
+
+
+def generate_source(equations, inputs, outputs, shape, platform="cpu"):
+    """(kernel name, Triton source) for `equations` over arrays of `shape`, for `platform`.
+
+    inputs: the region's array inputs (Vars) in the kernel's order. Each equation reads an input over `shape` as
+    numpy broadcasts it (or as its broadcast_in_dim places it): whole, as one value, or repeated along some axes (a
+    bias, a per-row statistic), loaded once per way it is read (`read_index`).
     outputs: the Vars the kernel stores, in order. Literals among the equations' inputs become constants."""
+    size = math.prod(shape)
     writer = KernelWriter(platform)
     offsets = "tl.program_id(0).to(tl.int64) * BLOCK" if size >= 2 ** 31 else "tl.program_id(0) * BLOCK"
     writer.lines += [f"offsets = {offsets} + tl.arange(0, BLOCK)", "mask = offsets < n"]
-    names = {}
-    for position, var in enumerate(inputs):
-        one = var.aval.size == 1
-        if one:
-            address = f"in{position}_ptr"
-        elif var.aval.size == size:
-            address = f"in{position}_ptr + offsets"
-        else:  # a block of the last axes, repeated along the others
-            address = f"in{position}_ptr + offsets % {var.aval.size}"
-        names[var] = writer.let(load_text(address, var.aval.dtype, None if one else "mask"))
-    emit_equations(writer, equations, names)
+    positions = {var: position for position, var in enumerate(inputs)}
+    names, reads, read_equations = {}, {}, []
+    for eqn in equations:  # each input read another way stands for a Var of its own: one load per way
+        operands = list(eqn.inputs)
+        for k, operand in enumerate(operands):
+            if operand in positions:
+                placed = read_shape(eqn, operand, shape)
+                read = reads.get((operand, placed))
+                if read is None:
+                    read = reads[operand, placed] = Var(operand.aval)
+                    index = read_index(placed, shape)
+                    address = f"in{positions[operand]}_ptr" + ("" if index is None else f" + {index}")
+                    names[read] = writer.let(load_text(address, operand.aval.dtype, index and "mask"))
+                operands[k] = read
+        read_equations.append(eqn.replace(inputs=operands))
+    emit_equations(writer, read_equations, names)
     for position, var in enumerate(outputs):
         value = stored_text(names[var], var.aval.dtype)
         writer.lines.append(f"tl.store(out{position}_ptr + offsets, {value}, mask=mask)")

@@ -4,6 +4,7 @@ scalars and literals, several outputs, values used inside and outside a region, 
 elementwise programs (hypothesis), the generated kernels, the option and its errors, and programs left alone."""
 
 import hashlib
+import math
 import os
 import sys
 
@@ -170,10 +171,70 @@ def test_trailing_blocks_such_as_a_bias_join_the_kernel():
     # gradients are sums of products of size up to 8 that cancel: both paths are 1-3e-6 from float64's answer
     loss = lambda x, w, bias: mnp.sum(numax.nn.gelu(x @ w + bias) * block)
     check_fused(numax.grad(loss, argnums=(0, 1, 2)), x, w, bias, ulps=8, floor=8.0)
-    # a value per row is not a trailing block: its product stays with XLA, the chain before it fuses
+    # a value per row joins the kernel too, read at the row's index
     g = lambda x, per_row: mnp.exp(x * 0.5 + 1.0) * per_row
     check_fused(g, x, per_row)
-    assert "mul" in [e.primitive.name for e in numax.jit(g, fusion="triton").lower(x, per_row).closed.equations]
+    (kernel,) = numax.jit(g, fusion="triton").lower(x, per_row).triton_kernels()
+    assert "offsets // 6" in kernel.source
+    assert [e.primitive.name for e in numax.jit(g, fusion="triton").lower(x, per_row).closed.equations] == [
+        "triton_call"]
+
+
+# Operands of every broadcast pattern over a (5, 6, 7) result: repeated along the leading, middle or last axes, or
+# several of them, with leading axes missing, and one value.
+BROADCAST_SHAPES = [(5, 6, 7), (7,), (6, 7), (1, 6, 7), (5, 1, 1), (5, 6, 1), (1, 6, 1), (5, 1, 7), (6, 1), (1, 1, 1),
+                    ()]
+
+
+@pytest.mark.parametrize("shape", BROADCAST_SHAPES[1:], ids=str)
+def test_every_broadcast_pattern_reads_in_place_in_one_kernel(shape):
+    rng = np.random.RandomState(len(shape))
+    x, other = rng.uniform(-2, 2, (5, 6, 7)).astype(F32), rng.uniform(0.5, 2, shape).astype(F32)
+    f = lambda x, other: mnp.tanh(x * other + 1.0) - other * 0.5
+    check_fused(f, x, other, floor=1.0)  # (relative to values of order one: the difference cancels)
+    closed = numax.jit(f, fusion="triton").lower(x, other).closed
+    # the kernel reads `other` as it is (a broadcast of it to the result's shape is not written to memory first)
+    assert [e.primitive.name for e in closed.equations if e.outvars[0].aval.shape == (5, 6, 7)] == ["triton_call"]
+    (call,) = [e for e in closed.equations if e.primitive.name == "triton_call"]
+    assert all(v.aval.size in (1, other.size, x.size) for v in call.inputs)
+
+
+def test_two_ways_of_reading_one_input_are_two_loads():
+    """A square result where one vector is read per row and per column: each read has its own index."""
+    v = np.arange(1, 5, dtype=F32)
+    x = np.linspace(-1, 1, 16, dtype=F32).reshape(4, 4)
+    f = lambda x, v: x * lax.broadcast_in_dim(v, (4, 4), (0,)) + lax.broadcast_in_dim(v, (4, 4), (1,)) * 2.0
+    check_fused(f, x, v)
+    np.testing.assert_allclose(np.asarray(numax.jit(f, fusion="triton")(x, v)), x * v[:, None] + v[None, :] * 2.0,
+                               rtol=1e-6)
+    (kernel,) = numax.jit(f, fusion="triton").lower(x, v).triton_kernels()
+    assert "offsets // 4" in kernel.source and "offsets % 4" in kernel.source
+
+
+@settings(max_examples=8, deadline=None)  # each example compiles twice and runs the interpreter
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=3),
+       st.lists(st.tuples(st.lists(st.booleans(), min_size=3, max_size=3), st.booleans()), min_size=1, max_size=4),
+       st.sampled_from([F32, F16]))
+def test_random_broadcasts_fuse_into_one_kernel_and_match_xla(shape, operands, dtype):
+    """A chain over a result of random shape whose operands are repeated along random axes (leading axes of size one
+    dropped or kept), forward and backward."""
+    shape = tuple(shape)
+    rng = np.random.RandomState(sum(shape))
+    shapes = [tuple(n if keep else 1 for n, keep in zip(shape, mask)) for mask, _ in operands]
+    shapes = [s[next((i for i, n in enumerate(s) if n != 1), len(s)):] if drop else s
+              for s, (_, drop) in zip(shapes, operands)]
+    args = [rng.uniform(-2, 2, shape).astype(dtype)] + [rng.uniform(0.5, 1.5, s).astype(dtype) for s in shapes]
+
+    def f(x, *others):
+        for k, other in enumerate(others):
+            x = mnp.tanh(x * other) if k % 2 else x + other * 0.5
+        return x * 0.25
+
+    fusible = math.prod(shape) > 1
+    check_fused(f, *args, ulps=8 if dtype is F16 else 4, floor=1.0, kernels=1 if fusible else 0)
+    if dtype is F32:  # the gradient with respect to x: the backward chain over the same operands
+        check_fused(numax.grad(lambda x, *others: mnp.sum(f(x, *others))), *args, ulps=8, floor=1.0,
+                    kernels=1 if fusible else 0)
 
 
 def test_several_outputs_and_values_used_inside_and_outside_a_region():

@@ -161,8 +161,9 @@ class _Fuser:
         return _ordered(equations, fused) if fused else equations
 
     def elementwise_equation(self, members, inputs, outputs, domain):
+        shape = domain[1]
         size = outputs[0].aval.size
-        name, source = codegen.generate_source(members, inputs, outputs, size, self.platform)
+        name, source = codegen.generate_source(members, inputs, outputs, shape, self.platform)
         return self.kernel_equation(members, inputs, outputs, name, source, BlockGrid(size), (size,),
                                     codegen.launch_candidates(size))
 
@@ -330,29 +331,19 @@ def _merged_domains(first, second):
 
 
 def _fusible_shape(eqn):
-    """The shape an equation fuses over, or None when it does not fuse: each operand is read whole, as one value,
-    or as a trailing block repeated along the leading axes (a bias or scale vector; `trailing_block`)."""
+    """The shape an equation fuses over, or None when it does not fuse: each operand is read as it broadcasts to
+    the result (whole, as one value, or repeated along some of the result's axes: `codegen.read_shape`)."""
     in_avals, out_avals = [a.aval for a in eqn.inputs], [v.aval for v in eqn.outvars]
     if not codegen.fusible(eqn.primitive.name, in_avals, out_avals):
         return None
     shape = out_avals[0].shape
-    if out_avals[0].size <= 1 or not all(trailing_block(a.shape, shape) for a in in_avals):
+    if out_avals[0].size <= 1:
         return None
-    if eqn.primitive.name == "broadcast_in_dim" and in_avals[0].size not in (1, out_avals[0].size):
-        kept = [(d, n) for d, n in zip(eqn.params["broadcast_dimensions"], in_avals[0].shape) if n != 1]
-        if [d for d, _ in kept] != list(range(len(shape) - len(kept), len(shape))):
-            return None  # the operand's axes are not the result's last ones, in order
+    for operand in eqn.inputs:
+        placed = codegen.read_shape(eqn, operand, shape)
+        if len(placed) != len(shape) or any(n not in (1, m) for n, m in zip(placed, shape)):
+            return None
     return shape
-
-
-def trailing_block(operand, shape):
-    """Is an operand of shape `operand` read over `shape` as a block of `shape`'s last axes, repeated along the
-    others (leading 1-dims aside; the whole shape and a single value are such blocks), so that the element at
-    flat index i of the result reads the operand's flat index i % its size?"""
-    operand = tuple(operand)
-    while operand and operand[0] == 1:
-        operand = operand[1:]
-    return len(operand) <= len(shape) and tuple(shape[len(shape) - len(operand):]) == operand
 
 
 class _Regions:
