@@ -7,9 +7,10 @@ BLOCK and num_warps from the region's size):
     def fused_<ops>_<digest>(in0_ptr, ..., n, out0_ptr, ..., BLOCK: tl.constexpr)
 
 Inputs of the region's shape are loaded at the block's offsets; inputs of size 1 are loaded once and broadcast;
-an input that is a block of the last axes repeated along the others (a bias vector) is loaded at the offsets
-modulo its size; scalar literals become constants. 16-bit floats are widened to float32 in registers, as XLA
-computes them, and narrowed only where the program converts explicitly and where a result is stored.
+an input repeated along some axes (a bias vector, a value per row) is loaded at the index of the element each
+offset reads (`read_index`), once per way the region reads it; scalar literals become constants. 16-bit floats
+are widened to float32 in registers, as XLA computes them, and narrowed only where the program converts explicitly
+and where a result is stored.
 `EQUATION_TEMPLATES` maps a primitive's name to the Triton expression of one equation; `fusible` says whether an
 equation has a faithful form (numerics within a few ulps of XLA's, integer and boolean results exact).
 
@@ -167,9 +168,10 @@ _HELPER_NEEDS = {"_tanh": ("_expm1",)}
 # sqrt is tl.sqrt_rn everywhere (correctly rounded, as XLA's is).
 MATH_FORMS = {
     "cpu": {"exp": "tl.exp", "log": "tl.log", "log1p": "_log1p", "expm1": "_expm1", "tanh": "_tanh",
-            "rsqrt": "tl.rsqrt", "sqrt": "tl.sqrt_rn"},
+            "rsqrt": "tl.rsqrt", "sqrt": "tl.sqrt_rn", "erf": "tl.erf", "sin": "tl.sin", "cos": "tl.cos"},
     "gpu": {"exp": "libdevice.exp", "log": "libdevice.log", "log1p": "libdevice.log1p",
-            "expm1": "libdevice.expm1", "tanh": "libdevice.tanh", "rsqrt": "libdevice.rsqrt", "sqrt": "tl.sqrt_rn"},
+            "expm1": "libdevice.expm1", "tanh": "libdevice.tanh", "rsqrt": "libdevice.rsqrt", "sqrt": "tl.sqrt_rn",
+            "erf": "libdevice.erf", "sin": "libdevice.sin", "cos": "libdevice.cos"},
 }
 # On the GPU, a function whose result is a 16-bit float takes the hardware's approximate form, whose relative
 # error (tanh.approx.f32: 2^-11; tl.exp's ex2.approx: about 2^-22) is within that result's rounding to 16 bits
@@ -318,7 +320,7 @@ EQUATION_TEMPLATES = {
     "neg": lambda writer, ops, avals, out, params: f"(-{ops[0]})",
     "max": _nan_propagating("tl.maximum"), "min": _nan_propagating("tl.minimum"),
     "exp": _math("exp"), "log": _math("log"), "log1p": _math("log1p"), "expm1": _math("expm1"),
-    "tanh": _math("tanh"),
+    "tanh": _math("tanh"), "erf": _math("erf"), "sin": _math("sin"), "cos": _math("cos"),
     "logistic": lambda writer, ops, avals, out, params: (
         f"tl.div_rn(1.0, 1.0 + {writer.math('exp', out.dtype)}(-{ops[0]}))"),
     "sqrt": _math("sqrt"), "rsqrt": _math("rsqrt"), "abs": _call("tl.abs"), "sign": _sign,
