@@ -10,6 +10,7 @@ function is still freed; a full collection waits until the outermost block (of a
 collector's own rule starts one when it is due. Thresholds that someone else changed meanwhile are left as they are.
 """
 
+import contextlib
 import gc
 import threading
 
@@ -19,8 +20,9 @@ _depth = 0  # blocks open, in every thread
 _restore = None  # (thresholds found on entering the outermost block, thresholds set there)
 
 
-class full_collections_deferred:
-    """Context manager: no full collection while any thread is inside one of these blocks."""
+class full_collections_deferred(contextlib.ContextDecorator):
+    """Context manager (and, called, a decorator): no full collection while any thread is inside one of these
+    blocks."""
 
     __slots__ = ()
 

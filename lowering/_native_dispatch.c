@@ -211,9 +211,10 @@ static PyObject *run(PyObject *executable, PyObject *leaves) {
     return PyObject_CallMethodOneArg(executable, s_run_on, leaves);
 }
 
-/* A new Array; `committed` when some input of the computation that made it was (jax's rule). */
-static PyObject *new_array(PyObject *aval, PyObject *buffer, PyObject *backend, PyObject *device, int committed) {
-    PyObject *array = array_type->tp_alloc(array_type, 0);
+/* A new instance of `type` (Array or ShardedArray) with the slots both __init__s set: no host value yet. */
+static PyObject *alloc_array(PyTypeObject *type, PyObject *aval, PyObject *buffer, PyObject *backend,
+                             PyObject *device, int committed) {
+    PyObject *array = type->tp_alloc(type, 0);
     if (array == NULL)
         return NULL;
     SLOT(array, array_aval) = Py_NewRef(aval);
@@ -221,8 +222,15 @@ static PyObject *new_array(PyObject *aval, PyObject *buffer, PyObject *backend, 
     SLOT(array, array_backend) = Py_NewRef(backend);
     SLOT(array, array_device) = Py_NewRef(device);
     SLOT(array, array_host_value) = Py_NewRef(Py_None);
-    SLOT(array, array_ready) = Py_NewRef(Py_False);
     SLOT(array, array_committed) = Py_NewRef(committed ? Py_True : Py_False);
+    return array;
+}
+
+/* A new Array; `committed` when some input of the computation that made it was (jax's rule). */
+static PyObject *new_array(PyObject *aval, PyObject *buffer, PyObject *backend, PyObject *device, int committed) {
+    PyObject *array = alloc_array(array_type, aval, buffer, backend, device, committed);
+    if (array != NULL)
+        SLOT(array, array_ready) = Py_NewRef(Py_False);
     return array;
 }
 
@@ -282,20 +290,14 @@ static PyObject *build_planned(PyObject *plan, PyObject *arrays, Py_ssize_t *nex
  * ShardedArray.__init__ makes a program's output. */
 static PyObject *new_sharded_array(PyObject *aval, PyObject *whole, PyObject *backend, PyObject *sharding,
                                    PyObject *layout) {
-    PyObject *array = sharded_type->tp_alloc(sharded_type, 0);
+    PyObject *array = alloc_array(sharded_type, aval, Py_None, backend, Py_None, 1);
     if (array == NULL)
         return NULL;
-    SLOT(array, array_aval) = Py_NewRef(aval);
-    SLOT(array, array_buffer) = Py_NewRef(Py_None);
-    SLOT(array, array_backend) = Py_NewRef(backend);
-    SLOT(array, array_device) = Py_NewRef(Py_None);
-    SLOT(array, array_host_value) = Py_NewRef(Py_None);
     SLOT(array, sharded_parts) = Py_NewRef(Py_None);
     SLOT(array, sharded_whole) = Py_NewRef(whole);
     SLOT(array, sharded_whole_layout) = Py_NewRef(layout);
     SLOT(array, sharded_sharding) = Py_NewRef(sharding);
     SLOT(array, sharded_indices) = Py_NewRef(Py_None);
-    SLOT(array, array_committed) = Py_NewRef(Py_True);
     return array;
 }
 

@@ -138,17 +138,11 @@ def lower_program_body(module, builder, program, consts, args):
     return [read(v) for v in program.outvars]
 
 
+@full_collections_deferred()
 def lower_to_module(closed_program, name="main", platform="cpu", arg_attributes=None, num_replicas=1,
                     axis_env=(), result_attributes=None, devices=None, num_partitions=1):
     """Returns (module text, ModuleContext) for a closed program; consts become constants. Argument and
     result attributes ({index: text}) may be callables of the ModuleContext (to declare meshes)."""
-    with full_collections_deferred():
-        return _lower_to_module(closed_program, name, platform, arg_attributes, num_replicas, axis_env,
-                                result_attributes, devices, num_partitions)
-
-
-def _lower_to_module(closed_program, name, platform, arg_attributes, num_replicas, axis_env, result_attributes,
-                     devices, num_partitions):
     program = closed_program.program
     module = ModuleContext(platform, num_replicas, axis_env, devices)
     module.num_partitions = num_partitions
