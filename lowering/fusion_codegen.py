@@ -113,7 +113,8 @@ def _is_unsigned(dtype):
 
 # --- helpers written into kernels that need them ----------------------------------------------------------
 # Triton's interpreter cannot run libdevice, and tl has no log1p, expm1 or tanh: these are Kahan's accurate
-# forms over exp and log (a few ulps), which run the same way compiled and interpreted.
+# forms over exp and log (a few ulps), which run the same way compiled and interpreted; erfc's is for the
+# interpreter only (float64 arithmetic), as the GPU's form is libdevice's.
 _HELPERS = {
     "_log1p": '''
 @triton.jit
@@ -143,6 +144,20 @@ def _tanh(x):
     magnitude = -e / (e + 2.0)
     return tl.where(x < 0, -magnitude, tl.where(x == 0, x, magnitude))
 ''',
+    "_erfc": '''
+@triton.jit
+def _erfc(x):
+    # in float64 (the interpreter's numpy): 1 - erf(x) below 2, where erfc(2) = 0.0047 keeps 1e-13 of relative
+    # accuracy; above, exp(-x^2) / sqrt(pi) times the continued fraction 1 / (x + (1/2) / (x + 1 / (x + (3/2) / ...)))
+    # evaluated from its 60th term back (below 1e-12 of relative error from x = 2 on); then rounded once
+    w = x.to(tl.float64)
+    v = tl.maximum(w, 2.0)  # the tail's argument, kept where it converges
+    fraction = v
+    for k in tl.static_range(60, 0, -1):
+        fraction = v + (k * 0.5) / fraction
+    tail = tl.exp(-v * v) / (1.7724538509055159 * fraction)
+    return tl.where(w < 2.0, 1.0 - tl.erf(w), tail).to(x.dtype)
+''',
     "_tanh_approx": '''
 @triton.jit
 def _tanh_approx(x):
@@ -168,10 +183,11 @@ _HELPER_NEEDS = {"_tanh": ("_expm1",)}
 # sqrt is tl.sqrt_rn everywhere (correctly rounded, as XLA's is).
 MATH_FORMS = {
     "cpu": {"exp": "tl.exp", "log": "tl.log", "log1p": "_log1p", "expm1": "_expm1", "tanh": "_tanh",
-            "rsqrt": "tl.rsqrt", "sqrt": "tl.sqrt_rn", "erf": "tl.erf", "sin": "tl.sin", "cos": "tl.cos"},
+            "rsqrt": "tl.rsqrt", "sqrt": "tl.sqrt_rn", "erf": "tl.erf", "erfc": "_erfc", "sin": "tl.sin",
+            "cos": "tl.cos"},
     "gpu": {"exp": "libdevice.exp", "log": "libdevice.log", "log1p": "libdevice.log1p",
             "expm1": "libdevice.expm1", "tanh": "libdevice.tanh", "rsqrt": "libdevice.rsqrt", "sqrt": "tl.sqrt_rn",
-            "erf": "libdevice.erf", "sin": "libdevice.sin", "cos": "libdevice.cos"},
+            "erf": "libdevice.erf", "erfc": "libdevice.erfc", "sin": "libdevice.sin", "cos": "libdevice.cos"},
 }
 # On the GPU, a function whose result is a 16-bit float takes the hardware's approximate form, whose relative
 # error (tanh.approx.f32: 2^-11; tl.exp's ex2.approx: about 2^-22) is within that result's rounding to 16 bits
@@ -194,6 +210,11 @@ class KernelWriter:
         self.helpers = []
         self.uses_libdevice = False
         self.count = 0
+        self.constants = {}  # a literal's text -> its value
+
+    def flat_index(self, aval):
+        """The flat index into a value of `aval` (the region's shape) that each lane computes."""
+        return "offsets"
 
     def let(self, expression):
         """Binds `expression` to a fresh name and returns the name."""
@@ -314,13 +335,73 @@ def _broadcast(writer, ops, avals, out, params):
     return f"tl.broadcast_to({ops[0]}, [BLOCK])"
 
 
+def _iota(writer, ops, avals, out, params):
+    """The coordinate along `dimension` of each element: its flat index (`writer.flat_index`) divided by the
+    elements after that axis, modulo the axis's length."""
+    shape, dimension = tuple(params["shape"]), params["dimension"]
+    inner = math.prod(shape[dimension + 1:])
+    index = writer.flat_index(out)
+    index = index if inner == 1 else f"({index} // {inner})"
+    coordinate = index if dimension == 0 else f"({index} % {shape[dimension]})"
+    return f"{coordinate}.to({_TRITON_DTYPES[register_dtype(out.dtype)]})"
+
+
+def _shift(kind):
+    """A shift by an amount of the operands' type; amounts outside [0, bits) give what XLA's do (0, or the sign
+    for an arithmetic right shift), which Triton's operators leave undefined: guarded unless the amount is a
+    literal in range."""
+
+    def template(writer, ops, avals, out, params):
+        x, amount = ops
+        bits = np.dtype(out.dtype).itemsize * 8
+        own, unsigned = _TRITON_DTYPES[out.dtype], _TRITON_DTYPES[np.dtype(f"uint{bits}")]
+        if kind == "left":
+            shifted, overflow = f"({x} << {{amount}})", "0"
+        elif kind == "logical":
+            shifted = f"({x}.to({unsigned}, bitcast=True) >> {{amount}}.to({unsigned}, bitcast=True))"
+            shifted, overflow = f"{shifted}.to({own}, bitcast=True)", "0"
+        else:  # on the value's bits as a signed integer's, whatever its type
+            as_signed = f"{x}.to(tl.int{bits}, bitcast=True)"
+            shifted = f"({as_signed} >> {{amount}}.to(tl.int{bits}, bitcast=True)).to({own}, bitcast=True)"
+            overflow = f"tl.where({as_signed} < 0, -1, 0).to(tl.int{bits}).to({own}, bitcast=True)"
+        literal = writer.constants.get(amount)
+        if literal is not None and 0 <= literal < bits:
+            return shifted.format(amount=amount)
+        in_range = writer.let(f"{amount}.to({unsigned}, bitcast=True) < {bits}")
+        safe = writer.let(f"tl.where({in_range}, {amount}, 0)")
+        return f"tl.where({in_range}, {shifted.format(amount=safe)}, {overflow})"
+
+    return template
+
+
+def _bitcast(writer, ops, avals, out, params):
+    return f"{ops[0]}.to({_TRITON_DTYPES[out.dtype]}, bitcast=True)"
+
+
+_THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _threefry(writer, ops, avals, out, params):
+    """Threefry-2x32's twenty rounds (lax/prng.py has its definition) on uint32 registers: two results."""
+    key1, key2, x1, x2 = ops
+    schedule = [key1, key2, writer.let(f"{key1} ^ {key2} ^ 0x1BD11BDA")]
+    x = [writer.let(f"{x1} + {key1}"), writer.let(f"{x2} + {key2}")]
+    for block in range(5):
+        for distance in _THREEFRY_ROTATIONS[block % 2]:
+            x[0] = writer.let(f"{x[0]} + {x[1]}")
+            x[1] = writer.let(f"{x[0]} ^ (({x[1]} << {distance}) | ({x[1]} >> {32 - distance}))")
+        x[0] = writer.let(f"{x[0]} + {schedule[(block + 1) % 3]}")
+        x[1] = writer.let(f"{x[1]} + {schedule[(block + 2) % 3]} + {block + 1}")
+    return x
+
+
 EQUATION_TEMPLATES = {
     "add": _binary("+"), "add_any": _binary("+"), "sub": _binary("-"), "mul": _binary("*"),
     "div": _call("tl.div_rn"),
     "neg": lambda writer, ops, avals, out, params: f"(-{ops[0]})",
     "max": _nan_propagating("tl.maximum"), "min": _nan_propagating("tl.minimum"),
     "exp": _math("exp"), "log": _math("log"), "log1p": _math("log1p"), "expm1": _math("expm1"),
-    "tanh": _math("tanh"), "erf": _math("erf"), "sin": _math("sin"), "cos": _math("cos"),
+    "tanh": _math("tanh"), "erf": _math("erf"), "erfc": _math("erfc"), "sin": _math("sin"), "cos": _math("cos"),
     "logistic": lambda writer, ops, avals, out, params: (
         f"tl.div_rn(1.0, 1.0 + {writer.math('exp', out.dtype)}(-{ops[0]}))"),
     "sqrt": _math("sqrt"), "rsqrt": _math("rsqrt"), "abs": _call("tl.abs"), "sign": _sign,
@@ -330,7 +411,9 @@ EQUATION_TEMPLATES = {
     "ge": _binary(">="),
     "is_finite": lambda writer, ops, avals, out, params: f"(tl.abs({ops[0]}) < float(\"inf\"))",  # NaN: False
     "and": _binary("&"), "or": _binary("|"), "xor": _binary("^"), "not": _not,
-    "convert_element_type": _convert, "broadcast_in_dim": _broadcast,
+    "convert_element_type": _convert, "broadcast_in_dim": _broadcast, "iota": _iota,
+    "shift_left": _shift("left"), "shift_right_logical": _shift("logical"),
+    "shift_right_arithmetic": _shift("arithmetic"), "bitcast_convert_type": _bitcast, "threefry2x32": _threefry,
     "stop_gradient": lambda writer, ops, avals, out, params: ops[0],  # the identity once derivatives are taken
 }
 
@@ -339,13 +422,15 @@ EQUATION_TEMPLATES = {
 # out of range in Triton (to bool it is `x != 0`, exact).
 _fusible_checks = {
     "div": lambda avals, out: _is_float(out.dtype),
+    "bitcast_convert_type": lambda avals, out: np.dtype(avals[0].dtype).itemsize == np.dtype(out.dtype).itemsize
+    and avals[0].dtype not in _NARROW_FLOATS and out.dtype not in _NARROW_FLOATS and avals[0].dtype != dtypes.bool_,
     "convert_element_type": lambda avals, out: not (_is_float(avals[0].dtype) and dtypes.is_integer(out.dtype)),
 }
 
 
 def fusible(primitive_name, in_avals, out_avals):
     """True when the equation has a Triton form here and all its values have Triton dtypes."""
-    if primitive_name not in EQUATION_TEMPLATES or len(out_avals) != 1:
+    if primitive_name not in EQUATION_TEMPLATES or len(out_avals) != (2 if primitive_name == "threefry2x32" else 1):
         return False
     if not all(has_triton_dtype(a.dtype) for a in list(in_avals) + list(out_avals)):
         return False
@@ -376,12 +461,19 @@ def stored_text(value, dtype):
 
 
 def emit_equations(writer, equations, names, templates=EQUATION_TEMPLATES):
-    """Binds each equation's result to a name in `writer` (`names`: Var -> name, the inputs' already there)."""
+    """Binds each equation's results to names in `writer` (`names`: Var -> name, the inputs' already there). A
+    template returns its result's expression, or a list of names (an equation of several results)."""
     for eqn in equations:
         operands = [_literal_text(a, writer.literal_shape) if isinstance(a, Literal) else names[a] for a in eqn.inputs]
+        for atom, text in zip(eqn.inputs, operands):
+            if isinstance(atom, Literal):
+                writer.constants[text] = np.asarray(atom.value).item()
         template = templates[eqn.primitive.name]
         expression = template(writer, operands, [a.aval for a in eqn.inputs], eqn.outvars[0].aval, eqn.params)
-        names[eqn.outvars[0]] = writer.let(expression)
+        if isinstance(expression, list):
+            names.update(zip(eqn.outvars, expression))
+        else:
+            names[eqn.outvars[0]] = writer.let(expression)
 
 
 def kernel_source(writer, equations, parameters, constexprs=("BLOCK",)):

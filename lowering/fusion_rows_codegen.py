@@ -17,6 +17,7 @@ loaded as float32, so sums accumulate in float32. Rows longer than `ROW_LIMIT` s
 """
 
 from ..core import dtypes
+from ..core.ir import Var
 from . import fusion_codegen as codegen
 
 ROW_LIMIT = 8192  # elements of a row kept in one program's registers
@@ -87,6 +88,10 @@ class RowWriter(codegen.KernelWriter):
         self.column_mask = column_mask
         self.mask = " & ".join(m for m in (row_mask, column_mask) if m) or None
 
+    def flat_index(self, aval):
+        """A whole row's values are at `offsets`; a per-row value's at `row`."""
+        return "offsets" if self.is_row(aval) else "row"
+
     def is_row(self, aval):
         """True for a whole row's values (a [BLOCK] vector), False for a per-row or single value (a scalar);
         per-column inputs are [BLOCK] vectors too, told apart by the region (`generate_row_source`)."""
@@ -103,6 +108,20 @@ def _broadcast(writer, ops, avals, out, params):
 
 ROW_TEMPLATES = {**codegen.EQUATION_TEMPLATES, **REDUCTIONS, "broadcast_in_dim": _broadcast,
                  "reshape": lambda writer, ops, avals, out, params: ops[0]}
+
+
+def read_kind(placed, shape):
+    """How an equation over whole rows of `shape` reads an operand placed as `placed` (codegen.read_shape): "row",
+    "per_row", "per_column", "single", or "other" (repeated along another set of axes)."""
+    if placed == tuple(shape):
+        return "row"
+    if all(n == 1 for n in placed):
+        return "single"
+    if placed[-1] == 1 and tuple(placed[:-1]) == tuple(shape[:-1]):
+        return "per_row"
+    if all(n == 1 for n in placed[:-1]) and placed[-1] == shape[-1]:
+        return "per_column"
+    return "other"
 
 
 def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu", columns=frozenset(),
@@ -130,11 +149,27 @@ def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu"
             return f"{pointer} + offsets", writer.mask
         return (f"{pointer} + row", row_mask) if var.aval.size == rows else (pointer, None)
 
-    names = {}
+    names, positions, others, read_equations = {}, {v: i for i, v in enumerate(inputs)}, {}, []
+    for eqn in equations:  # an input read along other axes: loaded at each element's index, once per pattern
+        operands = list(eqn.inputs)
+        for k, operand in enumerate(operands):
+            shape = eqn.outvars[0].aval.shape
+            if operand not in positions or eqn.primitive.name in REDUCTIONS or not writer.is_row(eqn.outvars[0].aval):
+                continue
+            placed = codegen.read_shape(eqn, operand, shape)
+            if read_kind(placed, shape) == "other":
+                if (operand, placed) not in others:
+                    others[operand, placed] = read = Var(eqn.outvars[0].aval)
+                    address = f"in{positions[operand]}_ptr + {codegen.read_index(placed, shape)}"
+                    names[read] = writer.let(codegen.load_text(address, operand.aval.dtype, writer.mask))
+                operands[k] = others[operand, placed]
+        read_equations.append(eqn.replace(inputs=operands))
+    read_otherwise = {a for eqn in read_equations for a in eqn.inputs if a in positions}
     for position, var in enumerate(inputs):
-        address, mask = address_and_mask(f"in{position}_ptr", var)
-        names[var] = writer.let(codegen.load_text(address, var.aval.dtype, mask))
-    codegen.emit_equations(writer, equations, names, ROW_TEMPLATES)
+        if var in read_otherwise or not any(var is v for v, _ in others):
+            address, mask = address_and_mask(f"in{position}_ptr", var)
+            names[var] = writer.let(codegen.load_text(address, var.aval.dtype, mask))
+    codegen.emit_equations(writer, read_equations, names, ROW_TEMPLATES)
     for position, var in enumerate(outputs):
         address, mask = address_and_mask(f"out{position}_ptr", var)
         value = codegen.stored_text(names[var], var.aval.dtype)

@@ -93,6 +93,23 @@ def test_leading_axes_are_flattened_into_rows():
     assert call.params["grid"](metaparams) == (6,) and metaparams == {"BLOCK": 32, "ROWS": 1}
 
 
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_a_causal_mask_is_read_in_place_by_the_softmax_kernel(dtype):
+    # the (t, t) mask under (batch, heads, t, t) scores: its own small kernel, read by the softmax kernel at each
+    # element's index instead of broadcast to the scores' shape by XLA
+    def attention_probabilities(scores):
+        mask = mnp.tril(mnp.ones((7, 7), dtype=bool))
+        return nn.softmax(mnp.where(mask, scores.astype(F32) * 0.5, -mnp.inf), axis=-1).astype(scores.dtype)
+
+    scores = (np.random.RandomState(3).randn(2, 3, 7, 7) * 2).astype(dtype)
+    lowered = check_rows(attention_probabilities, scores, kernels=2, rtol=2e-3 if dtype == F16 else 4e-6)
+    big_broadcasts = [e for e in lowered.closed.equations
+                      if e.primitive.name == "broadcast_in_dim" and e.outvars[0].aval.size == scores.size]
+    assert not big_broadcasts
+    row_kernel = next(k for k in lowered.triton_kernels() if "tl.reduce(" in k.source)
+    assert "% 49" in row_kernel.source  # the mask's index: the element's offset modulo t * t
+
+
 def test_nan_propagates_through_row_max_and_min():
     x = X.copy()
     x[1, 4] = np.nan

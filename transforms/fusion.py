@@ -16,9 +16,9 @@ passes of `grad` fuse too. Two passes find maximal connected, acyclic regions of
 Each region of two or more equations is replaced by one `triton_call` equation. A value a region computes
 becomes a kernel output when something outside the region uses it; nothing is computed twice; regions are
 only merged when no path leaves a region and comes back into it, and the equations are re-ordered
-topologically around the fused ones. A custom derivative's equation is replaced by its program's equations
-(its rules are spent in the final program), so a forward pass fuses with the backward pass its rule made; where
-nothing fuses, it stays called with its program fused in place, as the programs of nested `jit` equations are.
+topologically around the fused ones. A nested jit's or custom derivative's equation is replaced by its
+program's equations (a custom derivative's rules are spent in the final program), so regions cross calls and a
+forward pass fuses with the backward pass its rule made; where nothing fuses, calls stay, their programs fused.
 Control-flow bodies, collectives, pmap and shard_map are left to XLA. Kernels are generated for the platform
 the program is compiled for ("gpu": libdevice's precise math; "cpu": Triton's interpreter).
 """
@@ -36,6 +36,7 @@ from ..lowering import fusion_rows_codegen as rows_codegen
 from . import fusion_tuning
 
 _CUSTOM_DERIVATIVES = ("custom_jvp_call", "custom_vjp_call")  # their rules are spent in a final program
+_INLINED = ("jit",) + _CUSTOM_DERIVATIVES  # calls whose programs join the caller's regions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,7 +174,7 @@ class _Fuser:
             return None
         _, rows, length = domain
         columns = _column_inputs(members, inputs)
-        if columns is None:
+        if columns is None or not set().union(*map(_other_pattern_operands, members)) <= set(inputs):
             return None
         candidates = rows_codegen.row_launch_candidates(length, rows)
         name, source = rows_codegen.generate_row_source(members, inputs, outputs, rows, length, self.platform,
@@ -218,14 +219,15 @@ class _Fuser:
 
 
 def _inlined(equations):
-    """`equations` with each custom derivative's equation replaced by its program's equations (on fresh
-    variables), so that a function's forward pass can fuse with the backward pass its rule produced. A program
+    """`equations` with each nested jit's and custom derivative's equation replaced by its program's equations (on
+    fresh variables), so that regions cross a call's boundary (XLA inlines calls too) and a function's forward pass
+    can fuse with the backward pass its rule produced. A program
     with constants of its own, or whose results are not values its equations compute (once each), stays called."""
-    if not any(eqn.primitive.name in _CUSTOM_DERIVATIVES for eqn in equations):
+    if not any(eqn.primitive.name in _INLINED for eqn in equations):
         return equations
     result = []
     for eqn in equations:
-        closed = eqn.params.get("program") if eqn.primitive.name in _CUSTOM_DERIVATIVES else None
+        closed = eqn.params.get("program") if eqn.primitive.name in _INLINED else None
         inner = closed.program if closed is not None else None
         produced = inner and {v for e in inner.equations for v in e.outvars}
         if (inner is None or inner.constvars or len(set(inner.outvars)) != len(inner.outvars)
@@ -293,14 +295,33 @@ def _row_domains(eqn):
 
 def _fits_rows(eqn, in_avals, shape):
     """Does an elementwise equation with result `shape` read each operand as a row of that shape, a value per
-    row (its last axis 1), a value per column (all its axes but the last 1) or a single value?"""
+    row (its last axis 1), a value per column (all its axes but the last 1), a single value, or (an input of the
+    region only: `_other_pattern_operands`) repeated along some other axes?"""
     per_row, per_column = shape[:-1] + (1,), (1,) * (len(shape) - 1) + shape[-1:]
     if eqn.primitive.name != "broadcast_in_dim":
-        return all(a.shape in (shape, per_row, per_column) or a.size == 1 for a in in_avals)
+        return all(a.aval.shape in (shape, per_row, per_column) or a.aval.size == 1 or _placed_within(eqn, a, shape)
+                   for a in eqn.inputs)
     operand, dimensions = in_avals[0].shape, tuple(eqn.params["broadcast_dimensions"])
     return (in_avals[0].size == 1 or operand == shape or (operand == shape[:-1] and dimensions ==
             tuple(range(len(shape) - 1))) or (operand == per_row and dimensions == tuple(range(len(shape))))
-            or bool(_column_operands(eqn)))
+            or bool(_column_operands(eqn)) or _placed_within(eqn, eqn.inputs[0], shape))
+
+
+def _placed_within(eqn, operand, shape):
+    """Is `operand` read by `eqn` over `shape` as a broadcast (each axis whole or repeated)?"""
+    placed = codegen.read_shape(eqn, operand, shape)
+    return len(placed) == len(shape) and all(n in (1, m) for n, m in zip(placed, shape))
+
+
+def _other_pattern_operands(eqn):
+    """The operands an equation over whole rows reads repeated along axes other than the last alone or all but
+    the last (a causal mask (t, t) under (batch, heads, t, t) scores): the row kernel loads them at each
+    element's index, so they must be inputs of the region."""
+    shape = eqn.outvars[0].aval.shape
+    if eqn.primitive.name in (*rows_codegen.REDUCTIONS, "reshape") or len(eqn.outvars) != 1 or len(shape) < 2:
+        return set()
+    return {a for a in _vars(eqn.inputs)
+            if rows_codegen.read_kind(codegen.read_shape(eqn, a, shape), shape) == "other"}
 
 
 def _column_operands(eqn):
