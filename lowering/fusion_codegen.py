@@ -194,6 +194,34 @@ MATH_FORMS = {
 # (2^-11 for float16, 2^-8 for bfloat16). libdevice's tanh alone made case (c) of bench/fusion.py compute-bound
 # (157 us against 102 us: bench/probes/fusion_rows_probe.py).
 NARROW_GPU_FORMS = {"tanh": "_tanh_approx", "exp": "tl.exp"}
+# A float32 value seen only through 16-bit results (`visibly_narrow`: the float32 statistics of a bfloat16 layer
+# norm, a float16 softmax's exponentials) takes the forms whose relative error is about 2^-22 (ex2.approx,
+# rsqrt.approx, div.full's 2 ulps): 14 bits below a bfloat16's rounding and 11 below a float16's.
+VISIBLY_NARROW_GPU_FORMS = {"exp": "tl.exp", "rsqrt": "tl.rsqrt"}
+# Equations whose result moves smoothly with their float operands (an error of 2^-22 in an operand stays of that
+# order in the result, or shrinks): the precision a result needs is what its operands need. A comparison, a
+# rounding to an integer or a select's predicate turns tiny errors into different results: what they read must be
+# exact.
+_SMOOTH = {"add", "add_any", "sub", "mul", "div", "neg", "max", "min", "exp", "log", "log1p", "expm1", "tanh",
+           "logistic", "erf", "erfc", "sin", "cos", "sqrt", "rsqrt", "abs", "integer_pow", "convert_element_type",
+           "broadcast_in_dim", "reshape", "reduce_sum", "reduce_max", "reduce_min", "stop_gradient", "clamp"}
+
+
+def visibly_narrow(equations, outputs):
+    """The float values of a region seen only through 16-bit float results: every way from each of them to a
+    stored output passes through smooth equations (`_SMOOTH`, or a select's cases) and ends at a 16-bit output."""
+    seen = {}  # Var -> True where only 16-bit results see it
+    for var in outputs:
+        seen[var] = var.aval.dtype in _NARROW_FLOATS
+    for eqn in reversed(equations):
+        narrow = all(seen.get(v, True) for v in eqn.outvars) and any(v in seen for v in eqn.outvars)
+        name = eqn.primitive.name
+        for k, operand in enumerate(eqn.inputs):
+            if not isinstance(operand, Var):
+                continue
+            smooth = (name in _SMOOTH or (name == "select_n" and k > 0)) and _is_float(operand.aval.dtype)
+            seen[operand] = seen.get(operand, True) and narrow and smooth
+    return {var for var, narrow in seen.items() if narrow and _is_float(var.aval.dtype)}
 
 
 class KernelWriter:
@@ -211,6 +239,7 @@ class KernelWriter:
         self.uses_libdevice = False
         self.count = 0
         self.constants = {}  # a literal's text -> its value
+        self.narrow = False  # is the equation being written seen only through 16-bit results?
 
     def flat_index(self, aval):
         """The flat index into a value of `aval` (the region's shape) that each lane computes."""
@@ -234,6 +263,8 @@ class KernelWriter:
         """The callable's text for the transcendental `function` ("exp", "tanh", ...) on this platform, for a
         result of `dtype`."""
         form = MATH_FORMS[self.platform][function]
+        if self.platform == "gpu" and self.narrow:
+            form = VISIBLY_NARROW_GPU_FORMS.get(function, form)
         if self.platform == "gpu" and dtype in _NARROW_FLOATS:
             form = NARROW_GPU_FORMS.get(function, form)
         if form.startswith("libdevice."):
@@ -397,7 +428,8 @@ def _threefry(writer, ops, avals, out, params):
 
 EQUATION_TEMPLATES = {
     "add": _binary("+"), "add_any": _binary("+"), "sub": _binary("-"), "mul": _binary("*"),
-    "div": _call("tl.div_rn"),
+    "div": lambda writer, ops, avals, out, params: (
+        f"({ops[0]} / {ops[1]})" if writer.platform == "gpu" and writer.narrow else f"tl.div_rn({ops[0]}, {ops[1]})"),
     "neg": lambda writer, ops, avals, out, params: f"(-{ops[0]})",
     "max": _nan_propagating("tl.maximum"), "min": _nan_propagating("tl.minimum"),
     "exp": _math("exp"), "log": _math("log"), "log1p": _math("log1p"), "expm1": _math("expm1"),
@@ -460,10 +492,13 @@ def stored_text(value, dtype):
     return f"{value}.to({_TRITON_DTYPES[dtype]})" if dtype in _NARROW_FLOATS else value
 
 
-def emit_equations(writer, equations, names, templates=EQUATION_TEMPLATES):
-    """Binds each equation's results to names in `writer` (`names`: Var -> name, the inputs' already there). A
-    template returns its result's expression, or a list of names (an equation of several results)."""
+def emit_equations(writer, equations, names, outputs, templates=EQUATION_TEMPLATES):
+    """Binds each equation's results to names in `writer` (`names`: Var -> name, the inputs' already there), each
+    in the forms its precision needs (what the region's `outputs` see of it). A template returns its result's
+    expression, or a list of names (an equation of several results)."""
+    narrow = visibly_narrow(equations, outputs)
     for eqn in equations:
+        writer.narrow = all(v in narrow for v in eqn.outvars)
         operands = [_literal_text(a, writer.literal_shape) if isinstance(a, Literal) else names[a] for a in eqn.inputs]
         for atom, text in zip(eqn.inputs, operands):
             if isinstance(atom, Literal):
@@ -552,7 +587,7 @@ def generate_source(equations, inputs, outputs, shape, platform="cpu"):
                     names[read] = writer.let(load_text(address, operand.aval.dtype, index and "mask"))
                 operands[k] = read
         read_equations.append(eqn.replace(inputs=operands))
-    emit_equations(writer, read_equations, names)
+    emit_equations(writer, read_equations, names, outputs)
     for position, var in enumerate(outputs):
         value = stored_text(names[var], var.aval.dtype)
         writer.lines.append(f"tl.store(out{position}_ptr + offsets, {value}, mask=mask)")

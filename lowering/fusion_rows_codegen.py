@@ -169,7 +169,7 @@ def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu"
         if var in read_otherwise or not any(var is v for v, _ in others):
             address, mask = address_and_mask(f"in{position}_ptr", var)
             names[var] = writer.let(codegen.load_text(address, var.aval.dtype, mask))
-    codegen.emit_equations(writer, read_equations, names, ROW_TEMPLATES)
+    codegen.emit_equations(writer, read_equations, names, outputs, ROW_TEMPLATES)
     for position, var in enumerate(outputs):
         address, mask = address_and_mask(f"out{position}_ptr", var)
         value = codegen.stored_text(names[var], var.aval.dtype)

@@ -456,9 +456,30 @@ def test_16_bit_results_take_the_gpus_approximate_exp_and_tanh(dtype):
     assert "_tanh_approx(" in gpu and "tanh.approx.f32" in gpu and "tl.exp(" in gpu and "libdevice.log(" in gpu
     assert "libdevice.tanh(" not in gpu and "libdevice.exp(" not in gpu
     gpu = fuse_with_kernels(numax.make_jaxpr(mixed)(GENERAL.astype(dtype)), "gpu")[1][0].source
-    assert "libdevice.tanh(" in gpu and "libdevice.exp(" in gpu and "_tanh_approx" not in gpu
+    # float32 values seen only through the 16-bit result: exp's approximate form (2^-22), not tanh's (2^-11)
+    assert "libdevice.tanh(" in gpu and "tl.exp(" in gpu and "libdevice.exp(" not in gpu and "_tanh_approx" not in gpu
     cpu = fuse_with_kernels(numax.make_jaxpr(narrow)(GENERAL.astype(dtype)), "cpu")[1][0].source
     assert "_tanh(" in cpu and "tanh.approx" not in cpu
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_float32_values_seen_only_through_16_bit_results_take_fast_forms_on_the_gpu(dtype):
+    def softmax_in_float32(x):  # a float32 softmax of 16-bit scores, back to 16 bits
+        z = x.astype(np.float32) / 3.0
+        e = mnp.exp(z - mnp.max(z, axis=-1, keepdims=True))
+        return (e / mnp.sum(e, axis=-1, keepdims=True)).astype(dtype)
+
+    x = np.random.RandomState(1).randn(4, 37).astype(dtype)
+    (kernel,) = fuse_with_kernels(numax.make_jaxpr(softmax_in_float32)(x), "gpu")[1]
+    assert "tl.exp(" in kernel.source and "libdevice.exp(" not in kernel.source and "tl.div_rn" not in kernel.source
+    # the same float32 values also stored as a float32 result, or compared: precise forms
+    also_float32 = lambda x: (softmax_in_float32(x), mnp.exp(x.astype(np.float32) * 0.5) / 3.0)
+    compared = lambda x: mnp.where(mnp.exp(x.astype(np.float32)) / 3.0 > 0.5, x, 0.0).astype(dtype)
+    for f in (also_float32, compared):
+        sources = [k.source for k in fuse_with_kernels(numax.make_jaxpr(f)(x), "gpu")[1]]
+        assert any("libdevice.exp(" in s and "tl.div_rn(" in s for s in sources)
+    (interpreted,) = fuse_with_kernels(numax.make_jaxpr(softmax_in_float32)(x), "cpu")[1]
+    assert "tl.div_rn(" in interpreted.source  # the interpreter keeps numpy's exact forms
 
 
 @pytest.mark.parametrize("size, block, num_warps", [(37, 128, 4), (1000, 1024, 4), (3001, 1024, 4),

@@ -60,7 +60,9 @@ def test_the_fastest_candidate_is_kept():
     assert timer.calls == 5 and (kernel.block, kernel.num_warps) == (2048, 8)
     (call,) = kernel_calls(fused)
     assert dict(call.params["metaparams"])["BLOCK"] == 2048 and call.params["num_warps"] == 8
-    assert "kernel 1.0 us, XLA 5.0 us" in kernel.timing
+    assert "kernel 1.0 us, XLA 5.0 us: kernel 5.00x faster" in kernel.timing
+    # every candidate's time, in the log too (the region's line)
+    assert "[BLOCK=1024, num_warps=4: 3.0 us; BLOCK=2048, num_warps=8: 1.0 us]" in kernel.timing
     np.testing.assert_allclose(run(fused, X), run(closed, X), rtol=1e-6, atol=1e-6)
 
 
@@ -142,7 +144,8 @@ def test_really_timed_on_the_cpu_the_interpreter_loses_to_xla(capsys):
     finally:
         numax.config.update("numax_fusion_autotune", "auto")
         numax.config.update("numax_log_fusion", False)
-    assert "left 3 equations over f32[2,8] to XLA (kernel" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "left 3 equations over f32[2,8] to XLA (kernel" in err and "x faster)" in err.split("XLA (kernel")[1]
 
 
 def test_the_autotune_flag():

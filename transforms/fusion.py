@@ -204,9 +204,9 @@ class _Fuser:
         text = str(Program([], inputs, outputs, members))
         if config.log_fusion:
             region = f"{len(members)} equations over {outputs[0].aval.str_short()}"
-            timing = f"; {decision.describe()}" if decision else ""
+            timing = f"; {decision.describe(candidates)}" if decision else ""
             if choice is None:
-                line = f"left {region} to XLA ({decision.describe()})"
+                line = f"left {region} to XLA ({decision.describe(candidates)})"
             else:
                 line = f"fused {region} into {name} ({candidates[choice]}{timing})"
             print(f"numax: {line}: {text}", file=sys.stderr)
@@ -214,7 +214,7 @@ class _Fuser:
             return None
         launch = candidates[choice]
         self.kernels.append(FusedKernel(name, text, source, launch.block, launch.num_warps, launch.rows,
-                                        decision.describe() if decision else None))
+                                        decision.describe(candidates) if decision else None))
         return call(launch)
 
 

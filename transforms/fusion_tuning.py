@@ -52,10 +52,19 @@ class Decision:
     xla_us: float
     remembered: bool = False
 
-    def describe(self):
-        """The times behind the decision: the best kernel's and XLA's."""
+    def describe(self, launches=None):
+        """The times behind the decision: the best kernel's and XLA's, and which won by how much; with the
+        candidates' `launches` (their descriptions), each candidate's time too."""
         earlier = ", decided earlier" if self.remembered else ""
-        return f"kernel {min(self.kernel_us):.1f} us, XLA {self.xla_us:.1f} us{earlier}"
+        best = min(self.kernel_us)
+        if self.choice is not None:
+            verdict = f"kernel {self.xla_us / best:.2f}x faster" if best > 0 else "kernel faster"
+        else:
+            verdict = f"XLA {best / self.xla_us:.2f}x faster" if self.xla_us > 0 else "XLA faster"
+        each = ""
+        if launches is not None and len(launches) > 1:
+            each = " [" + "; ".join(f"{launch}: {us:.1f} us" for launch, us in zip(launches, self.kernel_us)) + "]"
+        return f"kernel {best:.1f} us, XLA {self.xla_us:.1f} us: {verdict}{earlier}{each}"
 
 
 def should_tune(platform):
