@@ -1,24 +1,19 @@
-"""Triton source for a fused region of elementwise equations, and the kernels made from it.
+"""What the generated Triton kernels of fused regions share: each primitive's Triton expression, the math forms per
+platform, dtypes, launch parameters, how an operand broadcast into a region is read, and the kernels' files.
+lowering/fusion_elementwise_codegen.py writes elementwise regions' kernels, lowering/fusion_rows_codegen.py
+row-wise regions' ones.
 
-A region is a list of elementwise equations whose outputs all have one shape; the kernel sees every array of
-that shape flattened to 1-D and computes one block of `BLOCK` elements per program (`launch_parameters` picks
-BLOCK and num_warps from the region's size):
-
-    def fused_<ops>_<digest>(in0_ptr, ..., n, out0_ptr, ..., BLOCK: tl.constexpr)
-
-Inputs of the region's shape are loaded at the block's offsets; inputs of size 1 are loaded once and broadcast;
-an input repeated along some axes (a bias vector, a value per row) is loaded at the index of the element each
-offset reads (`read_index`), once per way the region reads it; scalar literals become constants. 16-bit floats
-are widened to float32 in registers, as XLA computes them, and narrowed only where the program converts explicitly
-and where a result is stored.
-`EQUATION_TEMPLATES` maps a primitive's name to the Triton expression of one equation; `fusible` says whether an
-equation has a faithful form (numerics within a few ulps of XLA's, integer and boolean results exact).
+16-bit floats are widened to float32 in registers, as XLA computes them, and narrowed only where the program
+converts explicitly and where a result is stored. `EQUATION_TEMPLATES` maps a primitive's name to the Triton
+expression of one equation; `fusible` says whether an equation has a faithful form (numerics within a few ulps of
+XLA's, integer and boolean results exact).
 
 Transcendental functions take a form per platform (`MATH_FORMS`): for "gpu", libdevice's precise functions
 (`triton.language.extra.libdevice`, in Triton 3.x: `tl.exp` and `tl.log` lower to approximate PTX there), which
 are what XLA's GPU code calls, except that a 16-bit result's exp and tanh take the hardware's approximate forms
-(`NARROW_GPU_FORMS`); for "cpu" (Triton's interpreter, which cannot run libdevice), `tl.exp`/`tl.log` (numpy's)
-and accurate helpers built on them.
+(`NARROW_GPU_FORMS`), and float32 values seen only through 16-bit results the forms within 2^-22
+(`VISIBLY_NARROW_GPU_FORMS`); for "cpu" (Triton's interpreter, which cannot run libdevice), `tl.exp`/`tl.log`
+(numpy's) and accurate helpers built on them.
 
 Kernels are written to files under `$NUMAX_CACHE_DIR/fusion` (Triton reads a kernel's source from its file),
 named by a hash of the source, and imported once per process. This module knows equations only through their
@@ -96,6 +91,11 @@ _NARROW_FLOATS = (dtypes.float16, dtypes.bfloat16)
 
 def has_triton_dtype(dtype):
     return np.dtype(dtype) in _TRITON_DTYPES
+
+
+def triton_dtype(dtype):
+    """The name of `dtype`'s Triton type ("tl.float32", ...)."""
+    return _TRITON_DTYPES[np.dtype(dtype)]
 
 
 def register_dtype(dtype):
@@ -204,7 +204,8 @@ VISIBLY_NARROW_GPU_FORMS = {"exp": "tl.exp", "rsqrt": "tl.rsqrt"}
 # exact.
 _SMOOTH = {"add", "add_any", "sub", "mul", "div", "neg", "max", "min", "exp", "log", "log1p", "expm1", "tanh",
            "logistic", "erf", "erfc", "sin", "cos", "sqrt", "rsqrt", "abs", "integer_pow", "convert_element_type",
-           "broadcast_in_dim", "reshape", "reduce_sum", "reduce_max", "reduce_min", "stop_gradient", "clamp"}
+           "broadcast_in_dim", "reshape", "reduce_sum", "reduce_max", "reduce_min", "stop_gradient", "clamp",
+           "slice", "concatenate", "pad", "transpose", "rev", "squeeze"}
 
 
 def visibly_narrow(equations, outputs):
@@ -239,7 +240,14 @@ class KernelWriter:
         self.uses_libdevice = False
         self.count = 0
         self.constants = {}  # a literal's text -> its value
-        self.narrow = False  # is the equation being written seen only through 16-bit results?
+        self.narrow_values = frozenset()  # the region's values seen only through 16-bit results (visibly_narrow)
+        self.narrow = False  # is the equation being written one of them?
+
+    def literal(self, literal):
+        """The text of a Literal operand (a block of its value, or a scalar), its value remembered."""
+        text = _literal_text(literal, self.literal_shape)
+        self.constants[text] = np.asarray(literal.value).item()
+        return text
 
     def flat_index(self, aval):
         """The flat index into a value of `aval` (the region's shape) that each lane computes."""
@@ -496,13 +504,10 @@ def emit_equations(writer, equations, names, outputs, templates=EQUATION_TEMPLAT
     """Binds each equation's results to names in `writer` (`names`: Var -> name, the inputs' already there), each
     in the forms its precision needs (what the region's `outputs` see of it). A template returns its result's
     expression, or a list of names (an equation of several results)."""
-    narrow = visibly_narrow(equations, outputs)
+    writer.narrow_values = visibly_narrow(equations, outputs)
     for eqn in equations:
-        writer.narrow = all(v in narrow for v in eqn.outvars)
-        operands = [_literal_text(a, writer.literal_shape) if isinstance(a, Literal) else names[a] for a in eqn.inputs]
-        for atom, text in zip(eqn.inputs, operands):
-            if isinstance(atom, Literal):
-                writer.constants[text] = np.asarray(atom.value).item()
+        writer.narrow = all(v in writer.narrow_values for v in eqn.outvars)
+        operands = [writer.literal(a) if isinstance(a, Literal) else names[a] for a in eqn.inputs]
         template = templates[eqn.primitive.name]
         expression = template(writer, operands, [a.aval for a in eqn.inputs], eqn.outvars[0].aval, eqn.params)
         if isinstance(expression, list):
@@ -559,40 +564,6 @@ def read_index(placed, shape):
     if not terms:
         return None
     return " + ".join(reversed(terms))
-
-
-def generate_source(equations, inputs, outputs, shape, platform="cpu"):
-    """(kernel name, Triton source) for `equations` over arrays of `shape`, for `platform`.
-
-    inputs: the region's array inputs (Vars) in the kernel's order. Each equation reads an input over `shape` as
-    numpy broadcasts it (or as its broadcast_in_dim places it): whole, as one value, or repeated along some axes (a
-    bias, a per-row statistic), loaded once per way it is read (`read_index`).
-    outputs: the Vars the kernel stores, in order. Literals among the equations' inputs become constants."""
-    size = math.prod(shape)
-    writer = KernelWriter(platform)
-    offsets = "tl.program_id(0).to(tl.int64) * BLOCK" if size >= 2 ** 31 else "tl.program_id(0) * BLOCK"
-    writer.lines += [f"offsets = {offsets} + tl.arange(0, BLOCK)", "mask = offsets < n"]
-    positions = {var: position for position, var in enumerate(inputs)}
-    names, reads, read_equations = {}, {}, []
-    for eqn in equations:  # each input read another way stands for a Var of its own: one load per way
-        operands = list(eqn.inputs)
-        for k, operand in enumerate(operands):
-            if operand in positions:
-                placed = read_shape(eqn, operand, shape)
-                read = reads.get((operand, placed))
-                if read is None:
-                    read = reads[operand, placed] = Var(operand.aval)
-                    index = read_index(placed, shape)
-                    address = f"in{positions[operand]}_ptr" + ("" if index is None else f" + {index}")
-                    names[read] = writer.let(load_text(address, operand.aval.dtype, index and "mask"))
-                operands[k] = read
-        read_equations.append(eqn.replace(inputs=operands))
-    emit_equations(writer, read_equations, names, outputs)
-    for position, var in enumerate(outputs):
-        value = stored_text(names[var], var.aval.dtype)
-        writer.lines.append(f"tl.store(out{position}_ptr + offsets, {value}, mask=mask)")
-    parameters = [f"in{i}_ptr" for i in range(len(inputs))] + ["n"] + [f"out{i}_ptr" for i in range(len(outputs))]
-    return kernel_source(writer, equations, parameters)
 
 
 # --- kernel files ------------------------------------------------------------------------------------------

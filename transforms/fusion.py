@@ -32,6 +32,7 @@ from ..core.dce import live_equations
 from ..core.ir import ClosedProgram, Equation, Literal, Program, Var
 from ..lax.triton_call import triton_call_p
 from ..lowering import fusion_codegen as codegen
+from ..lowering import fusion_elementwise_codegen as elementwise_codegen
 from ..lowering import fusion_rows_codegen as rows_codegen
 from . import fusion_tuning
 
@@ -135,19 +136,26 @@ class _Fuser:
         # dead code (a grad's unused forward result) dropped first, so that no kernel stores what nothing reads
         equations = live_equations([self.nested(eqn) for eqn in _inlined(program.equations)], program.outvars)[0]
         fused = self.fuse_regions(equations, program.outvars, _row_domains, self.row_equation)
-        fused = self.fuse_regions(fused, program.outvars, _elementwise_domains, self.elementwise_equation)
+        fused = self.fuse_regions(fused, program.outvars, _elementwise_domains, self.elementwise_equation,
+                                  absorb=True)
         if fused is equations:  # no region here: custom derivatives stay called (their programs fused)
             fused = [self.nested(eqn) for eqn in program.equations]
             if all(a is b for a, b in zip(fused, program.equations)):
                 return program
         return Program(program.constvars, program.invars, program.outvars, fused)
 
-    def fuse_regions(self, equations, program_outvars, domains_of, fused_equation):
+    def fuse_regions(self, equations, program_outvars, domains_of, fused_equation, absorb=False):
         """`equations` with each region `domains_of` finds replaced by `fused_equation(members, inputs, outputs,
-        domain)` where that is not None, in a topological order."""
+        domain)` where that is not None, in a topological order; with `absorb`, each region first takes in the
+        views and elementwise equations of other shapes that only it reads (`_absorbed`)."""
         users = _users(equations, program_outvars)
         fused = {}  # first member's index -> (fused equation, members)
-        for members, domain in _regions(equations, domains_of):
+        regions = _regions(equations, domains_of, 1 if absorb else 2)
+        if absorb:
+            regions = _absorbed(equations, regions, users)
+        for members, domain in regions:
+            if len(members) < 2:
+                continue
             inside = set(members)
             outputs = [v for i in members for v in equations[i].outvars if users.get(v, set()) - inside]
             if not outputs:
@@ -164,7 +172,7 @@ class _Fuser:
     def elementwise_equation(self, members, inputs, outputs, domain):
         shape = domain[1]
         size = outputs[0].aval.size
-        name, source = codegen.generate_source(members, inputs, outputs, shape, self.platform)
+        name, source = elementwise_codegen.generate_source(members, inputs, outputs, shape, self.platform)
         return self.kernel_equation(members, inputs, outputs, name, source, BlockGrid(size), (size,),
                                     codegen.launch_candidates(size))
 
@@ -411,9 +419,9 @@ def _vars(atoms):
     return [a for a in atoms if type(a) is not Literal]
 
 
-def _regions(equations, domains_of):
-    """Maximal acyclic regions of two or more equations that share a domain (`domains_of(eqn)`: the domains an
-    equation fuses in, none when it does not), as (sorted equation indices, domain)."""
+def _regions(equations, domains_of, smallest=2):
+    """Maximal acyclic regions of at least `smallest` equations that share a domain (`domains_of(eqn)`: the
+    domains an equation fuses in, none when it does not), as (sorted equation indices, domain)."""
     regions = _Regions()
     region_of_eqn, region_of_var, ancestors = [None] * len(equations), {}, {}
     current_region_of_var = _Resolved(regions, region_of_var)
@@ -444,7 +452,68 @@ def _regions(equations, domains_of):
     for index, region in enumerate(region_of_eqn):
         if region is not None:
             groups.setdefault(regions.find(region), []).append(index)
-    return [(members, regions.domains[root][0]) for root, members in groups.items() if len(members) >= 2]
+    return [(members, regions.domains[root][0]) for root, members in groups.items() if len(members) >= smallest]
+
+
+def _absorbed(equations, regions, users):
+    """`regions` (elementwise ones) with each taking in, repeatedly, the equations that produce its inputs (or the
+    whole region producing one) where only it reads their results and the kernel can compute them at the elements it
+    needs (`_absorbable`: views such as the slices and concatenation of a rotate-half or the pads of its gradient,
+    elementwise equations of other shapes such as a per-row value or a scalar), and where that makes no cycle.
+    Consumers go first, so that a chain of such equations joins the region that reads it."""
+    producer = {v: i for i, eqn in enumerate(equations) for v in eqn.outvars}
+    owner = {i: r for r, (members, _) in enumerate(regions) for i in members}
+    result = [set(members) for members, _ in regions]
+    for r in sorted(range(len(regions)), key=lambda r: -max(regions[r][0])):
+        members = result[r]
+        if not members:
+            continue
+        pending = list(members)
+        while pending:
+            for value in _vars(equations[pending.pop()].inputs):
+                j = producer.get(value)
+                if j is None or j in members:
+                    continue
+                group = result[owner[j]] if j in owner else {j}  # a region is taken in whole or not at all
+                if not all(_absorbable(equations[k]) for k in group):
+                    continue
+                if any(users.get(v, set()) - members - group for k in group for v in equations[k].outvars):
+                    continue  # read outside: it would be computed twice
+                if any(_depends_on(equations, producer, k, members) for k in group):
+                    continue
+                for k in list(group):
+                    result[owner.get(k, r)].discard(k)
+                    members.add(k)
+                    owner[k] = r
+                    pending.append(k)
+    return [(sorted(members), domain) for members, (_, domain) in zip(result, regions) if members]
+
+
+def _absorbable(eqn):
+    """Can an elementwise kernel compute `eqn` at any elements it is asked for?"""
+    if elementwise_codegen.is_view(eqn):
+        return True
+    in_avals, out_avals = [a.aval for a in eqn.inputs], [v.aval for v in eqn.outvars]
+    if not codegen.fusible(eqn.primitive.name, in_avals, out_avals):
+        return False
+    shape = out_avals[0].shape
+    return all(len(p) == len(shape) and all(n in (1, m) for n, m in zip(p, shape))
+               for p in (codegen.read_shape(eqn, a, shape) for a in eqn.inputs))
+
+
+def _depends_on(equations, producer, index, members):
+    """Does equation `index` depend, through any path, on one of `members` (equation indices)?"""
+    earliest, seen, stack = min(members), set(), [index]
+    while stack:
+        for value in _vars(equations[stack.pop()].inputs):
+            j = producer.get(value)
+            if j is None or j < earliest or j in seen:
+                continue
+            if j in members:
+                return True
+            seen.add(j)
+            stack.append(j)
+    return False
 
 
 class _Resolved:
