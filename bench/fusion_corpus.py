@@ -344,11 +344,14 @@ def run_one(case, dtype, mode, quick, rng):
     if mode == "grad":
         inputs = inputs + [cotangent_like(case, jax.jit(case.forward(apis["jax"]))(*inputs), rng)]
     found = {}
-    for fusion in ("triton", "xla"):
+    # Both numax sides read the same argument arrays: with arrays of their own, whichever side was compiled first
+    # ran about 8 us slower back to back (40 us per call) on the H100, fused or not (bench/probes/
+    # fusion_side_gap_probe.py, bench/RESULTS.md).
+    args = numax.tree_util.tree_map(numax.device_put, inputs)
+    for fusion in ("xla", "triton"):
         fn = numax.jit(build(apis["numax"]), fusion=fusion)
-        args = numax.tree_util.tree_map(numax.device_put, inputs)
-        found[f"numax ({'fusion' if fusion == 'triton' else 'XLA'})"] = (
-            lambda fn=fn, args=args: fn(*args)), numax.block_until_ready
+        side = f"numax ({'fusion' if fusion == 'triton' else 'XLA'})"
+        found[side] = (lambda fn=fn: fn(*args)), numax.block_until_ready
     jf, jargs = jax.jit(build(apis["jax"])), jax.tree_util.tree_map(jax.device_put, inputs)
     found["jax.jit"] = (lambda: jf(*jargs)), jax.block_until_ready
     try:

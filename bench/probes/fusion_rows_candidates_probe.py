@@ -33,5 +33,5 @@ api = corpus.api_of("numax")
 for key in sys.argv[1:] or ["ln", "rms", "softmax"]:
     case = corpus.CASES[key]
     args = case.make_inputs(np.random.default_rng(0), corpus.BF16, False)
-    print(f"--- {key}", file=sys.stderr, flush=True)
+    print(f"--- {key}", file=sys.stderr, flush=True)  # the fusion log goes to stderr
     numax.block_until_ready(numax.jit(case.forward(api), fusion="triton")(*args))
