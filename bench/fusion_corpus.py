@@ -319,19 +319,27 @@ def torch_side(case, mode, inputs):
             return torch.from_numpy(value.astype(np.float32)).cuda().to(torch.bfloat16)
         return torch.from_numpy(value).cuda() if value.ndim else torch.tensor(value.item())
 
-    eager = case.torch_style(torch)
-    if mode == "grad":
-        forward = eager
+    forward = case.torch_style(torch)
+    if mode == "fwd":
+        return torch.compile(forward), forward, [to_torch(v) for v in inputs]
 
-        def loss(*args):
-            *args, cotangent = args
-            return (forward(*args).float() * cotangent).sum()
+    def loss(*args):
+        *args, cotangent = args
+        return (forward(*args).float() * cotangent).sum()
 
-        eager = torch.func.grad(loss, argnums=case.grad_argnums)
-    return torch.compile(eager), eager, [to_torch(v) for v in inputs]
+    def gradient(prepared):
+        """The gradient as torch users take it: the loss (compiled, its backward through AOTAutograd, or eager),
+        then autograd. (torch.compile of torch.func.grad ran eagerly: its first call took no time.)"""
+        def grads(*args):
+            args = [a.detach().requires_grad_() if i in case.grad_argnums else a for i, a in enumerate(args)]
+            return torch.autograd.grad(prepared(*args), [args[i] for i in case.grad_argnums])
+
+        return grads
+
+    return gradient(torch.compile(loss)), gradient(loss), [to_torch(v) for v in inputs]
 
 
-def run_one(case, dtype, mode, quick, rng):
+def run_one(case, dtype, mode, quick, rng, numax_order=("xla", "triton")):
     import jax
     from dispatch import interleaved
     from fusion import back_to_back, leaves
@@ -348,7 +356,7 @@ def run_one(case, dtype, mode, quick, rng):
     # ran about 8 us slower back to back (40 us per call) on the H100, fused or not (bench/probes/
     # fusion_side_gap_probe.py, bench/RESULTS.md).
     args = numax.tree_util.tree_map(numax.device_put, inputs)
-    for fusion in ("xla", "triton"):
+    for fusion in numax_order:
         fn = numax.jit(build(apis["numax"]), fusion=fusion)
         side = f"numax ({'fusion' if fusion == 'triton' else 'XLA'})"
         found[side] = (lambda fn=fn: fn(*args)), numax.block_until_ready
@@ -416,6 +424,7 @@ def main():
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--dtypes", default="float32,bfloat16,float16")
     parser.add_argument("--modes", default="fwd,grad")
+    parser.add_argument("--numax-order", default="xla,triton", help="the order the numax sides compile in")
     parser.add_argument("--json")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
@@ -427,7 +436,7 @@ def main():
             for mode in args.modes.split(","):
                 if dtype.name not in args.dtypes.split(",") or (mode == "grad" and not case.grad_argnums):
                     continue
-                results.append(run_one(case, dtype, mode, args.quick, rng))
+                results.append(run_one(case, dtype, mode, args.quick, rng, tuple(args.numax_order.split(","))))
                 report(results[-1])
                 print("checks: " + "; ".join(f"{k} {v}" for k, v in results[-1]["checks"].items()), flush=True)
     if args.json:

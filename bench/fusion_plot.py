@@ -2,6 +2,8 @@
 each side's time as a fraction of the copy-bandwidth floor, back to back (solid) and call + wait (light).
 
     python3 bench/fusion_plot.py bench/fusion_h100.json bench/fusion_h100.svg
+
+bench/fusion_corpus.py's JSON has the same form (its cases named case/dtype/mode).
 """
 
 import json
@@ -34,8 +36,9 @@ def svg(data):
                 height = HEIGHT * fraction
                 parts.append(f'<rect x="{x + half * BAR / 2}" y="{TOP + HEIGHT - height}" width="{BAR / 2 - 1}" '
                              f'height="{height}" fill="{color}" fill-opacity="{opacity}"/>')
-        parts.append(f'<text x="{x0 + len(SIDES) * BAR / 2}" y="{TOP + HEIGHT + 18}" text-anchor="middle">'
-                     f'({result["case"]})</text>')
+        label_x, label_y = x0 + len(SIDES) * BAR / 2, TOP + HEIGHT + 18
+        turn = f' transform="rotate(-25 {label_x} {label_y})"' if len(result["case"]) > 6 else ""  # long names
+        parts.append(f'<text x="{label_x}" y="{label_y}" text-anchor="middle"{turn}>({result["case"]})</text>')
     for position, (side, color) in enumerate(zip(SIDES, COLORS)):
         y = TOP + 10 + position * 18
         parts.append(f'<rect x="{width - 170}" y="{y - 10}" width="12" height="12" fill="{color}"/>')
