@@ -27,6 +27,10 @@ ROW_LIMIT = 8192  # elements of a row kept in one program's registers
 MULTI_ROW_BLOCK = 256
 MULTI_ROW_ELEMENTS = (2048, 8192)
 MOST_ROWS = 32  # rows per program at most
+# Rows of LONG_ROW_BLOCK elements or more are also tried two to a program over twice the warps: on an H100 a bf16
+# LayerNorm's 4096-element rows took 188.8 us so against 194.4 for the best one-row launch
+# (bench/probes/fusion_rows_candidates_probe.py, bench/RESULTS.md, issue 32).
+LONG_ROW_BLOCK = 2048
 
 
 def row_launch_parameters(length):
@@ -41,11 +45,13 @@ def row_launch_candidates(length, rows):
     warps (`row_launch_parameters`, first), half and twice them (from 1 to 16, at most one per 32 elements);
     then, for rows of at most `MULTI_ROW_BLOCK` elements, several rows per program, as many as make
     `MULTI_ROW_ELEMENTS` elements (at most `MOST_ROWS`, and no more than the rows' next power of two), over one
-    warp per 256 of them, at most 8."""
+    warp per 256 of them, at most 8; for rows of `LONG_ROW_BLOCK` or more, two rows over twice the default warps."""
     block, default = row_launch_parameters(length)
     most = max(1, min(16, block // 32))
     warps = [default] + [w for w in (default // 2, default * 2) if 1 <= w <= most and w != default]
     candidates = [codegen.Launch(block, w, 1) for w in warps]
+    if block >= LONG_ROW_BLOCK and rows >= 2:
+        candidates.append(codegen.Launch(block, min(16, default * 2), 2))
     for elements in MULTI_ROW_ELEMENTS if block <= MULTI_ROW_BLOCK else ():
         per_program = elements // block
         if 2 <= per_program <= min(MOST_ROWS, 1 << (rows - 1).bit_length()):

@@ -204,11 +204,23 @@ def test_several_rows_per_program(name):
         assert_close(actual, expected, rtol=2e-5, atol=2e-5)
 
 
+def test_long_rows_two_to_a_program():
+    # 3 rows of 2100 (BLOCK 4096): the second program's second row is past the rows (masked)
+    x = (np.random.RandomState(5).randn(3, 2100) * 3).astype(F32)
+    results, kernels = fused_under(RowsPerProgram(2), nn.softmax, x)
+    (kernel,) = kernels
+    assert kernel.rows_per_program == 2 and kernel.block == 4096 and "in_rows" in kernel.source
+    assert_close(results[0], numax.jit(nn.softmax)(x), rtol=2e-5, atol=2e-7)
+
+
 def test_row_launch_candidates():
     # one row per program first (default warps, then half and twice them), then several rows per program
     # (for rows of at most 256 elements)
     assert [(c.block, c.num_warps, c.rows) for c in row_launch_candidates(4096, 16384)] == [
-        (4096, 8, 1), (4096, 4, 1), (4096, 16, 1)]
+        (4096, 8, 1), (4096, 4, 1), (4096, 16, 1), (4096, 16, 2)]  # long rows: also two to a program
+    assert [(c.block, c.num_warps, c.rows) for c in row_launch_candidates(2000, 9)] == [
+        (2048, 8, 1), (2048, 4, 1), (2048, 16, 1), (2048, 16, 2)]
+    assert [c.rows for c in row_launch_candidates(1024, 100)] == [1, 1, 1]
     assert [(c.block, c.num_warps, c.rows) for c in row_launch_candidates(100, 16384)] == [
         (128, 1, 1), (128, 2, 1), (128, 8, 16)]  # 64 rows of 128 would be more than MOST_ROWS
     assert [c.rows for c in row_launch_candidates(256, 16384)] == [1, 1, 8, 32]
