@@ -148,6 +148,10 @@ class Emitter:
             self.lane_names.update(self.lane)
         return self.lane
 
+    def varies(self, text):
+        """Does the index text `text` differ between lanes (does it name a lane's coordinate)?"""
+        return bool(set(re.findall(r"[A-Za-z_]\w*", text)) & self.lane_names)
+
     def own(self, var):
         """`var` (of the region's shape) at the lane's own element."""
         return self.at(var, None)
@@ -171,7 +175,7 @@ class Emitter:
             if coordinates is None:
                 return writer.let(codegen.load_text(f"{pointer} + offsets", var.aval.dtype, "mask"))
             index = _linear(coordinates, var.aval.shape)
-            if not set(re.findall(r"[A-Za-z_]\w*", index)) & self.lane_names:  # one element for every lane
+            if not self.varies(index):  # one element for every lane
                 return writer.let(codegen.load_text(pointer if index == "0" else f"{pointer} + {index}",
                                                     var.aval.dtype))
             return writer.let(codegen.load_text(f"{pointer} + {index}", var.aval.dtype, "mask"))
@@ -185,8 +189,9 @@ class Emitter:
             dimension = eqn.params["dimension"]
             own = (coordinates or self.lane_coordinates())[dimension]
             kind = codegen.triton_dtype(codegen.register_dtype(var.aval.dtype))
-            return writer.let(f"tl.full({writer.literal_shape}, 0, {kind}) + ({own}).to({kind})"
-                              if own != "0" else f"tl.full({writer.literal_shape}, 0, {kind})")
+            if not self.varies(own):  # a coordinate every lane shares (fixed by a slice, say)
+                return writer.let(f"tl.full({writer.literal_shape}, {own}, {kind})")
+            return writer.let(f"tl.full({writer.literal_shape}, 0, {kind}) + ({own}).to({kind})")
         result = codegen.EQUATION_TEMPLATES[name](writer, operands, [a.aval for a in eqn.inputs], eqn.outvars[0].aval,
                                                   eqn.params)
         if isinstance(result, list):

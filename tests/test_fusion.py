@@ -101,6 +101,7 @@ VIEWS = {  # elementwise work on both sides of views of other shapes: one kernel
     "per_row_value_computed_inside": lambda x: x * mnp.tanh(x[..., :1] * 2.0),
     "squeeze": lambda x: mnp.squeeze(x[:, 1:2, :] * 2.0, 1) + 1.0,
     "scalar_element": lambda x: x * x[0, 0, 2] + 1.0,
+    "iota_at_a_fixed_coordinate": lambda x: x * lax.broadcasted_iota(np.float32, (4, 5, 7), 2)[:, :, 3:4] + x,
 }
 
 
