@@ -16,6 +16,7 @@ down the region's shape. A concatenation or pad selects among its pieces per lan
 coordinates clamped into its bounds, so that no lane loads outside an input.
 """
 
+import hashlib
 import math
 import re
 
@@ -226,19 +227,46 @@ class Emitter:
         return self.at(operand, own)
 
 
-def generate_source(equations, inputs, outputs, shape, platform="cpu"):
+def generate_source(equations, inputs, outputs, shape, platform="cpu", segment=False):
     """(kernel name, Triton source) for `equations` over arrays of `shape`, for `platform`.
 
     inputs: the region's array inputs (Vars) in the kernel's order; outputs: the Vars the kernel stores, in order,
-    each of the region's shape. Literals among the equations' inputs become constants."""
+    each of the region's shape. Literals among the equations' inputs become constants. With `segment`, the function
+    takes its block's index as a parameter `program` (after the outputs) instead of asking for its program id: a
+    segment of a kernel over several regions (`foreach_source`)."""
     size = math.prod(shape)
     writer = codegen.KernelWriter(platform)
     writer.narrow_values = codegen.visibly_narrow(equations, outputs)
-    offsets = "tl.program_id(0).to(tl.int64) * BLOCK" if size >= 2 ** 31 else "tl.program_id(0) * BLOCK"
+    program = "program" if segment else "tl.program_id(0)"
+    offsets = f"{program}.to(tl.int64) * BLOCK" if size >= 2 ** 31 else f"{program} * BLOCK"
     writer.lines += [f"offsets = {offsets} + tl.arange(0, BLOCK)", "mask = offsets < n"]
     emitter = Emitter(writer, equations, inputs, shape)
     for position, var in enumerate(outputs):
         value = codegen.stored_text(emitter.own(var), var.aval.dtype)
         writer.lines.append(f"tl.store(out{position}_ptr + offsets, {value}, mask=mask)")
     parameters = [f"in{i}_ptr" for i in range(len(inputs))] + ["n"] + [f"out{i}_ptr" for i in range(len(outputs))]
-    return codegen.kernel_source(writer, equations, parameters)
+    return codegen.kernel_source(writer, equations, parameters + (["program"] if segment else []))
+
+
+def foreach_source(segment_name, segment_source, segments, input_count, output_count):
+    """(kernel name, Triton source) of one kernel over several regions whose kernels are the same function
+    `segment_name` (defined by `segment_source`, written with `segment=True`), one launch for all (as torch's foreach
+    kernels update many tensors): the programs of segment k follow those of segment k - 1, each segment running
+    cdiv(n_k, BLOCK) of them.
+
+    segments: per region, (positions of its inputs among the kernel's `input_count` inputs, positions of its outputs
+    among its `output_count` outputs). Parameters: the inputs, then each segment's element count n0, n1, ..., then
+    the outputs."""
+    lines = ["pid = tl.program_id(0)"]
+    for k in range(len(segments)):
+        lines.append(f"end{k} = {f'end{k - 1} + ' if k else ''}tl.cdiv(n{k}, BLOCK)")
+    for k, (inputs, outputs) in enumerate(segments):
+        arguments = ([f"in{i}_ptr" for i in inputs] + [f"n{k}"] + [f"out{o}_ptr" for o in outputs]
+                     + [f"pid - end{k - 1}" if k else "pid", "BLOCK"])
+        lines += [f"{'elif' if k else 'if'} pid < end{k}:", f"    {segment_name}({', '.join(arguments)})"]
+    parameters = ([f"in{i}_ptr" for i in range(input_count)] + [f"n{k}" for k in range(len(segments))]
+                  + [f"out{o}_ptr" for o in range(output_count)] + ["BLOCK: tl.constexpr"])
+    body = "".join(f"    {line}\n" for line in lines)
+    digest = hashlib.sha256((segment_source + body).encode()).hexdigest()[:10]
+    name = f"foreach_{len(segments)}_{segment_name}_{digest}"
+    return name, f"{segment_source}\n\n@triton.jit\ndef {name}({', '.join(parameters)}):\n{body}"

@@ -158,6 +158,40 @@ def test_random_view_chains_match_xla(data):
     check_fused(program, x, kernels=kernels, floor=1.0)  # tanh(.) + 0.25 cancels: ulps of 1.0
 
 
+def _update(t):
+    return mnp.tanh(t * 0.5) * 2.0 + t
+
+
+def test_independent_regions_with_one_kernel_share_a_launch():
+    # an optimizer's update of several tensors: one launch for all, each region a segment of its programs
+    updates = lambda a, b, c: (_update(a), _update(b), _update(c))
+    args = (np.linspace(-3, 3, 37, dtype=F32), np.linspace(-1, 1, 60, dtype=F32).reshape(12, 5),
+            np.linspace(0, 2, 3000, dtype=F32))
+    check_fused(updates, *args)
+    (kernel,) = numax.jit(updates, fusion="triton").lower(*args).triton_kernels()
+    assert kernel.name.startswith("foreach_3_") and kernel.source.count("elif pid < end") == 2
+
+
+def test_regions_that_depend_on_each_other_keep_their_own_launches():
+    matrix = np.linspace(-1, 1, 25, dtype=F32).reshape(5, 5)
+    chained = lambda a: _update(_update(a) @ matrix)  # the second update reads the first's result
+    # (tanh(t / 2) * 2 + t cancels where t < 0: ulps of 1.0)
+    check_fused(chained, np.linspace(-2, 2, 20, dtype=F32).reshape(4, 5), kernels=2, ulps=8, floor=1.0)
+
+    # A -> B and C -> D with A, D alike and B, C alike: grouping both pairs would make the groups need each other
+    scaled = lambda t, s: mnp.exp(t * s) + 1.0
+
+    def crossed(x, y, z, w):
+        a = _update(x)
+        b = scaled(y, mnp.sum(a))
+        c = scaled(z, mnp.sum(w))
+        d = _update(c @ matrix)
+        return b, d
+
+    args = [np.linspace(-1, 1, 20, dtype=F32).reshape(4, 5) * k for k in (1.0, 0.5, 0.25, 0.125)]
+    check_fused(crossed, *args, kernels=4, ulps=8, floor=1.0)
+
+
 SHIFTS = {"shift_left": lax.shift_left, "shift_right_logical": lax.shift_right_logical,
           "shift_right_arithmetic": lax.shift_right_arithmetic}
 

@@ -8,10 +8,14 @@ passes of `grad` fuse too. Two passes find maximal connected, acyclic regions of
   `ROW_LIMIT` elements, the leading axes flattened) with the elementwise equations over those rows or over one
   value per row, the reshapes of per-row values and their broadcasts back along the rows (softmax,
   log_softmax, logsumexp, layer and RMS norm, and their backward passes), with vectors of one value per
-  column broadcast along the rows (layer norm's scale and shift); a region holding a reduction
-  becomes one kernel with one program per row (lowering/fusion_rows_codegen.py);
-- then elementwise: equations whose outputs share one shape (their inputs have that shape or one element)
-  (lowering/fusion_codegen.py).
+  column broadcast along the rows (layer norm's scale and shift) and inputs repeated along other axes (a causal
+  mask); a region holding a reduction becomes one kernel with one program per row
+  (lowering/fusion_rows_codegen.py);
+- then elementwise: equations whose outputs share one shape, each operand read as it broadcasts; each region
+  then takes in the views (slices, concatenations, pads, reshapes, transposes, ...) and the elementwise work of
+  other shapes that only it reads (`_absorbed`), computed at the coordinates each element needs
+  (lowering/fusion_elementwise_codegen.py); independent regions whose kernels are the same share one launch
+  (`_Fuser.grouped`: the many tensors of an optimizer's update).
 
 Each region of two or more equations is replaced by one `triton_call` equation. A value a region computes
 becomes a kernel output when something outside the region uses it; nothing is computed twice; regions are
@@ -63,6 +67,16 @@ class RowGrid:
 
     def __call__(self, metaparams):
         return (-(-self.rows // metaparams["ROWS"]),)
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentsGrid:
+    """A kernel over several regions' launch grid: each region's blocks of `BLOCK` elements, one after another."""
+
+    sizes: tuple
+
+    def __call__(self, metaparams):
+        return (sum(-(-size // metaparams["BLOCK"]) for size in self.sizes),)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,37 +151,85 @@ class _Fuser:
         equations = live_equations([self.nested(eqn) for eqn in _inlined(program.equations)], program.outvars)[0]
         fused = self.fuse_regions(equations, program.outvars, _row_domains, self.row_equation)
         fused = self.fuse_regions(fused, program.outvars, _elementwise_domains, self.elementwise_equation,
-                                  absorb=True)
+                                  elementwise=True)
         if fused is equations:  # no region here: custom derivatives stay called (their programs fused)
             fused = [self.nested(eqn) for eqn in program.equations]
             if all(a is b for a, b in zip(fused, program.equations)):
                 return program
         return Program(program.constvars, program.invars, program.outvars, fused)
 
-    def fuse_regions(self, equations, program_outvars, domains_of, fused_equation, absorb=False):
+    def fuse_regions(self, equations, program_outvars, domains_of, fused_equation, elementwise=False):
         """`equations` with each region `domains_of` finds replaced by `fused_equation(members, inputs, outputs,
-        domain)` where that is not None, in a topological order; with `absorb`, each region first takes in the
-        views and elementwise equations of other shapes that only it reads (`_absorbed`)."""
+        domain)` where that is not None, in a topological order. For `elementwise` regions, each region first takes
+        in the views and elementwise equations of other shapes that only it reads (`_absorbed`), and independent
+        regions with the same kernel share one launch (`_grouped`: an optimizer's update of many tensors)."""
         users = _users(equations, program_outvars)
-        fused = {}  # first member's index -> (fused equation, members)
-        regions = _regions(equations, domains_of, 1 if absorb else 2)
-        if absorb:
+        regions = _regions(equations, domains_of, 1 if elementwise else 2)
+        if elementwise:
             regions = _absorbed(equations, regions, users)
+        described = []  # (members, inputs, outputs, domain) of each region worth a kernel
         for members, domain in regions:
-            if len(members) < 2:
-                continue
             inside = set(members)
             outputs = [v for i in members for v in equations[i].outvars if users.get(v, set()) - inside]
-            if not outputs:
+            if len(members) < 2 or not outputs:
                 continue
-            member_equations = [equations[i] for i in members]
-            produced = {v for eqn in member_equations for v in eqn.outvars}
-            inputs = list(dict.fromkeys(a for eqn in member_equations for a in eqn.inputs
+            produced = {v for i in members for v in equations[i].outvars}
+            inputs = list(dict.fromkeys(a for i in members for a in equations[i].inputs
                                         if type(a) is Var and a not in produced))
-            equation = fused_equation(member_equations, inputs, outputs, domain)
+            described.append((members, inputs, outputs, domain))
+        groups = self.grouped(equations, described) if elementwise else [[region] for region in described]
+        fused = {}  # first member's index -> (fused equation, members)
+        for group in groups:
+            if len(group) == 1:
+                members, inputs, outputs, domain = group[0]
+                equation = fused_equation([equations[i] for i in members], inputs, outputs, domain)
+            else:
+                equation = self.foreach_equation(equations, group)
             if equation is not None:
+                members = sorted(i for region in group for i in region[0])
                 fused[members[0]] = (equation, members)
         return _ordered(equations, fused) if fused else equations
+
+    def grouped(self, equations, regions):
+        """`regions` in groups: those whose segment kernels have the same source and that do not depend on each
+        other share a group (in their order), unless groups would then depend on each other both ways."""
+        sources = [elementwise_codegen.generate_source([equations[i] for i in members], inputs, outputs,
+                                                       domain[1], self.platform, segment=True)
+                   for members, inputs, outputs, domain in regions]
+        depends = _region_dependencies(equations, [members for members, *_ in regions])
+        groups, by_source = [], {}
+        for r, (_, source) in enumerate(sources):
+            for group in by_source.get(source, ()):
+                if all(not (depends[r] >> q) & 1 and not (depends[q] >> r) & 1 for q in group):
+                    group.append(r)
+                    break
+            else:
+                groups.append([r])
+                by_source.setdefault(source, []).append(groups[-1])
+        if any(len(group) > 1 for group in groups) and not _groups_acyclic(groups, depends):
+            groups = [[r] for r in range(len(regions))]
+        return [[regions[r] for r in group] for group in groups]
+
+    def foreach_equation(self, equations, group):
+        """One kernel for a group of regions with the same segment kernel (`grouped`), or None where the tuner
+        leaves them to XLA."""
+        inputs = list(dict.fromkeys(v for _, region_inputs, _, _ in group for v in region_inputs))
+        outputs = [v for _, _, region_outputs, _ in group for v in region_outputs]
+        position = {v: i for i, v in enumerate(inputs)}
+        segments, first_output = [], 0
+        for _, region_inputs, region_outputs, _ in group:
+            segments.append(([position[v] for v in region_inputs],
+                             list(range(first_output, first_output + len(region_outputs)))))
+            first_output += len(region_outputs)
+        members, region_inputs, region_outputs, domain = group[0]
+        segment_name, segment_source = elementwise_codegen.generate_source(
+            [equations[i] for i in members], region_inputs, region_outputs, domain[1], self.platform, segment=True)
+        name, source = elementwise_codegen.foreach_source(segment_name, segment_source, segments, len(inputs),
+                                                          len(outputs))
+        sizes = tuple(region_outputs[0].aval.size for _, _, region_outputs, _ in group)
+        member_equations = [equations[i] for members, *_ in group for i in members]
+        return self.kernel_equation(member_equations, inputs, outputs, name, source, SegmentsGrid(sizes), sizes,
+                                    codegen.launch_candidates(max(sizes)))
 
     def elementwise_equation(self, members, inputs, outputs, domain):
         shape = domain[1]
@@ -224,6 +286,41 @@ class _Fuser:
         self.kernels.append(FusedKernel(name, text, source, launch.block, launch.num_warps, launch.rows,
                                         decision.describe(candidates) if decision else None))
         return call(launch)
+
+
+def _region_dependencies(equations, regions):
+    """Per region (lists of equation indices), a bit mask of the other regions it depends on through any path."""
+    region_of = {i: r for r, members in enumerate(regions) for i in members}
+    reaches, depends = {}, [0] * len(regions)  # Var -> mask of the regions its value depends on
+    for index, eqn in enumerate(equations):
+        mask = 0
+        for value in _vars(eqn.inputs):
+            mask |= reaches.get(value, 0)
+        region = region_of.get(index)
+        if region is not None:
+            depends[region] |= mask & ~(1 << region)
+            mask |= 1 << region
+        for v in eqn.outvars:
+            reaches[v] = mask
+    return depends
+
+
+def _groups_acyclic(groups, depends):
+    """Do the groups of regions, each taken as one node, still form no cycle?"""
+    group_of = {r: g for g, group in enumerate(groups) for r in group}
+    needs = [{group_of[q] for r in group for q in range(len(group_of)) if (depends[r] >> q) & 1} - {g}
+             for g, group in enumerate(groups)]
+    state = [0] * len(groups)  # 0: unseen, 1: on the path, 2: done
+
+    def visit(g):
+        state[g] = 1
+        for h in needs[g]:
+            if state[h] == 1 or (state[h] == 0 and not visit(h)):
+                return False
+        state[g] = 2
+        return True
+
+    return all(state[g] == 2 or visit(g) for g in range(len(groups)))
 
 
 def _inlined(equations):
