@@ -479,11 +479,13 @@ class _Regions:
         self.parent = []
         self.domains = []  # region id -> the domains all its equations allow
         self.outside = []  # region id -> ids of the regions its outside inputs depend on
+        self.merged = []  # region id -> the ids merged into it (for a root: every id whose find is the root)
 
     def new(self, domains):
         self.parent.append(len(self.parent))
         self.domains.append(domains)
         self.outside.append(set())
+        self.merged.append({len(self.parent) - 1})
         return len(self.parent) - 1
 
     def find(self, region):
@@ -493,12 +495,12 @@ class _Regions:
         return region
 
     def joinable(self, roots, eqn, region_of_var, ancestors):
-        """Can `eqn` join the union of `roots` without a path out of it and back in (a cycle)?"""
-        reached = set().union(*(self.outside[r] for r in roots))
-        for value in _vars(eqn.inputs):
-            if region_of_var.get(value) not in roots:
-                reached |= ancestors.get(value, frozenset())
-        return not {self.find(r) for r in reached} & set(roots)
+        """Can `eqn` join the union of `roots` without a path out of it and back in (a cycle)? The ids reached
+        are tested against the ids merged into each root, never resolved one by one: each test is a set
+        disjointness, which costs the smaller set's size (programs of ten thousand equations reach thousands)."""
+        reached = [self.outside[r] for r in roots] + [ancestors.get(value, frozenset()) for value in _vars(eqn.inputs)
+                                                       if region_of_var.get(value) not in roots]
+        return all(ids.isdisjoint(self.merged[r]) for ids in reached for r in roots)
 
     def join(self, roots, domains, eqn, region_of_var, ancestors):
         root = roots[0]
@@ -506,6 +508,7 @@ class _Regions:
         for other in roots[1:]:
             self.parent[other] = root
             self.outside[root] |= self.outside[other]
+            self.merged[root] |= self.merged[other]
         for value in _vars(eqn.inputs):
             if region_of_var.get(value) not in roots:
                 self.outside[root] |= ancestors.get(value, frozenset())
