@@ -247,6 +247,11 @@ def _logits_inputs(rng, dtype, small):
     return [_normal(rng, (rows, classes), dtype, 2.0), rng.integers(0, classes, rows).astype(np.int32)]
 
 
+def _vocabulary_logits_inputs(rng, dtype, small):
+    rows, classes = (2, 9000) if small else (8192, 50257)  # rows past what one program holds (8192 elements)
+    return [_normal(rng, (rows, classes), dtype, 2.0), rng.integers(0, classes, rows).astype(np.int32)]
+
+
 ADAMW_SHAPES = [(768,), (768, 2304), (2304,), (768, 768), (768,), (768, 3072), (3072,), (3072, 768), (768,)]
 
 
@@ -272,6 +277,8 @@ CASES = {case.key: case for case in [
     Case("rotary", "rotary embedding (rotate half)", rotary, torch_rotary, _rotary_inputs, grad_argnums=(0,)),
     Case("xent", "cross-entropy with logsumexp (f32)", cross_entropy, torch_cross_entropy, _logits_inputs,
          grad_argnums=(0,)),
+    Case("xent_vocab", "cross-entropy over GPT-2's 50,257-word vocabulary (f32)", cross_entropy, torch_cross_entropy,
+         _vocabulary_logits_inputs, dtypes=(F32, BF16), grad_argnums=(0,)),
     Case("adamw", "AdamW step over 36 tensors (GPT-2 blocks' shapes)", adamw, torch_adamw, _adamw_inputs,
          dtypes=(F32,)),
     Case("dropout", "dropout with a key + residual", dropout, torch_dropout, _dropout_inputs,

@@ -500,11 +500,12 @@ def stored_text(value, dtype):
     return f"{value}.to({_TRITON_DTYPES[dtype]})" if dtype in _NARROW_FLOATS else value
 
 
-def emit_equations(writer, equations, names, outputs, templates=EQUATION_TEMPLATES):
+def emit_equations(writer, equations, names, outputs, templates=EQUATION_TEMPLATES, narrow_values=None):
     """Binds each equation's results to names in `writer` (`names`: Var -> name, the inputs' already there), each
-    in the forms its precision needs (what the region's `outputs` see of it). A template returns its result's
-    expression, or a list of names (an equation of several results)."""
-    writer.narrow_values = visibly_narrow(equations, outputs)
+    in the forms its precision needs (what the region's `outputs` see of it: `narrow_values`, the region's
+    `visibly_narrow` values, where `equations` are part of it). A template returns its result's expression, or a
+    list of names (an equation of several results)."""
+    writer.narrow_values = visibly_narrow(equations, outputs) if narrow_values is None else narrow_values
     for eqn in equations:
         writer.narrow = all(v in writer.narrow_values for v in eqn.outvars)
         operands = [writer.literal(a) if isinstance(a, Literal) else names[a] for a in eqn.inputs]

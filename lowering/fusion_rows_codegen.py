@@ -13,7 +13,8 @@ with `n` the row length and `m` the number of rows. Rows' values are [ROWS, BLOC
 along it is Triton's own broadcasting. Masks are emitted only where a block can overhang: columns past `n` when
 the length is not a power of two, rows past `m` when some candidate's ROWS does not divide the rows.
 reduce_sum/max/min fold masked lanes as their identity; max and min propagate NaN as XLA's do. 16-bit floats are
-loaded as float32, so sums accumulate in float32. Rows longer than `ROW_LIMIT` stay with XLA.
+loaded as float32, so sums accumulate in float32. Rows longer than `ROW_LIMIT` are walked in chunks instead
+(lowering/fusion_long_rows_codegen.py).
 """
 
 from ..core import dtypes

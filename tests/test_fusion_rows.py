@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numax.lowering import dispatch
 from numax.lowering.fusion_rows_codegen import ROW_LIMIT, row_launch_candidates
-from numax.transforms.fusion import fuse_with_kernels
+from numax.transforms.fusion import LONGEST_ROW, fuse_with_kernels
 from numax.transforms.fusion_tuning import Decision
 
 import numax
@@ -238,9 +238,45 @@ def test_other_axes_and_long_rows_stay_with_xla():
     assert "reduce_sum" in [e.primitive.name for e in numax.jit(whole, fusion="triton").lower(X).closed.equations]
     relu_columns = numax.make_jaxpr(lambda x: mnp.sum(nn.relu(x), axis=0))(X)  # nothing fuses: still called
     assert fuse_with_kernels(relu_columns)[0] is relu_columns
-    long_rows = np.zeros((2, ROW_LIMIT + 1), F32)
-    lowered = numax.jit(nn.log_softmax, fusion="triton").lower(long_rows)
+    too_long = np.zeros((2, LONGEST_ROW + 1), F32)
+    lowered = numax.jit(nn.log_softmax, fusion="triton").lower(too_long)
     assert {"reduce_max", "reduce_sum"} <= {e.primitive.name for e in lowered.closed.equations}
+
+
+LONG = (np.random.RandomState(6).randn(2, ROW_LIMIT + 808) * 3).astype(F32)  # past what a program holds
+
+
+@pytest.mark.parametrize("name", sorted(FORWARD))
+def test_long_rows_are_walked_in_chunks(name):
+    # one program per row, one pass along it per stage of reductions (softmax: the maximum, then the sum), then
+    # one that stores; chunked sums differ from XLA's order by rounding
+    lowered = check_rows(FORWARD[name], LONG, rtol=2e-5, atol=2e-6)
+    (kernel,) = lowered.triton_kernels()
+    passes = kernel.source.count("for start in range(0, n, BLOCK):")
+    assert passes == {"logsumexp": 2, "rms_norm": 2}.get(name, 3) and kernel.rows_per_program == 1
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_long_rows_with_per_column_vectors_forward_and_backward(dtype):
+    x = LONG.astype(dtype)
+    scale = np.linspace(0.5, 1.5, x.shape[1]).astype(dtype)
+    shift = np.linspace(-0.1, 0.1, x.shape[1]).astype(dtype)
+    # float16: within 3 units of the last place of the largest value (16-bit rounding at other steps than XLA's)
+    tolerance = 3 * 2.0 ** -10 if dtype == F16 else 2e-5
+
+    def check(actual, expected):
+        scale_of = float(np.max(np.abs(np.asarray(expected, np.float64))))
+        assert_close(actual, expected, rtol=tolerance, atol=tolerance * scale_of)
+
+    forward = numax.jit(scaled_layer_norm_gelu, fusion="triton")
+    assert len(forward.lower(x, scale, shift).triton_kernels()) == 1
+    check(forward(x, scale, shift), numax.jit(scaled_layer_norm_gelu)(x, scale, shift))
+    weights = np.cos(np.arange(x.shape[1])).astype(np.float32)
+    loss = lambda x, s, b: mnp.sum(scaled_layer_norm_gelu(x, s, b).astype(F32) * weights)
+    gradient = numax.grad(loss, argnums=(0, 1, 2))
+    for actual, expected in zip(numax.jit(gradient, fusion="triton")(x, scale, shift),
+                                numax.jit(gradient)(x, scale, shift)):
+        check(actual, expected)
 
 
 def test_row_kernels_for_the_gpu_use_libdevice():

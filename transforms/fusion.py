@@ -5,7 +5,8 @@ Triton kernels (`fusion="triton"`).
 passes of `grad` fuse too. Two passes find maximal connected, acyclic regions of equations sharing a domain:
 
 - row-wise first: reduce_sum/max/min over the last axis of a 2-D or higher array (rows of at most
-  `ROW_LIMIT` elements, the leading axes flattened) with the elementwise equations over those rows or over one
+  `LONGEST_ROW` elements, the leading axes flattened; rows past `ROW_LIMIT` are walked in chunks by
+  lowering/fusion_long_rows_codegen.py) with the elementwise equations over those rows or over one
   value per row, the reshapes of per-row values and their broadcasts back along the rows (softmax,
   log_softmax, logsumexp, layer and RMS norm, and their backward passes), with vectors of one value per
   column broadcast along the rows (layer norm's scale and shift) and inputs repeated along other axes (a causal
@@ -37,11 +38,13 @@ from ..core.ir import ClosedProgram, Equation, Literal, Program, Var
 from ..lax.triton_call import triton_call_p
 from ..lowering import fusion_codegen as codegen
 from ..lowering import fusion_elementwise_codegen as elementwise_codegen
+from ..lowering import fusion_long_rows_codegen as long_rows_codegen
 from ..lowering import fusion_rows_codegen as rows_codegen
 from . import fusion_tuning
 
 _CUSTOM_DERIVATIVES = ("custom_jvp_call", "custom_vjp_call")  # their rules are spent in a final program
 _INLINED = ("jit",) + _CUSTOM_DERIVATIVES  # calls whose programs join the caller's regions
+LONGEST_ROW = 1 << 20  # elements: rows past rows_codegen.ROW_LIMIT are walked in chunks (fusion_long_rows_codegen)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,8 +247,17 @@ class _Fuser:
             return None
         _, rows, length = domain
         columns = _column_inputs(members, inputs)
-        if columns is None or not set().union(*map(_other_pattern_operands, members)) <= set(inputs):
+        others = set().union(*map(_other_pattern_operands, members))
+        if columns is None or not others <= set(inputs):
             return None
+        if length > rows_codegen.ROW_LIMIT:  # walked in chunks, one row per program
+            if others:
+                return None
+            candidates = long_rows_codegen.long_row_launch_candidates()
+            name, source = long_rows_codegen.generate_long_row_source(members, inputs, outputs, rows, length,
+                                                                       self.platform, columns)
+            return self.kernel_equation(members, inputs, outputs, name, source, RowGrid(rows), (length, rows),
+                                        candidates)
         candidates = rows_codegen.row_launch_candidates(length, rows)
         name, source = rows_codegen.generate_row_source(members, inputs, outputs, rows, length, self.platform,
                                                         columns, candidates)
@@ -381,7 +393,7 @@ def _row_domains(eqn):
     out = out_avals[0]
     if name in rows_codegen.REDUCTIONS:
         x = in_avals[0]
-        fits = x.ndim >= 2 and tuple(params["axes"]) == (x.ndim - 1,) and 2 <= x.shape[-1] <= rows_codegen.ROW_LIMIT
+        fits = x.ndim >= 2 and tuple(params["axes"]) == (x.ndim - 1,) and 2 <= x.shape[-1] <= LONGEST_ROW
         return [("rows", x.size // x.shape[-1], x.shape[-1])] if fits and rows_codegen.reducible(name, x.dtype) else []
     if name == "reshape":
         fits = params.get("dimensions") is None and codegen.has_triton_dtype(out.dtype)
@@ -389,7 +401,7 @@ def _row_domains(eqn):
     if not codegen.fusible(name, in_avals, out_avals):
         return []
     domains = []
-    if out.ndim >= 1 and 2 <= out.shape[-1] <= rows_codegen.ROW_LIMIT and _fits_rows(eqn, in_avals, out.shape):
+    if out.ndim >= 1 and 2 <= out.shape[-1] <= LONGEST_ROW and _fits_rows(eqn, in_avals, out.shape):
         domains.append(("rows", out.size // out.shape[-1], out.shape[-1]))
     same_size = name == "broadcast_in_dim" and in_avals[0].size == out.size  # only 1-dims inserted
     row_vector = out.ndim >= 2 and out.size == out.shape[-1] > 1  # (1, ..., 1, n): a column vector's shape
