@@ -23,8 +23,8 @@ from . import fusion_rows_codegen as rows_codegen
 
 # (BLOCK, num_warps) of the chunks the tuner tries, the first the default
 LONG_ROW_LAUNCHES = ((4096, 8), (2048, 4), (8192, 16))
-_IDENTITIES = {"reduce_sum": "0.0", "reduce_max": 'float("-inf")', "reduce_min": 'float("inf")'}
-_FOLDS = {"reduce_sum": "{acc} + {part}",
+_IDENTITIES = {"reduce_sum": "0.0", "reduce_max": 'float("-inf")', "reduce_min": 'float("inf")', "gather": "0.0"}
+_FOLDS = {"reduce_sum": "{acc} + {part}", "gather": "{acc} + {part}",
           "reduce_max": "tl.maximum({acc}, {part}, propagate_nan=tl.PropagateNan.ALL)",
           "reduce_min": "tl.minimum({acc}, {part}, propagate_nan=tl.PropagateNan.ALL)"}
 
@@ -117,7 +117,8 @@ def generate_long_row_source(equations, inputs, outputs, rows, length, platform=
         def fold(local, reductions=reductions, accumulators=accumulators):
             for eqn, accumulator in zip(reductions, accumulators):
                 part = rows_codegen.REDUCTIONS[eqn.primitive.name](
-                    writer, [local[eqn.inputs[0]]], [eqn.inputs[0].aval], eqn.outvars[0].aval, eqn.params)
+                    writer, [local[a] for a in eqn.inputs], [a.aval for a in eqn.inputs], eqn.outvars[0].aval,
+                    eqn.params)
                 writer.lines.append(f"{accumulator} = " + _FOLDS[eqn.primitive.name].format(acc=accumulator,
                                                                                              part=part))
 

@@ -70,11 +70,58 @@ def _reduction(identity, combine):
     return template
 
 
+def _row_gather(writer, ops, avals, out, params):
+    """One element of each row at a per-row column index (take_along_axis along the last axis): the row's sum over
+    the one column that matches (exact; a -0.0 comes back as 0.0), NaN or the fill value where the index is out
+    of the row (jax's "fill" mode), as a sum over a row walked in chunks too."""
+    x, index = ops
+    match = f"({writer.column_mask}) & (columns == {index})" if writer.column_mask else f"(columns == {index})"
+    picked = f"tl.sum(tl.where({match}, {x}, 0.0), axis=1, keep_dims=True)"
+    if str(params["mode"]) == _PROMISE_IN_BOUNDS:
+        return picked
+    fill = params.get("fill_value")
+    fill = 'float("nan")' if fill is None else float(fill)
+    return f"tl.where(({index} >= 0) & ({index} < n), {picked}, {fill})"
+
+
+def _row_scatter_add(writer, ops, avals, out, params):
+    """A value per row added to each row at a per-row column index (take_along_axis's gradient); an index out of
+    the row adds nothing (jax's "drop" mode)."""
+    operand, index, updates = ops
+    return f"({operand} + tl.where(columns == {index}, {updates}, 0.0))"
+
+
+_PROMISE_IN_BOUNDS = "GatherScatterMode.PROMISE_IN_BOUNDS"
+
 REDUCTIONS = {
     "reduce_sum": _reduction("0.0", None),
     "reduce_max": _reduction('float("-inf")', "_max_propagating"),
     "reduce_min": _reduction('float("inf")', "_min_propagating"),
+    "gather": _row_gather,  # of one element per row: reduced like a sum
 }
+INDEXED = ("gather", "scatter_add")  # read a per-row index: see `indexes_rows`
+
+
+def indexes_rows(eqn):
+    """Does a gather or scatter_add equation pick, or add to, one element of each row of its operand at a per-row
+    column index (jnp.take_along_axis along the last axis, and its gradient), in a mode the row kernel follows
+    (fill or drop, or in bounds promised)? The index array is the rows' shape with two trailing 1s."""
+    name, params = eqn.primitive.name, eqn.params
+    if name not in INDEXED or str(params.get("mode")) not in ("GatherScatterMode.FILL_OR_DROP", _PROMISE_IN_BOUNDS):
+        return False
+    operand, indices = eqn.inputs[0].aval, eqn.inputs[1].aval
+    batch = tuple(range(operand.ndim - 1))
+    if operand.ndim < 2 or indices.shape != operand.shape[:-1] + (1, 1) or not dtypes.is_inexact(operand.dtype):
+        return False
+    numbers, last = params["dimension_numbers"], (operand.ndim - 1,)
+    if name == "gather":
+        return (tuple(numbers.offset_dims) == () and tuple(numbers.collapsed_slice_dims) == last
+                and tuple(numbers.start_index_map) == last and tuple(numbers.operand_batching_dims) == batch
+                and tuple(numbers.start_indices_batching_dims) == batch and all(n == 1 for n in params["slice_sizes"]))
+    return (tuple(numbers.update_window_dims) == () and tuple(numbers.inserted_window_dims) == last
+            and tuple(numbers.scatter_dims_to_operand_dims) == last and tuple(numbers.operand_batching_dims) == batch
+            and tuple(numbers.scatter_indices_batching_dims) == batch
+            and eqn.inputs[2].aval.shape == operand.shape[:-1] + (1,))
 
 
 def reducible(primitive_name, dtype):
@@ -113,8 +160,10 @@ def _broadcast(writer, ops, avals, out, params):
     return ops[0]
 
 
-ROW_TEMPLATES = {**codegen.EQUATION_TEMPLATES, **REDUCTIONS, "broadcast_in_dim": _broadcast,
-                 "reshape": lambda writer, ops, avals, out, params: ops[0]}
+ROW_TEMPLATES = {**codegen.EQUATION_TEMPLATES, **REDUCTIONS, "scatter_add": _row_scatter_add,
+                 "broadcast_in_dim": _broadcast,
+                 "reshape": lambda writer, ops, avals, out, params: ops[0],
+                 "squeeze": lambda writer, ops, avals, out, params: ops[0]}
 
 
 def read_kind(placed, shape):
@@ -161,7 +210,8 @@ def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu"
         operands = list(eqn.inputs)
         for k, operand in enumerate(operands):
             shape = eqn.outvars[0].aval.shape
-            if operand not in positions or eqn.primitive.name in REDUCTIONS or not writer.is_row(eqn.outvars[0].aval):
+            if (operand not in positions or eqn.primitive.name in (*REDUCTIONS, *INDEXED)
+                    or not writer.is_row(eqn.outvars[0].aval)):
                 continue
             placed = codegen.read_shape(eqn, operand, shape)
             if read_kind(placed, shape) == "other":

@@ -279,6 +279,35 @@ def test_long_rows_with_per_column_vectors_forward_and_backward(dtype):
         check(actual, expected)
 
 
+@pytest.mark.parametrize("length", [37, ROW_LIMIT + 808])
+def test_one_element_per_row_is_picked_in_the_row_kernel(length):
+    # take_along_axis along the last axis (a cross-entropy's label logit) and its gradient (a scatter-add) join the
+    # row kernels; labels past the row give NaN (jax's fill mode), negative ones count from the end
+    # (2 rows of the long length, and only forward: Triton's interpreter folds a row maximum pair by pair, in Python)
+    labels = np.array([0, length - 1, 5, -1, length, -length - 3] if length < 100 else [-1, length], np.int32)
+    logits = (np.random.RandomState(7).randn(len(labels), length) * 2).astype(F32)
+
+    def nll(x, y):
+        return logsumexp(x, axis=-1) - mnp.take_along_axis(x, y[:, None], axis=-1)[:, 0]
+
+    fused = numax.jit(nll, fusion="triton")
+    lowered = fused.lower(logits, labels)
+    assert "gather" not in [e.primitive.name for e in lowered.closed.equations]
+    assert len(lowered.triton_kernels()) == 1
+    losses = np.asarray(fused(logits, labels))
+    np.testing.assert_allclose(losses, numax.jit(nll)(logits, labels), rtol=2e-6, atol=2e-6)
+    outside = (labels >= length) | (labels < -length)  # negative labels count from the end, once
+    assert np.isnan(losses[outside]).all() and not np.isnan(losses[~outside]).any()
+    if length > 100:
+        return  # the gradient's scatter-add is elementwise along the row: the short rows check it
+    in_bounds = np.where(outside, 2, labels).astype(np.int32)
+    gradient = numax.grad(lambda x, y: mnp.sum(nll(x, y) * np.arange(1, len(labels) + 1)))
+    lowered = numax.jit(gradient, fusion="triton").lower(logits, in_bounds)
+    assert "scatter_add" not in [e.primitive.name for e in lowered.closed.equations]
+    assert_close(numax.jit(gradient, fusion="triton")(logits, in_bounds), numax.jit(gradient)(logits, in_bounds),
+                 rtol=2e-5, atol=2e-7)
+
+
 def test_row_kernels_for_the_gpu_use_libdevice():
     closed = numax.make_jaxpr(nn.log_softmax)(X)
     (kernel,) = fuse_with_kernels(closed, "gpu")[1]

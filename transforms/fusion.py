@@ -243,7 +243,7 @@ class _Fuser:
 
     def row_equation(self, members, inputs, outputs, domain):
         """The kernel of a row-wise region, or None where it holds no reduction (the elementwise pass's then)."""
-        if not any(eqn.primitive.name in rows_codegen.REDUCTIONS for eqn in members):
+        if not any(eqn.primitive.name in (*rows_codegen.REDUCTIONS, *rows_codegen.INDEXED) for eqn in members):
             return None
         _, rows, length = domain
         columns = _column_inputs(members, inputs)
@@ -391,13 +391,17 @@ def _row_domains(eqn):
     if len(out_avals) != 1:
         return []
     out = out_avals[0]
+    if name in rows_codegen.INDEXED:  # one element of each row picked or added to
+        x = in_avals[0]
+        fits = rows_codegen.indexes_rows(eqn) and 2 <= x.shape[-1] <= LONGEST_ROW
+        return [("rows", x.size // x.shape[-1], x.shape[-1])] if fits else []
     if name in rows_codegen.REDUCTIONS:
         x = in_avals[0]
         fits = x.ndim >= 2 and tuple(params["axes"]) == (x.ndim - 1,) and 2 <= x.shape[-1] <= LONGEST_ROW
         return [("rows", x.size // x.shape[-1], x.shape[-1])] if fits and rows_codegen.reducible(name, x.dtype) else []
-    if name == "reshape":
-        fits = params.get("dimensions") is None and codegen.has_triton_dtype(out.dtype)
-        return [("rows", out.size, None)] if fits else []
+    if name in ("reshape", "squeeze"):  # of per-row values
+        fits = params.get("dimensions") is None or name == "squeeze"
+        return [("rows", out.size, None)] if fits and codegen.has_triton_dtype(out.dtype) else []
     if not codegen.fusible(name, in_avals, out_avals):
         return []
     domains = []
@@ -435,7 +439,8 @@ def _other_pattern_operands(eqn):
     the last (a causal mask (t, t) under (batch, heads, t, t) scores): the row kernel loads them at each
     element's index, so they must be inputs of the region."""
     shape = eqn.outvars[0].aval.shape
-    if eqn.primitive.name in (*rows_codegen.REDUCTIONS, "reshape") or len(eqn.outvars) != 1 or len(shape) < 2:
+    if (eqn.primitive.name in (*rows_codegen.REDUCTIONS, *rows_codegen.INDEXED, "reshape") or len(eqn.outvars) != 1
+            or len(shape) < 2):
         return set()
     return {a for a in _vars(eqn.inputs)
             if rows_codegen.read_kind(codegen.read_shape(eqn, a, shape), shape) == "other"}
