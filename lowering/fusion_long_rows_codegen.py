@@ -87,14 +87,15 @@ def generate_long_row_source(equations, inputs, outputs, rows, length, platform=
                 and not writer.is_row(eqn.outvars[0].aval) and stage[eqn.outvars[0]] == at_stage]
         codegen.emit_equations(writer, done, names, outputs, rows_codegen.ROW_TEMPLATES, narrow)
 
-    def walk(row_equations, body):
-        """A loop over the row's chunks computing `row_equations` (names local to it), then `body(local)`."""
+    def walk(row_equations, reads, body):
+        """A loop over the row's chunks computing `row_equations` (names local to it) from the inputs they and
+        `reads` (Vars) need, then `body(local)`."""
         writer.lines.append("for start in range(0, n, BLOCK):")
         opened = len(writer.lines)
         writer.lines += ["columns = start + tl.arange(0, BLOCK)[None, :]", "in_columns = columns < n",
                          "offsets = row * n + columns"]
         local = dict(names)
-        read = {a for eqn in row_equations for a in eqn.inputs if a in positions} | set(body.reads)
+        read = {a for eqn in row_equations for a in eqn.inputs if a in positions} | set(reads)
         for var in walked:
             if var in read:
                 address = f"in{positions[var]}_ptr + {'columns' if var in columns else 'offsets'}"
@@ -122,8 +123,8 @@ def generate_long_row_source(equations, inputs, outputs, rows, length, platform=
                 writer.lines.append(f"{accumulator} = " + _FOLDS[eqn.primitive.name].format(acc=accumulator,
                                                                                              part=part))
 
-        fold.reads = [eqn.inputs[0] for eqn in reductions]
-        walk(_row_equations_feeding([eqn.inputs[0] for eqn in reductions], producer, writer.is_row), fold)
+        operands = [eqn.inputs[0] for eqn in reductions]
+        walk(_row_equations_feeding(operands, producer, writer.is_row), operands, fold)
         names.update((eqn.outvars[0], accumulator) for eqn, accumulator in zip(reductions, accumulators))
         per_row_equations(at_stage)
 
@@ -134,9 +135,9 @@ def generate_long_row_source(equations, inputs, outputs, rows, length, platform=
             value = codegen.stored_text(local[var], var.aval.dtype)
             writer.lines.append(f"tl.store(out{position}_ptr + offsets, {value}, mask=in_columns)")
 
-    store.reads = [var for _, var in row_outputs]
     if row_outputs:
-        walk(_row_equations_feeding([var for _, var in row_outputs], producer, writer.is_row), store)
+        results = [var for _, var in row_outputs]
+        walk(_row_equations_feeding(results, producer, writer.is_row), results, store)
     for position, var in enumerate(outputs):
         if not writer.is_row(var.aval):
             address = f"out{position}_ptr + row" if var.aval.size == rows else f"out{position}_ptr"
