@@ -144,6 +144,23 @@ def _tanh(x):
     magnitude = -e / (e + 2.0)
     return tl.where(x < 0, -magnitude, tl.where(x == 0, x, magnitude))
 ''',
+    "_pow": '''
+@triton.jit
+def _pow(x, y):
+    # C's pow, in float64 (the interpreter's numpy) and rounded once: |x|^y = exp(y log|x|), the sign of a negative
+    # base to an odd integer power, NaN for a negative base to a non-integer one; y == 0 and x == 1 give 1 (even
+    # for NaN), and so does x == -1 to an infinite power; an infinite base keeps exp's answer.
+    a, b = x.to(tl.float64), y.to(tl.float64)
+    integer = tl.floor(b) == b
+    odd = integer & (tl.floor(b * 0.5) != b * 0.5)
+    magnitude = tl.exp(b * tl.log(tl.abs(a)))
+    signed = tl.where((a < 0) & odd, -magnitude, magnitude)
+    signed = tl.where((a == 0) & odd & (b < 0) & (1.0 / a < 0), -magnitude, signed)  # -0 to an odd negative power
+    finite = (tl.abs(a) < float("inf")) & (tl.abs(b) < float("inf"))
+    signed = tl.where((a < 0) & ~integer & finite, float("nan"), signed)  # a finite negative base, non-integer y
+    one = (b == 0) | (a == 1) | ((a == -1) & (tl.abs(b) == float("inf")))
+    return tl.where(one, 1.0, signed).to(x.dtype)
+''',
     "_erfc": '''
 @triton.jit
 def _erfc(x):
@@ -184,10 +201,11 @@ _HELPER_NEEDS = {"_tanh": ("_expm1",)}
 MATH_FORMS = {
     "cpu": {"exp": "tl.exp", "log": "tl.log", "log1p": "_log1p", "expm1": "_expm1", "tanh": "_tanh",
             "rsqrt": "tl.rsqrt", "sqrt": "tl.sqrt_rn", "erf": "tl.erf", "erfc": "_erfc", "sin": "tl.sin",
-            "cos": "tl.cos"},
+            "cos": "tl.cos", "pow": "_pow"},
     "gpu": {"exp": "libdevice.exp", "log": "libdevice.log", "log1p": "libdevice.log1p",
             "expm1": "libdevice.expm1", "tanh": "libdevice.tanh", "rsqrt": "libdevice.rsqrt", "sqrt": "tl.sqrt_rn",
-            "erf": "libdevice.erf", "erfc": "libdevice.erfc", "sin": "libdevice.sin", "cos": "libdevice.cos"},
+            "erf": "libdevice.erf", "erfc": "libdevice.erfc", "sin": "libdevice.sin", "cos": "libdevice.cos",
+            "pow": "libdevice.pow"},
 }
 # On the GPU, a function whose result is a 16-bit float takes the hardware's approximate form, whose relative
 # error (tanh.approx.f32: 2^-11; tl.exp's ex2.approx: about 2^-22) is within that result's rounding to 16 bits
@@ -442,6 +460,7 @@ EQUATION_TEMPLATES = {
     "max": _nan_propagating("tl.maximum"), "min": _nan_propagating("tl.minimum"),
     "exp": _math("exp"), "log": _math("log"), "log1p": _math("log1p"), "expm1": _math("expm1"),
     "tanh": _math("tanh"), "erf": _math("erf"), "erfc": _math("erfc"), "sin": _math("sin"), "cos": _math("cos"),
+    "pow": lambda writer, ops, avals, out, params: f"{writer.math('pow', out.dtype)}({ops[0]}, {ops[1]})",
     "logistic": lambda writer, ops, avals, out, params: (
         f"tl.div_rn(1.0, 1.0 + {writer.math('exp', out.dtype)}(-{ops[0]}))"),
     "sqrt": _math("sqrt"), "rsqrt": _math("rsqrt"), "abs": _call("tl.abs"), "sign": _sign,
@@ -462,6 +481,7 @@ EQUATION_TEMPLATES = {
 # out of range in Triton (to bool it is `x != 0`, exact).
 _fusible_checks = {
     "div": lambda avals, out: _is_float(out.dtype),
+    "pow": lambda avals, out: _is_float(out.dtype) and all(_is_float(a.dtype) for a in avals),
     "bitcast_convert_type": lambda avals, out: np.dtype(avals[0].dtype).itemsize == np.dtype(out.dtype).itemsize
     and avals[0].dtype not in _NARROW_FLOATS and out.dtype not in _NARROW_FLOATS and avals[0].dtype != dtypes.bool_,
     "convert_element_type": lambda avals, out: not (_is_float(avals[0].dtype) and dtypes.is_integer(out.dtype)),

@@ -234,6 +234,18 @@ def test_random_bits_and_dropout_fuse_into_one_kernel():
     check_fused(bits, key, ulps=0)
 
 
+def test_pow_follows_xla_on_every_special_case():
+    # C's pow: signs of negative bases to odd integers, NaN to non-integers, zeros to negative powers, infinities,
+    # 1 for a zero power or a base of 1; in a chain, on a grid of bases by exponents
+    bases = np.array([-2.0, -1.0, -0.0, 0.0, 0.5, 1.0, 2.0, 3.7, np.inf, -np.inf, np.nan, 1e-3], F32)
+    exponents = np.array([0.0, 1.0, 2.0, 3.0, -1.0, -2.0, -3.0, 0.5, -0.5, 2.5, np.inf, -np.inf, np.nan], F32)
+    x, y = (np.ascontiguousarray(a) for a in np.broadcast_arrays(bases[:, None], exponents[None, :]))
+    check_fused(lambda x, y: lax.pow(x * 1.0, y) + 0.0, x, y)
+    check_fused(lambda x: lax.pow(lax.abs(x) + 0.5, np.float32(1.7)), GENERAL)
+    both = numax.grad(lambda x, y: mnp.sum(lax.pow(lax.abs(x) + 0.5, y * 0.5)), argnums=(0, 1))  # y log x, too
+    check_fused(both, GENERAL, np.linspace(1, 3, SIZE, dtype=F32), ulps=8)
+
+
 def test_integer_and_boolean_chains_are_exact():
     def integers(i, j):
         k = lax.max(lax.sub(lax.mul(i, np.int32(3)), j), lax.neg(i))
