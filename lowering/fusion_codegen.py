@@ -201,11 +201,11 @@ _HELPER_NEEDS = {"_tanh": ("_expm1",)}
 MATH_FORMS = {
     "cpu": {"exp": "tl.exp", "log": "tl.log", "log1p": "_log1p", "expm1": "_expm1", "tanh": "_tanh",
             "rsqrt": "tl.rsqrt", "sqrt": "tl.sqrt_rn", "erf": "tl.erf", "erfc": "_erfc", "sin": "tl.sin",
-            "cos": "tl.cos", "pow": "_pow"},
+            "cos": "tl.cos", "pow": "_pow", "exp2": "tl.exp2"},
     "gpu": {"exp": "libdevice.exp", "log": "libdevice.log", "log1p": "libdevice.log1p",
             "expm1": "libdevice.expm1", "tanh": "libdevice.tanh", "rsqrt": "libdevice.rsqrt", "sqrt": "tl.sqrt_rn",
             "erf": "libdevice.erf", "erfc": "libdevice.erfc", "sin": "libdevice.sin", "cos": "libdevice.cos",
-            "pow": "libdevice.pow"},
+            "pow": "libdevice.pow", "exp2": "libdevice.exp2"},
 }
 # On the GPU, a function whose result is a 16-bit float takes the hardware's approximate form, whose relative
 # error (tanh.approx.f32: 2^-11; tl.exp's ex2.approx: about 2^-22) is within that result's rounding to 16 bits
@@ -392,6 +392,15 @@ def _broadcast(writer, ops, avals, out, params):
     return f"tl.broadcast_to({ops[0]}, [BLOCK])"
 
 
+def _float_remainder(writer, ops, avals, out, params):
+    """C's fmod (the sign of the dividend), exact: libdevice's on the GPU (Triton's `%` there is x - trunc(x / y) * y,
+    inexact for large quotients), numpy's through the interpreter's `%`."""
+    if writer.platform == "gpu":
+        writer.uses_libdevice = True
+        return f"libdevice.fmod({ops[0]}, {ops[1]})"
+    return f"({ops[0]} % {ops[1]})"
+
+
 def _iota(writer, ops, avals, out, params):
     """The coordinate along `dimension` of each element: its flat index (`writer.flat_index`) divided by the
     elements after that axis, modulo the axis's length."""
@@ -461,6 +470,7 @@ EQUATION_TEMPLATES = {
     "exp": _math("exp"), "log": _math("log"), "log1p": _math("log1p"), "expm1": _math("expm1"),
     "tanh": _math("tanh"), "erf": _math("erf"), "erfc": _math("erfc"), "sin": _math("sin"), "cos": _math("cos"),
     "pow": lambda writer, ops, avals, out, params: f"{writer.math('pow', out.dtype)}({ops[0]}, {ops[1]})",
+    "exp2": _math("exp2"), "rem": _float_remainder,
     "logistic": lambda writer, ops, avals, out, params: (
         f"tl.div_rn(1.0, 1.0 + {writer.math('exp', out.dtype)}(-{ops[0]}))"),
     "sqrt": _math("sqrt"), "rsqrt": _math("rsqrt"), "abs": _call("tl.abs"), "sign": _sign,
@@ -482,6 +492,7 @@ EQUATION_TEMPLATES = {
 _fusible_checks = {
     "div": lambda avals, out: _is_float(out.dtype),
     "pow": lambda avals, out: _is_float(out.dtype) and all(_is_float(a.dtype) for a in avals),
+    "rem": lambda avals, out: _is_float(out.dtype),  # integer x % 0 and INT_MIN % -1: XLA's, undefined in Triton
     "bitcast_convert_type": lambda avals, out: np.dtype(avals[0].dtype).itemsize == np.dtype(out.dtype).itemsize
     and avals[0].dtype not in _NARROW_FLOATS and out.dtype not in _NARROW_FLOATS and avals[0].dtype != dtypes.bool_,
     "convert_element_type": lambda avals, out: not (_is_float(avals[0].dtype) and dtypes.is_integer(out.dtype)),

@@ -27,6 +27,8 @@ _grid = np.linspace(-4, 4, SIZE - 7)
 GENERAL = np.concatenate([_grid, [0.0, -0.0, 1e-7, -1e-7, 1e-3, -25.0, 40.0]]).astype(F32)
 POSITIVE = np.concatenate([np.linspace(0.05, 30, SIZE - 3), [1e-6, 1e-30, 3e5]]).astype(F32)
 ABOVE_MINUS_ONE = np.concatenate([np.linspace(-0.9, 10, SIZE - 4), [1e-7, -1e-7, 1e-4, 0.0]]).astype(F32)
+# exp2 on XLA's CPU is exp(x ln 2), 9 ulps from 2^30 at x = 30: compared where both are within a few ulps
+MODERATE = np.linspace(-10, 10, SIZE).astype(F32)
 WITH_NAN = np.where(np.arange(SIZE) % 5 == 0, np.nan, GENERAL).astype(F32)
 INTS = (np.arange(SIZE) * 7919 % 201 - 100).astype(I32)
 OTHER_INTS = (np.arange(SIZE) * 104729 % 97 - 48).astype(I32)
@@ -59,7 +61,8 @@ def check_fused(f, *args, ulps=4, kernels=1, floor=None):
 UNARY = {  # name: (primitive applied to a product, input); the product makes a chain of two
     "exp": (lax.exp, GENERAL), "log": (lax.log, POSITIVE), "log1p": (lax.log1p, ABOVE_MINUS_ONE),
     "expm1": (lax.expm1, GENERAL), "tanh": (lax.tanh, GENERAL), "logistic": (lax.logistic, GENERAL),
-    "erf": (lax.erf, GENERAL), "erfc": (lax.erfc, GENERAL), "sin": (lax.sin, GENERAL), "cos": (lax.cos, GENERAL),
+    "erf": (lax.erf, GENERAL), "erfc": (lax.erfc, GENERAL), "exp2": (lax.exp2, MODERATE),
+    "sin": (lax.sin, GENERAL), "cos": (lax.cos, GENERAL),
     "sqrt": (lax.sqrt, POSITIVE), "rsqrt": (lax.rsqrt, POSITIVE), "abs": (lax.abs, GENERAL),
     "sign": (lax.sign, GENERAL), "neg": (lax.neg, GENERAL), "floor": (lax.floor, GENERAL),
     "ceil": (lax.ceil, GENERAL), "square": (lax.square, GENERAL),
@@ -78,7 +81,7 @@ def test_unary_primitive_in_a_chain_of_two(name):
 
 BINARY = {
     "add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": lax.div, "max": lax.max, "min": lax.min,
-    "eq": lax.eq, "ne": lax.ne, "lt": lax.lt, "le": lax.le, "gt": lax.gt, "ge": lax.ge,
+    "eq": lax.eq, "ne": lax.ne, "lt": lax.lt, "le": lax.le, "gt": lax.gt, "ge": lax.ge, "rem": lax.rem,
 }
 
 
@@ -232,6 +235,14 @@ def test_random_bits_and_dropout_fuse_into_one_kernel():
     assert "threefry2x32" not in [e.primitive.name for e in closed.equations]
     bits = lambda key: numax.random.bits(key, (3, 37))
     check_fused(bits, key, ulps=0)
+
+
+def test_float_remainder_and_exp2_take_libdevice_on_the_gpu():
+    closed = numax.make_jaxpr(lambda x, y: lax.exp2(lax.rem(x * 2.0, y)))(GENERAL, POSITIVE)
+    (gpu,) = [k.source for k in fuse_with_kernels(closed, "gpu")[1]]
+    assert "libdevice.fmod(" in gpu and "libdevice.exp2(" in gpu and " % " not in gpu
+    integers = numax.make_jaxpr(lambda i, j: lax.rem(i * 3, j))(INTS, OTHER_INTS)
+    assert fuse_with_kernels(integers)[0] is integers  # XLA defines i % 0, Triton does not: not fused
 
 
 def test_pow_follows_xla_on_every_special_case():
