@@ -392,6 +392,24 @@ def _broadcast(writer, ops, avals, out, params):
     return f"tl.broadcast_to({ops[0]}, [BLOCK])"
 
 
+def _round(writer, ops, avals, out, params):
+    """To the nearest integer, ties away from zero (rounding_method 0) or to even (1), exactly: from the floor of
+    |x| and the fraction above it (x + 0.5 would round); magnitudes of 2^23 and more (2^52 for float64: whatever the
+    register type's mantissa holds) are integers already, and NaN, infinities and zeros keep their value and sign."""
+    (x,) = ops
+    integral = 2.0 ** (np.finfo(register_dtype(out.dtype)).nmant)
+    size = writer.let(f"tl.abs({x})")
+    floor = writer.let(f"tl.floor({size})")
+    fraction = writer.let(f"{size} - {floor}")
+    if int(params["rounding_method"]) == 0:
+        up = f"({fraction} >= 0.5)"
+    else:
+        up = f"(({fraction} > 0.5) | (({fraction} == 0.5) & ({floor} % 2.0 == 1.0)))"
+    rounded = writer.let(f"tl.where({up}, {floor} + 1.0, {floor})")
+    signed = f"tl.where({x} < 0, -{rounded}, {rounded})"
+    return f"tl.where(({size} < {integral}) & ({x} != 0), {signed}, {x})"
+
+
 def _float_remainder(writer, ops, avals, out, params):
     """C's fmod (the sign of the dividend), exact: libdevice's on the GPU (Triton's `%` there is x - trunc(x / y) * y,
     inexact for large quotients), numpy's through the interpreter's `%`."""
@@ -470,7 +488,7 @@ EQUATION_TEMPLATES = {
     "exp": _math("exp"), "log": _math("log"), "log1p": _math("log1p"), "expm1": _math("expm1"),
     "tanh": _math("tanh"), "erf": _math("erf"), "erfc": _math("erfc"), "sin": _math("sin"), "cos": _math("cos"),
     "pow": lambda writer, ops, avals, out, params: f"{writer.math('pow', out.dtype)}({ops[0]}, {ops[1]})",
-    "exp2": _math("exp2"), "rem": _float_remainder,
+    "exp2": _math("exp2"), "rem": _float_remainder, "round": _round,
     "logistic": lambda writer, ops, avals, out, params: (
         f"tl.div_rn(1.0, 1.0 + {writer.math('exp', out.dtype)}(-{ops[0]}))"),
     "sqrt": _math("sqrt"), "rsqrt": _math("rsqrt"), "abs": _call("tl.abs"), "sign": _sign,

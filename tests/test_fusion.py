@@ -237,6 +237,15 @@ def test_random_bits_and_dropout_fuse_into_one_kernel():
     check_fused(bits, key, ulps=0)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("method", [lax.RoundingMethod.AWAY_FROM_ZERO, lax.RoundingMethod.TO_NEAREST_EVEN])
+def test_round_matches_xla_on_ties_and_edges(method, dtype):
+    halves = np.arange(-6, 7) + 0.5  # every tie, odd and even
+    edges = [0.0, -0.0, 0.49999997, -0.49999997, 2.0 ** 23 + 1, -(2.0 ** 23) - 1, 1e30, np.inf, -np.inf, np.nan]
+    x = np.concatenate([halves, edges, np.linspace(-7, 7, 41)]).astype(dtype)
+    check_fused(lambda v: lax.round(v * 1.0, method) + 0.0, x, ulps=0)
+
+
 def test_float_remainder_and_exp2_take_libdevice_on_the_gpu():
     closed = numax.make_jaxpr(lambda x, y: lax.exp2(lax.rem(x * 2.0, y)))(GENERAL, POSITIVE)
     (gpu,) = [k.source for k in fuse_with_kernels(closed, "gpu")[1]]
