@@ -210,7 +210,7 @@ def _normal(rng, shape, dtype, scale=1.0):
 
 
 def _tokens(small):
-    return (64, 96) if small else (16384, 4096)
+    return (8, 96) if small else (16384, 4096)
 
 
 def _ln_inputs(rng, dtype, small):
@@ -230,7 +230,7 @@ def _swiglu_inputs(rng, dtype, small):
 
 
 def _scores_inputs(rng, dtype, small):
-    shape = (2, 3, 40, 40) if small else (4, 16, 1024, 1024)
+    shape = (2, 2, 24, 24) if small else (4, 16, 1024, 1024)
     return [_normal(rng, shape, dtype, 4.0)]
 
 
@@ -243,7 +243,7 @@ def _rotary_inputs(rng, dtype, small):
 
 
 def _logits_inputs(rng, dtype, small):
-    rows, classes = (48, 100) if small else (8192, 8192)
+    rows, classes = (12, 100) if small else (8192, 8192)
     return [_normal(rng, (rows, classes), dtype, 2.0), rng.integers(0, classes, rows).astype(np.int32)]
 
 
