@@ -45,20 +45,20 @@ def _stages(equations, inputs):
     return stage
 
 
-def _row_equations_feeding(targets, producer, is_row):
+def _row_equations_feeding(targets, equations, producer, is_row):
     """The row equations (results of whole rows, not reductions) that `targets` (Vars) need, in program order
-    indices."""
+    (`producer`: Var -> the index of its equation)."""
     needed, stack = set(), [v for v in targets if type(v) is Var]
     while stack:
-        eqn_index = producer.get(stack.pop())
-        if eqn_index is None or eqn_index in needed:
+        index = producer.get(stack.pop())
+        if index is None or index in needed:
             continue
-        index, eqn = eqn_index
+        eqn = equations[index]
         if eqn.primitive.name in rows_codegen.REDUCTIONS or not is_row(eqn.outvars[0].aval):
             continue
-        needed.add(eqn_index)
+        needed.add(index)
         stack.extend(a for a in eqn.inputs if type(a) is Var)
-    return [eqn for _, eqn in sorted(needed, key=lambda item: item[0])]
+    return [equations[index] for index in sorted(needed)]
 
 
 def generate_long_row_source(equations, inputs, outputs, rows, length, platform="cpu", columns=frozenset()):
@@ -69,10 +69,7 @@ def generate_long_row_source(equations, inputs, outputs, rows, length, platform=
     narrow = codegen.visibly_narrow(equations, outputs)
     first = "tl.program_id(0).to(tl.int64)" if rows * length >= 2 ** 31 else "tl.program_id(0)"
     writer.lines.append(f"row = {first} * ROWS + tl.arange(0, ROWS)[:, None]")
-    producer = {}
-    for index, eqn in enumerate(equations):
-        for v in eqn.outvars:
-            producer[v] = (index, eqn)
+    producer = {v: index for index, eqn in enumerate(equations) for v in eqn.outvars}
     stage = _stages(equations, inputs)
     positions = {v: i for i, v in enumerate(inputs)}
     walked = [v for v in inputs if v in columns or writer.is_row(v.aval)]  # loaded chunk by chunk
@@ -124,7 +121,7 @@ def generate_long_row_source(equations, inputs, outputs, rows, length, platform=
                                                                                              part=part))
 
         operands = [eqn.inputs[0] for eqn in reductions]
-        walk(_row_equations_feeding(operands, producer, writer.is_row), operands, fold)
+        walk(_row_equations_feeding(operands, equations, producer, writer.is_row), operands, fold)
         names.update((eqn.outvars[0], accumulator) for eqn, accumulator in zip(reductions, accumulators))
         per_row_equations(at_stage)
 
@@ -137,7 +134,7 @@ def generate_long_row_source(equations, inputs, outputs, rows, length, platform=
 
     if row_outputs:
         results = [var for _, var in row_outputs]
-        walk(_row_equations_feeding(results, producer, writer.is_row), results, store)
+        walk(_row_equations_feeding(results, equations, producer, writer.is_row), results, store)
     for position, var in enumerate(outputs):
         if not writer.is_row(var.aval):
             address = f"out{position}_ptr + row" if var.aval.size == rows else f"out{position}_ptr"

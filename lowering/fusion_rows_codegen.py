@@ -207,9 +207,8 @@ def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu"
 
     names, positions, others, read_equations = {}, {v: i for i, v in enumerate(inputs)}, {}, []
     for eqn in equations:  # an input read along other axes: loaded at each element's index, once per pattern
-        operands = list(eqn.inputs)
+        operands, shape = list(eqn.inputs), eqn.outvars[0].aval.shape
         for k, operand in enumerate(operands):
-            shape = eqn.outvars[0].aval.shape
             if (operand not in positions or eqn.primitive.name in (*REDUCTIONS, *INDEXED)
                     or not writer.is_row(eqn.outvars[0].aval)):
                 continue
@@ -222,8 +221,9 @@ def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu"
                 operands[k] = others[operand, placed]
         read_equations.append(eqn.replace(inputs=operands))
     read_otherwise = {a for eqn in read_equations for a in eqn.inputs if a in positions}
+    read_along_other_axes = {var for var, _ in others}
     for position, var in enumerate(inputs):
-        if var in read_otherwise or not any(var is v for v, _ in others):
+        if var in read_otherwise or var not in read_along_other_axes:
             address, mask = address_and_mask(f"in{position}_ptr", var)
             names[var] = writer.let(codegen.load_text(address, var.aval.dtype, mask))
     codegen.emit_equations(writer, read_equations, names, outputs, ROW_TEMPLATES)

@@ -180,22 +180,23 @@ class _Fuser:
             inputs = list(dict.fromkeys(a for i in members for a in equations[i].inputs
                                         if type(a) is Var and a not in produced))
             described.append((members, inputs, outputs, domain))
-        groups = self.grouped(equations, described) if elementwise else [[region] for region in described]
+        groups = self.grouped(equations, described) if elementwise else [([region], None) for region in described]
         fused = {}  # first member's index -> (fused equation, members)
-        for group in groups:
+        for group, segment in groups:
             if len(group) == 1:
                 members, inputs, outputs, domain = group[0]
                 equation = fused_equation([equations[i] for i in members], inputs, outputs, domain)
             else:
-                equation = self.foreach_equation(equations, group)
+                equation = self.foreach_equation(equations, group, segment)
             if equation is not None:
                 members = sorted(i for region in group for i in region[0])
                 fused[members[0]] = (equation, members)
         return _ordered(equations, fused) if fused else equations
 
     def grouped(self, equations, regions):
-        """`regions` in groups: those whose segment kernels have the same source and that do not depend on each
-        other share a group (in their order), unless groups would then depend on each other both ways."""
+        """`regions` in groups, each with its regions' segment kernel (name, source): those whose segment kernels
+        have the same source and that do not depend on each other share a group (in their order), unless groups
+        would then depend on each other both ways."""
         sources = [elementwise_codegen.generate_source([equations[i] for i in members], inputs, outputs,
                                                        domain[1], self.platform, segment=True)
                    for members, inputs, outputs, domain in regions]
@@ -211,11 +212,11 @@ class _Fuser:
                 by_source.setdefault(source, []).append(groups[-1])
         if any(len(group) > 1 for group in groups) and not _groups_acyclic(groups, depends):
             groups = [[r] for r in range(len(regions))]
-        return [[regions[r] for r in group] for group in groups]
+        return [([regions[r] for r in group], sources[group[0]]) for group in groups]
 
-    def foreach_equation(self, equations, group):
-        """One kernel for a group of regions with the same segment kernel (`grouped`), or None where the tuner
-        leaves them to XLA."""
+    def foreach_equation(self, equations, group, segment):
+        """One kernel for a group of regions with the same `segment` kernel (name, source: `grouped`), or None where
+        the tuner leaves them to XLA."""
         inputs = list(dict.fromkeys(v for _, region_inputs, _, _ in group for v in region_inputs))
         outputs = [v for _, _, region_outputs, _ in group for v in region_outputs]
         position = {v: i for i, v in enumerate(inputs)}
@@ -224,11 +225,7 @@ class _Fuser:
             segments.append(([position[v] for v in region_inputs],
                              list(range(first_output, first_output + len(region_outputs)))))
             first_output += len(region_outputs)
-        members, region_inputs, region_outputs, domain = group[0]
-        segment_name, segment_source = elementwise_codegen.generate_source(
-            [equations[i] for i in members], region_inputs, region_outputs, domain[1], self.platform, segment=True)
-        name, source = elementwise_codegen.foreach_source(segment_name, segment_source, segments, len(inputs),
-                                                          len(outputs))
+        name, source = elementwise_codegen.foreach_source(*segment, segments, len(inputs), len(outputs))
         sizes = tuple(region_outputs[0].aval.size for _, _, region_outputs, _ in group)
         member_equations = [equations[i] for members, *_ in group for i in members]
         return self.kernel_equation(member_equations, inputs, outputs, name, source, SegmentsGrid(sizes), sizes,
@@ -480,12 +477,8 @@ def _fusible_shape(eqn):
     if not codegen.fusible(eqn.primitive.name, in_avals, out_avals):
         return None
     shape = out_avals[0].shape
-    if out_avals[0].size <= 1:
+    if out_avals[0].size <= 1 or not all(_placed_within(eqn, operand, shape) for operand in eqn.inputs):
         return None
-    for operand in eqn.inputs:
-        placed = codegen.read_shape(eqn, operand, shape)
-        if len(placed) != len(shape) or any(n not in (1, m) for n, m in zip(placed, shape)):
-            return None
     return shape
 
 
@@ -613,9 +606,7 @@ def _absorbable(eqn):
     in_avals, out_avals = [a.aval for a in eqn.inputs], [v.aval for v in eqn.outvars]
     if not codegen.fusible(eqn.primitive.name, in_avals, out_avals):
         return False
-    shape = out_avals[0].shape
-    return all(len(p) == len(shape) and all(n in (1, m) for n, m in zip(p, shape))
-               for p in (codegen.read_shape(eqn, a, shape) for a in eqn.inputs))
+    return all(_placed_within(eqn, operand, out_avals[0].shape) for operand in eqn.inputs)
 
 
 def _depends_on(equations, producer, index, members):
