@@ -62,6 +62,9 @@ def row_launch_candidates(length, rows):
 
 def _reduction(identity, combine):
     def template(writer, ops, avals, out, params):
+        if tuple(params["axes"]) != (avals[0].ndim - 1,):  # a column sum (`reduces_columns`): this block's part
+            folded = ops[0] if writer.mask is None else f"tl.where({writer.mask}, {ops[0]}, 0.0)"
+            return f"tl.sum({folded}, axis=0, keep_dims=True)"
         folded = ops[0] if writer.column_mask is None else f"tl.where({writer.column_mask}, {ops[0]}, {identity})"
         if combine is None:
             return f"tl.sum({folded}, axis=1, keep_dims=True)"
@@ -124,6 +127,13 @@ def indexes_rows(eqn):
             and eqn.inputs[2].aval.shape == operand.shape[:-1] + (1,))
 
 
+def reduces_columns(eqn):
+    """Is `eqn` a sum over all axes but the last of an array of rows (a bias's or a norm's scale's gradient: one
+    value per column)? A kernel holding one walks its rows in a loop and stores a partial sum per program."""
+    return (eqn.primitive.name == "reduce_sum" and eqn.inputs[0].aval.ndim >= 2
+            and tuple(eqn.params["axes"]) == tuple(range(eqn.inputs[0].aval.ndim - 1)))
+
+
 def reducible(primitive_name, dtype):
     """True when a reduction over the last axis of `dtype` values has a form here (real floats)."""
     return primitive_name in REDUCTIONS and codegen.has_triton_dtype(dtype) and dtypes.is_inexact(dtype)
@@ -181,31 +191,36 @@ def read_kind(placed, shape):
 
 
 def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu", columns=frozenset(),
-                        launches=()):
+                        launches=(), column_sums=frozenset()):
     """(kernel name, Triton source) for a row-wise region over `rows` rows of `length` elements.
 
     inputs: the region's array inputs (Vars) in the kernel's order: rows of `length` elements, one value per row,
     a single value, or (those in `columns`) one value per column, loaded once per program as a [1, BLOCK] block
-    and only broadcast to rows. outputs: the Vars the kernel stores, in order, rows or per-row values.
+    and only broadcast to rows. outputs: the Vars the kernel stores, in order, rows or per-row values, or (those in
+    `column_sums`, results of `reduces_columns` equations) one partial sum per column and program: with any, each
+    program walks the blocks of rows program_id, program_id + programs, ... and stores its sums, in the register
+    type, as row program_id of a (programs, length) array, summed by whoever reads it.
     launches: the Launches the kernel may run under; rows are masked only if one of them overhangs them."""
     block = row_launch_parameters(length)[0]
     row_mask = "in_rows" if any(rows % launch.rows for launch in launches) else None
     column_mask = "in_columns" if length != block else None
     writer = RowWriter(platform, rows, length, row_mask, column_mask)
-    first = "tl.program_id(0).to(tl.int64)" if rows * length >= 2 ** 31 else "tl.program_id(0)"
-    writer.lines += [f"row = {first} * ROWS + tl.arange(0, ROWS)[:, None]",
-                     "columns = tl.arange(0, BLOCK)[None, :]", "offsets = row * n + columns"]
+    writer.lines += ["columns = tl.arange(0, BLOCK)[None, :]"] + (["in_columns = columns < n"] if column_mask else [])
+    names, positions, others, read_equations = {}, {v: i for i, v in enumerate(inputs)}, {}, []
+    for position, var in enumerate(inputs):  # the same for every row: loaded before the rows' loop
+        if var in columns:
+            names[var] = writer.let(codegen.load_text(f"in{position}_ptr + columns", var.aval.dtype, column_mask))
+    loop_start = len(writer.lines)
+    group = "group" if column_sums else "tl.program_id(0)"
+    first = f"{group}.to(tl.int64)" if rows * length >= 2 ** 31 else group
+    writer.lines += [f"row = {first} * ROWS + tl.arange(0, ROWS)[:, None]", "offsets = row * n + columns"]
     writer.lines += ["in_rows = row < m"] if row_mask else []
-    writer.lines += ["in_columns = columns < n"] if column_mask else []
 
     def address_and_mask(pointer, var):
-        if var in columns:
-            return f"{pointer} + columns", column_mask
         if writer.is_row(var.aval):
             return f"{pointer} + offsets", writer.mask
         return (f"{pointer} + row", row_mask) if var.aval.size == rows else (pointer, None)
 
-    names, positions, others, read_equations = {}, {v: i for i, v in enumerate(inputs)}, {}, []
     for eqn in equations:  # an input read along other axes: loaded at each element's index, once per pattern
         operands, shape = list(eqn.inputs), eqn.outvars[0].aval.shape
         for k, operand in enumerate(operands):
@@ -223,13 +238,26 @@ def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu"
     read_otherwise = {a for eqn in read_equations for a in eqn.inputs if a in positions}
     read_along_other_axes = {var for var, _ in others}
     for position, var in enumerate(inputs):
-        if var in read_otherwise or var not in read_along_other_axes:
+        if var not in columns and (var in read_otherwise or var not in read_along_other_axes):
             address, mask = address_and_mask(f"in{position}_ptr", var)
             names[var] = writer.let(codegen.load_text(address, var.aval.dtype, mask))
     codegen.emit_equations(writer, read_equations, names, outputs, ROW_TEMPLATES)
+    sums = []  # (output position, accumulator)
     for position, var in enumerate(outputs):
+        if var in column_sums:
+            sums.append((position, f"sum{len(sums)}"))
+            writer.lines.append(f"{sums[-1][1]} = {sums[-1][1]} + {names[var]}")
+            continue
         address, mask = address_and_mask(f"out{position}_ptr", var)
         value = codegen.stored_text(names[var], var.aval.dtype)
         writer.lines.append(f"tl.store({address}, {value}" + (f", mask={mask})" if mask else ")"))
+    if sums:
+        body = [f"    {line}" for line in writer.lines[loop_start:]]
+        kinds = [codegen.triton_dtype(codegen.register_dtype(outputs[p].aval.dtype)) for p, _ in sums]
+        writer.lines[loop_start:] = (
+            [f"{total} = tl.zeros([1, BLOCK], dtype={kind})" for (_, total), kind in zip(sums, kinds)]
+            + ["for group in range(tl.program_id(0), tl.cdiv(m, ROWS), tl.num_programs(0)):"] + body
+            + [f"tl.store(out{p}_ptr + tl.program_id(0) * n + columns, {total}"
+               + (f", mask={column_mask})" if column_mask else ")") for p, total in sums])
     parameters = [f"in{i}_ptr" for i in range(len(inputs))] + ["n", "m"] + [f"out{i}_ptr" for i in range(len(outputs))]
     return codegen.kernel_source(writer, equations, parameters, ("BLOCK", "ROWS"))

@@ -32,9 +32,12 @@ import dataclasses
 import heapq
 import sys
 
+from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.dce import live_equations
 from ..core.ir import ClosedProgram, Equation, Literal, Program, Var
+from ..lax.elementwise import convert_element_type_p
+from ..lax.reductions import reduce_sum_p
 from ..lax.triton_call import triton_call_p
 from ..lowering import fusion_codegen as codegen
 from ..lowering import fusion_elementwise_codegen as elementwise_codegen
@@ -45,6 +48,9 @@ from . import fusion_tuning
 _CUSTOM_DERIVATIVES = ("custom_jvp_call", "custom_vjp_call")  # their rules are spent in a final program
 _INLINED = ("jit",) + _CUSTOM_DERIVATIVES  # calls whose programs join the caller's regions
 LONGEST_ROW = 1 << 20  # elements: rows past rows_codegen.ROW_LIMIT are walked in chunks (fusion_long_rows_codegen)
+# A row kernel holding column sums (a bias's gradient) runs this many programs at most, each looping over its share
+# of the rows; their partial sums are then added by XLA (programs x columns values: little beside the rows).
+COLUMN_SUM_PROGRAMS = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +76,16 @@ class RowGrid:
 
     def __call__(self, metaparams):
         return (-(-self.rows // metaparams["ROWS"]),)
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedGrid:
+    """A launch grid of `programs` programs, whatever the launch (a kernel whose programs loop over its rows)."""
+
+    programs: int
+
+    def __call__(self, metaparams):
+        return (self.programs,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,8 +168,8 @@ class _Fuser:
     def program(self, program):
         # dead code (a grad's unused forward result) dropped first, so that no kernel stores what nothing reads
         equations = live_equations([self.nested(eqn) for eqn in _inlined(program.equations)], program.outvars)[0]
-        fused = self.fuse_regions(equations, program.outvars, _row_domains, self.row_equation)
-        fused = self.fuse_regions(fused, program.outvars, _elementwise_domains, self.elementwise_equation,
+        fused = self.fuse_regions(equations, program.outvars, _row_domains, self.row_equations)
+        fused = self.fuse_regions(fused, program.outvars, _elementwise_domains, self.elementwise_equations,
                                   elementwise=True)
         if fused is equations:  # no region here: custom derivatives stay called (their programs fused)
             fused = [self.nested(eqn) for eqn in program.equations]
@@ -161,8 +177,8 @@ class _Fuser:
                 return program
         return Program(program.constvars, program.invars, program.outvars, fused)
 
-    def fuse_regions(self, equations, program_outvars, domains_of, fused_equation, elementwise=False):
-        """`equations` with each region `domains_of` finds replaced by `fused_equation(members, inputs, outputs,
+    def fuse_regions(self, equations, program_outvars, domains_of, fused_equations, elementwise=False):
+        """`equations` with each region `domains_of` finds replaced by `fused_equations(members, inputs, outputs,
         domain)` where that is not None, in a topological order. For `elementwise` regions, each region first takes
         in the views and elementwise equations of other shapes that only it reads (`_absorbed`), and independent
         regions with the same kernel share one launch (`_grouped`: an optimizer's update of many tensors)."""
@@ -181,16 +197,16 @@ class _Fuser:
                                         if type(a) is Var and a not in produced))
             described.append((members, inputs, outputs, domain))
         groups = self.grouped(equations, described) if elementwise else [([region], None) for region in described]
-        fused = {}  # first member's index -> (fused equation, members)
+        fused = {}  # first member's index -> (the equations in the region's place, members)
         for group, segment in groups:
             if len(group) == 1:
                 members, inputs, outputs, domain = group[0]
-                equation = fused_equation([equations[i] for i in members], inputs, outputs, domain)
+                replacement = fused_equations([equations[i] for i in members], inputs, outputs, domain)
             else:
-                equation = self.foreach_equation(equations, group, segment)
-            if equation is not None:
+                replacement = self.foreach_equations(equations, group, segment)
+            if replacement is not None:
                 members = sorted(i for region in group for i in region[0])
-                fused[members[0]] = (equation, members)
+                fused[members[0]] = (replacement, members)
         return _ordered(equations, fused) if fused else equations
 
     def grouped(self, equations, regions):
@@ -214,7 +230,7 @@ class _Fuser:
             groups = [[r] for r in range(len(regions))]
         return [([regions[r] for r in group], sources[group[0]]) for group in groups]
 
-    def foreach_equation(self, equations, group, segment):
+    def foreach_equations(self, equations, group, segment):
         """One kernel for a group of regions with the same `segment` kernel (name, source: `grouped`), or None where
         the tuner leaves them to XLA."""
         inputs = list(dict.fromkeys(v for _, region_inputs, _, _ in group for v in region_inputs))
@@ -228,17 +244,17 @@ class _Fuser:
         name, source = elementwise_codegen.foreach_source(*segment, segments, len(inputs), len(outputs))
         sizes = tuple(region_outputs[0].aval.size for _, _, region_outputs, _ in group)
         member_equations = [equations[i] for members, *_ in group for i in members]
-        return self.kernel_equation(member_equations, inputs, outputs, name, source, SegmentsGrid(sizes), sizes,
+        return self.kernel_equations(member_equations, inputs, outputs, name, source, SegmentsGrid(sizes), sizes,
                                     codegen.launch_candidates(max(sizes)))
 
-    def elementwise_equation(self, members, inputs, outputs, domain):
+    def elementwise_equations(self, members, inputs, outputs, domain):
         shape = domain[1]
         size = outputs[0].aval.size
         name, source = elementwise_codegen.generate_source(members, inputs, outputs, shape, self.platform)
-        return self.kernel_equation(members, inputs, outputs, name, source, BlockGrid(size), (size,),
+        return self.kernel_equations(members, inputs, outputs, name, source, BlockGrid(size), (size,),
                                     codegen.launch_candidates(size))
 
-    def row_equation(self, members, inputs, outputs, domain):
+    def row_equations(self, members, inputs, outputs, domain):
         """The kernel of a row-wise region, or None where it holds no reduction (the elementwise pass's then)."""
         if not any(eqn.primitive.name in (*rows_codegen.REDUCTIONS, *rows_codegen.INDEXED) for eqn in members):
             return None
@@ -253,27 +269,36 @@ class _Fuser:
             candidates = long_rows_codegen.long_row_launch_candidates()
             name, source = long_rows_codegen.generate_long_row_source(members, inputs, outputs, rows, length,
                                                                        self.platform, columns)
-            return self.kernel_equation(members, inputs, outputs, name, source, RowGrid(rows), (length, rows),
+            return self.kernel_equations(members, inputs, outputs, name, source, RowGrid(rows), (length, rows),
                                         candidates)
         candidates = rows_codegen.row_launch_candidates(length, rows)
+        sums = {eqn.outvars[0] for eqn in members if rows_codegen.reduces_columns(eqn)} & set(outputs)
         name, source = rows_codegen.generate_row_source(members, inputs, outputs, rows, length, self.platform,
-                                                        columns, candidates)
-        return self.kernel_equation(members, inputs, outputs, name, source, RowGrid(rows), (length, rows),
-                                    candidates)
+                                                        columns, candidates, sums)
+        if not sums:
+            return self.kernel_equations(members, inputs, outputs, name, source, RowGrid(rows), (length, rows),
+                                        candidates)
+        programs = min(rows, COLUMN_SUM_PROGRAMS)
+        partials, finish = _summed_partials(outputs, sums, programs, length)
+        return self.kernel_equations(members, inputs, outputs, name, source, FixedGrid(programs), (length, rows),
+                                    candidates, partials, finish)
 
-    def kernel_equation(self, members, inputs, outputs, name, source, grid, scalars, candidates):
-        """The `triton_call` equation of a region's kernel (`scalars`: its integer arguments after the arrays)
-        under the best of the launch `candidates` (codegen.Launch, the default first), or None where the tuner
-        leaves the region to XLA."""
+    def kernel_equations(self, members, inputs, outputs, name, source, grid, scalars, candidates,
+                        kernel_outputs=None, finish=()):
+        """The equations computing a region's `outputs`: the `triton_call` of its kernel (`scalars`: its integer
+        arguments after the arrays; `kernel_outputs`: what it stores, the region's `outputs` unless given) under
+        the best of the launch `candidates` (codegen.Launch, the default first), then the `finish` equations (which
+        complete the outputs from the kernel's); None where the tuner leaves the region to XLA."""
         kernel = codegen.load_kernel(name, source)
+        kernel_outputs = outputs if kernel_outputs is None else kernel_outputs
 
         def call(launch):
-            params = dict(kernel=kernel, out_avals=tuple(v.aval for v in outputs), grid=grid,
+            params = dict(kernel=kernel, out_avals=tuple(v.aval for v in kernel_outputs), grid=grid,
                           call_spec=tuple(("array", i) for i in range(len(inputs))) + tuple(
                               ("scalar", s) for s in scalars),
                           metaparams=launch.metaparams(), input_output_aliases=(), zeroed_outputs=(),
                           num_warps=launch.num_warps, num_stages=None, num_ctas=1, debug=False, name=name)
-            return Equation(triton_call_p, inputs, outputs, params)
+            return [Equation(triton_call_p, inputs, kernel_outputs, params), *finish]
 
         decision, choice = None, 0
         if self.tuner is not None:
@@ -295,6 +320,26 @@ class _Fuser:
         self.kernels.append(FusedKernel(name, text, source, launch.block, launch.num_warps, launch.rows,
                                         decision.describe(candidates) if decision else None))
         return call(launch)
+
+
+def _summed_partials(outputs, sums, programs, length):
+    """(the kernel's outputs, the equations after it) for a row region whose `outputs` include column `sums`: each
+    of those is stored as (programs, length) partial sums in the register type, which a reduce_sum adds up (and a
+    conversion narrows to the output's dtype)."""
+    kernel_outputs, finish = [], []
+    for var in outputs:
+        if var not in sums:
+            kernel_outputs.append(var)
+            continue
+        register = codegen.register_dtype(var.aval.dtype)
+        partial = Var(ShapedArray((programs, length), register))
+        kernel_outputs.append(partial)
+        total = var if register == var.aval.dtype else Var(ShapedArray((length,), register))
+        finish.append(Equation(reduce_sum_p, [partial], [total], dict(axes=(0,))))
+        if total is not var:
+            finish.append(Equation(convert_element_type_p, [total], [var],
+                                   dict(new_dtype=var.aval.dtype, weak_type=var.aval.weak_type)))
+    return kernel_outputs, finish
 
 
 def _region_dependencies(equations, regions):
@@ -394,7 +439,10 @@ def _row_domains(eqn):
         return [("rows", x.size // x.shape[-1], x.shape[-1])] if fits else []
     if name in rows_codegen.REDUCTIONS:
         x = in_avals[0]
-        fits = x.ndim >= 2 and tuple(params["axes"]) == (x.ndim - 1,) and 2 <= x.shape[-1] <= LONGEST_ROW
+        if rows_codegen.reduces_columns(eqn):  # summed in a loop over rows: rows a program holds whole
+            fits = x.size > x.shape[-1] and 2 <= x.shape[-1] <= rows_codegen.ROW_LIMIT
+        else:
+            fits = x.ndim >= 2 and tuple(params["axes"]) == (x.ndim - 1,) and 2 <= x.shape[-1] <= LONGEST_ROW
         return [("rows", x.size // x.shape[-1], x.shape[-1])] if fits and rows_codegen.reducible(name, x.dtype) else []
     if name in ("reshape", "squeeze"):  # of per-row values
         fits = params.get("dimensions") is None or name == "squeeze"
@@ -554,8 +602,9 @@ def _regions(equations, domains_of, smallest=2):
             region = regions.join(chosen or [regions.new(domains)], shared, eqn, current_region_of_var, ancestors)
             region_of_eqn[index] = region
             inherited = inherited | {region}
-            for v in eqn.outvars:
-                region_of_var[v] = region
+            if not rows_codegen.reduces_columns(eqn):  # a column sum is complete only after the kernel
+                for v in eqn.outvars:
+                    region_of_var[v] = region
         for v in eqn.outvars:
             ancestors[v] = inherited
     groups = {}
@@ -647,18 +696,18 @@ def _users(equations, program_outvars):
 
 
 def _ordered(equations, fused):
-    """The equations with each fused region in place of its members, in a topological order that keeps the
-    original order wherever it can (a region sits where its first member was, unless an input comes later)."""
+    """The equations with each fused region's equations in place of its members, in a topological order that keeps
+    the original order wherever it can (a region sits where its first member was, unless an input comes later)."""
     member_of = {i: first for first, (_, members) in fused.items() for i in members}
-    nodes = {}  # position -> equation; a fused region's position is its first member's
+    nodes = {}  # position -> equations; a fused region's position is its first member's
     for index, eqn in enumerate(equations):
         if index not in member_of:
-            nodes[index] = eqn
+            nodes[index] = [eqn]
         elif member_of[index] == index:
             nodes[index] = fused[index][0]
-    producer = {v: position for position, eqn in nodes.items() for v in eqn.outvars}
-    waiting_on = {position: {producer[v] for v in _vars(eqn.inputs) if v in producer} for position, eqn in
-                  nodes.items()}
+    producer = {v: position for position, node in nodes.items() for eqn in node for v in eqn.outvars}
+    waiting_on = {position: {producer[v] for eqn in node for v in _vars(eqn.inputs) if v in producer} - {position}
+                  for position, node in nodes.items()}
     dependents = {position: [] for position in nodes}
     for position, needs in waiting_on.items():
         for need in needs:
@@ -668,10 +717,10 @@ def _ordered(equations, fused):
     ordered = []
     while ready:
         position = heapq.heappop(ready)
-        ordered.append(nodes[position])
+        ordered.extend(nodes[position])
         for dependent in dependents[position]:
             waiting_on[dependent].discard(position)
             if not waiting_on[dependent]:
                 heapq.heappush(ready, dependent)
-    assert len(ordered) == len(nodes), "fusion regions formed a cycle"
+    assert len(ordered) == sum(map(len, nodes.values())), "fusion regions formed a cycle"
     return ordered

@@ -82,14 +82,15 @@ class RegionTuner:
         self.identity = [backend.platform, getattr(device, "device_kind", str(device)), _triton_version()]
 
     def decide(self, members, inputs, outputs, candidates, signature):
-        """The Decision for a region (`members`: its equations, `inputs`/`outputs`: its Vars) among candidate
-        `triton_call` equations over the same Vars; `signature`: text naming the kernel and its candidates."""
+        """The Decision for a region (`members`: its equations, `inputs`/`outputs`: its Vars) among `candidates`,
+        each a list of equations computing the same Vars (a `triton_call`, and what completes its results);
+        `signature`: text naming the kernel and its candidates."""
         key = self.key(signature, str(Program([], inputs, outputs, members)))
         remembered = _decisions.get(key, len(candidates))
         if remembered is not None:
             return remembered
         buffers = self.random_buffers(inputs)
-        kernel_us = tuple(self.time([call], inputs, outputs, buffers) for call in candidates)
+        kernel_us = tuple(self.time(candidate, inputs, outputs, buffers) for candidate in candidates)
         xla_us = self.time(members, inputs, outputs, buffers)
         best = min(range(len(candidates)), key=kernel_us.__getitem__)
         decision = Decision(best if kernel_us[best] < MARGIN * xla_us else None, kernel_us, xla_us)
