@@ -103,3 +103,16 @@ def test_random_shapes_programs_and_rows_per_program(leading, length, programs, 
         expected = np.asarray(expected, np.float64)
         scale_of = max(float(np.max(np.abs(expected))), 1e-30)
         np.testing.assert_allclose(np.asarray(actual, np.float64), expected, rtol=0, atol=tolerance * scale_of)
+
+
+def test_row_regions_reading_one_input_share_a_kernel_unless_one_depends_on_the_other():
+    x, w = np.random.RandomState(3).randn(10, 24).astype(F32), np.random.RandomState(4).randn(24, 24).astype(F32)
+    siblings = lambda x: (nn.softmax(x, axis=-1), mnp.sum(x * 2.0, axis=0))
+    lowered = numax.jit(siblings, fusion="triton").lower(x)
+    assert len(lowered.triton_kernels()) == 1  # x read once for both
+    assert_matches_xla(siblings, (x,), 2e-6)
+    # the column sum reads a product of the softmax: the two regions keep their own kernels
+    chained = lambda x: (nn.softmax(x, axis=-1), mnp.sum((nn.softmax(x, axis=-1) @ w) * x, axis=0))
+    lowered = numax.jit(chained, fusion="triton").lower(x)
+    assert len(lowered.triton_kernels()) == 2
+    assert_matches_xla(chained, (x,), 2e-6)

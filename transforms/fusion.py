@@ -184,8 +184,7 @@ class _Fuser:
         regions with the same kernel share one launch (`_grouped`: an optimizer's update of many tensors)."""
         users = _users(equations, program_outvars)
         regions = _regions(equations, domains_of, 1 if elementwise else 2)
-        if elementwise:
-            regions = _absorbed(equations, regions, users)
+        regions = _absorbed(equations, regions, users) if elementwise else _siblings_merged(equations, regions)
         described = []  # (members, inputs, outputs, domain) of each region worth a kernel
         for members, domain in regions:
             inside = set(members)
@@ -340,6 +339,28 @@ def _summed_partials(outputs, sums, programs, length):
             finish.append(Equation(convert_element_type_p, [total], [var],
                                    dict(new_dtype=var.aval.dtype, weak_type=var.aval.weak_type)))
     return kernel_outputs, finish
+
+
+def _siblings_merged(equations, regions):
+    """Row `regions` (members, domain) with those of one domain that read a common input, and do not depend on each
+    other through any path, merged (one kernel reads the input once: a norm's backward pass and the sum of its
+    scale's gradient, both reading the cotangent a matrix product sent back)."""
+    regions = list(regions)
+    while True:
+        depends = _region_dependencies(equations, [members for members, _ in regions])
+        readers = {}  # input Var -> the regions reading it
+        for r, (members, _) in enumerate(regions):
+            produced = {v for i in members for v in equations[i].outvars}
+            for value in {a for i in members for a in _vars(equations[i].inputs)} - produced:
+                readers.setdefault(value, []).append(r)
+        pair = next(((r, q) for group in readers.values() for r in group for q in group
+                     if r < q and regions[r][1] == regions[q][1]
+                     and not (depends[r] >> q) & 1 and not (depends[q] >> r) & 1), None)
+        if pair is None:
+            return regions
+        r, q = pair
+        regions[r] = (sorted(regions[r][0] + regions[q][0]), regions[r][1])
+        del regions[q]
 
 
 def _region_dependencies(equations, regions):
