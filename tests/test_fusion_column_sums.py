@@ -34,13 +34,14 @@ def kernel_outputs(lowered):
             for aval in eqn.params["out_avals"]]
 
 
-def assert_matches_xla(f, args, tolerance):
+def assert_matches_xla(f, args, tolerance, floor=1e-30):
+    """f fused and under plain jit agree within `tolerance` of the largest expected magnitude (at least `floor`)."""
     actual, expected = (numax.tree_util.tree_leaves(g(*args)) for g in (numax.jit(f, fusion="triton"), numax.jit(f)))
     assert len(actual) == len(expected)
     for a, e in zip(actual, expected):
         a, e = np.asarray(a), np.asarray(e)
         assert a.dtype == e.dtype and a.shape == e.shape
-        scale = max(float(np.max(np.abs(e.astype(np.float64)))), 1e-30)
+        scale = max(float(np.max(np.abs(e.astype(np.float64)))), floor)
         np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=0, atol=tolerance * scale)
 
 
@@ -116,3 +117,42 @@ def test_row_regions_reading_one_input_share_a_kernel_unless_one_depends_on_the_
     lowered = numax.jit(chained, fusion="triton").lower(x)
     assert len(lowered.triton_kernels()) == 2
     assert_matches_xla(chained, (x,), 2e-6)
+
+
+# Steps of a random row program on h, over the input x (rows of d) and a vector v (d,): casts, per-column and per-row
+# operands, reductions along the rows, elementwise work (no maximum: 16-bit ties would make its gradient flip).
+_ROW_STEPS = {
+    "upcast": lambda h, x, v: h.astype(F32),
+    "downcast": lambda h, x, v: h.astype(x.dtype),
+    "scale": lambda h, x, v: h * v,
+    "bias": lambda h, x, v: h + v,
+    "center": lambda h, x, v: h - mnp.mean(h, axis=-1, keepdims=True),
+    "normalize": lambda h, x, v: h * lax.rsqrt(mnp.mean(h * h, axis=-1, keepdims=True) + 1.0),
+    "tanh": lambda h, x, v: mnp.tanh(h),
+    "residual": lambda h, x, v: h + x,
+    "row_sum_scale": lambda h, x, v: h * (mnp.sum(h, axis=-1, keepdims=True) / h.shape[-1]),
+}
+_REDUCING = ("center", "normalize", "row_sum_scale")
+
+
+@settings(max_examples=5, deadline=None)  # each example compiles four programs and runs the interpreter
+@given(st.lists(st.sampled_from(sorted(_ROW_STEPS)), min_size=1, max_size=6), st.sampled_from([F32, F16]),
+       st.sampled_from([(6, 20), (2, 3, 17)]))
+def test_random_row_programs_forward_and_backward(steps, dtype, shape):
+    rng = np.random.RandomState(len(steps) * 31 + shape[-1])
+    x, v = rng.randn(*shape).astype(dtype), (1 + 0.5 * rng.randn(shape[-1])).astype(dtype)
+
+    def program(x, v):
+        h = x
+        for step in steps:
+            h = _ROW_STEPS[step](h, x, v)
+        return h
+
+    # 16-bit: XLA rounds every step, a kernel at casts; relative to values of order one (a row centred, then summed,
+    # is rounding noise on both sides)
+    tolerance = 8 * 2.0 ** -10 if dtype == F16 else 2e-5
+    if any(step in _REDUCING for step in steps):
+        assert len(numax.jit(program, fusion="triton").lower(x, v).triton_kernels()) == 1
+    assert_matches_xla(program, (x, v), tolerance, floor=1.0)
+    grad = numax.grad(loss_of(program, shape), argnums=(0, 1))
+    assert_matches_xla(grad, (x, v), tolerance, floor=1.0)
