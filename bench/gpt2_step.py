@@ -240,6 +240,7 @@ def main():
             results[side] = {"error": (run.stderr.strip().splitlines() or ["no output"])[-1][:300]}
         else:
             results[side] = json.loads(lines[-1][len("RESULT "):])
+        print(f"{side}: {json.dumps(results[side])}", file=sys.stderr, flush=True)  # a side's result as it ends
     reference = results.get("jax", {}).get("losses")
     size = SIZES[args.size]
     print(f"# GPT-2-style training step, size {args.size} ({size}), {args.steps} steps timed")
