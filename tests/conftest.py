@@ -92,3 +92,16 @@ def x64():
         yield
     finally:
         numax.config.update("numax_enable_x64", False)
+
+
+@pytest.fixture
+def untuned_fusion():
+    """fusion="triton" regions become kernels without the autotuner timing them against XLA (on by default on
+    GPUs): tests of what the fuser forms count the same kernels on every platform. Restored after."""
+    import numax
+
+    numax.config.update("numax_fusion_autotune", "never")
+    try:
+        yield
+    finally:
+        numax.config.update("numax_fusion_autotune", "auto")

@@ -20,6 +20,9 @@ from numax.transforms.fusion import fuse_elementwise, fuse_with_kernels
 import numax
 import numax.numpy as mnp
 
+# what the fuser forms, on every platform: no tuner leaves regions to XLA (it has tests of its own)
+pytestmark = pytest.mark.usefixtures("untuned_fusion")
+
 F32, F16, BF16, I32, U8 = np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.uint8
 SIZE = 37  # not a multiple of anything: the kernel's mask matters
 

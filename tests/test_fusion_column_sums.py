@@ -15,6 +15,9 @@ import numax
 import numax.nn as nn
 import numax.numpy as mnp
 
+# what the fuser forms, on every platform: no tuner leaves regions to XLA (it has tests of its own)
+pytestmark = pytest.mark.usefixtures("untuned_fusion")
+
 F32, F16 = np.float32, np.float16
 
 

@@ -14,13 +14,17 @@ import numax
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 import fusion_corpus as corpus  # noqa: E402
 
+# what the fuser forms, on every platform: no tuner leaves regions to XLA (it has tests of its own)
+pytestmark = pytest.mark.usefixtures("untuned_fusion")
+
 API = corpus.api_of("numax")
 # Of the largest magnitude expected: float32 within rounding; 16-bit results within 3 units of their last place
 # (the kernel keeps float32 between steps where XLA rounds, and the gradients' sums over rows add such differences).
 TOLERANCE = {corpus.F32: 2e-6, corpus.BF16: 3 * 2.0 ** -7, corpus.F16: 3 * 2.0 ** -10}
 
 # (case, mode) -> kernels generated. What stays with XLA, and why:
-# ln, rms (grad): the scale's and shift's gradients, sums over the rows (reductions over a leading axis);
+# ln, rms (grad): the sums of the kernel's partial sums of the scale's and shift's gradients (one per program and
+#   column: the programs loop over the rows);
 # softmax: the (t, t) causal mask, computed by a kernel of its own and read by the softmax kernel;
 # xent: the mean over the rows (forward: the label's logit, a gather of one element per row, joins the row kernel;
 #   backward: three kernels, the scatter-add of the label's gradient included); xent_vocab's rows (9,000 here,
