@@ -34,7 +34,7 @@ def _linear(coordinates, shape):
     return " + ".join(reversed(terms)) or "0"
 
 
-def _delinearized(flat, shape):
+def delinearized(flat, shape):
     """The coordinates (texts) of flat index `flat` into an array of `shape`."""
     coordinates, inner = [], 1
     for n in reversed(shape):
@@ -92,7 +92,7 @@ def _pad(emitter, eqn, coordinates):
 
 
 def _reshape(emitter, eqn, coordinates):
-    return emitter.at(eqn.inputs[0], _delinearized(_linear(coordinates, eqn.outvars[0].aval.shape),
+    return emitter.at(eqn.inputs[0], delinearized(_linear(coordinates, eqn.outvars[0].aval.shape),
                                                    eqn.inputs[0].aval.shape))
 
 
@@ -132,10 +132,11 @@ def is_view(eqn):
 
 
 class Emitter:
-    """Writes the values of a region's `equations` into `writer` at the coordinates each lane needs them."""
+    """Writes the values of a region's `equations` into `writer` at the coordinates each lane needs them
+    (`templates`: the equations' forms, a row kernel's where its writer is one)."""
 
-    def __init__(self, writer, equations, inputs, shape):
-        self.writer, self.shape = writer, tuple(shape)
+    def __init__(self, writer, equations, inputs, shape, templates=codegen.EQUATION_TEMPLATES):
+        self.writer, self.shape, self.templates = writer, tuple(shape), templates
         self.producer = {v: eqn for eqn in equations for v in eqn.outvars}
         self.positions = {var: position for position, var in enumerate(inputs)}
         self.names = {}  # (Var, coordinates or None: the lane's own element) -> name
@@ -145,7 +146,7 @@ class Emitter:
     def lane_coordinates(self):
         """The lane's own coordinates in the region's shape (named once)."""
         if self.lane is None:
-            self.lane = tuple(c if c == "0" else self.writer.let(c) for c in _delinearized("offsets", self.shape))
+            self.lane = tuple(c if c == "0" else self.writer.let(c) for c in delinearized("offsets", self.shape))
             self.lane_names.update(self.lane)
         return self.lane
 
@@ -193,7 +194,7 @@ class Emitter:
             if not self.varies(own):  # a coordinate every lane shares (fixed by a slice, say)
                 return writer.let(f"tl.full({writer.literal_shape}, {own}, {kind})")
             return writer.let(f"tl.full({writer.literal_shape}, 0, {kind}) + ({own}).to({kind})")
-        result = codegen.EQUATION_TEMPLATES[name](writer, operands, [a.aval for a in eqn.inputs], eqn.outvars[0].aval,
+        result = self.templates[name](writer, operands, [a.aval for a in eqn.inputs], eqn.outvars[0].aval,
                                                   eqn.params)
         if isinstance(result, list):
             for v, named in zip(eqn.outvars, result):

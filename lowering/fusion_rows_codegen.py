@@ -20,6 +20,7 @@ loaded as float32, so sums accumulate in float32. Rows longer than `ROW_LIMIT` a
 from ..core import dtypes
 from ..core.ir import Var
 from . import fusion_codegen as codegen
+from . import fusion_elementwise_codegen as elementwise_codegen
 
 ROW_LIMIT = 8192  # elements of a row kept in one program's registers
 # Rows of at most MULTI_ROW_BLOCK elements (one warp's worth) are also tried several to a program, as many as make
@@ -191,7 +192,7 @@ def read_kind(placed, shape):
 
 
 def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu", columns=frozenset(),
-                        launches=(), column_sums=frozenset()):
+                        launches=(), column_sums=frozenset(), computed=()):
     """(kernel name, Triton source) for a row-wise region over `rows` rows of `length` elements.
 
     inputs: the region's array inputs (Vars) in the kernel's order: rows of `length` elements, one value per row,
@@ -200,13 +201,17 @@ def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu"
     `column_sums`, results of `reduces_columns` equations) one partial sum per column and program: with any, each
     program walks the blocks of rows program_id, program_id + programs, ... and stores its sums, in the register
     type, as row program_id of a (programs, length) array, summed by whoever reads it.
-    launches: the Launches the kernel may run under; rows are masked only if one of them overhangs them."""
+    launches: the Launches the kernel may run under; rows are masked only if one of them overhangs them.
+    computed: equations among `equations` that read no input (a causal mask built from iotas) and whose results the
+    others read along other axes: each such read computes them at the element's coordinates instead of loading."""
     block = row_launch_parameters(length)[0]
     row_mask = "in_rows" if any(rows % launch.rows for launch in launches) else None
     column_mask = "in_columns" if length != block else None
     writer = RowWriter(platform, rows, length, row_mask, column_mask)
     writer.lines += ["columns = tl.arange(0, BLOCK)[None, :]"] + (["in_columns = columns < n"] if column_mask else [])
     names, positions, others, read_equations = {}, {v: i for i, v in enumerate(inputs)}, {}, []
+    computed_values = {v for eqn in computed for v in eqn.outvars}
+    emitter = elementwise_codegen.Emitter(writer, computed, (), (rows, length), ROW_TEMPLATES)
     for position, var in enumerate(inputs):  # the same for every row: loaded before the rows' loop
         if var in columns:
             names[var] = writer.let(codegen.load_text(f"in{position}_ptr + columns", var.aval.dtype, column_mask))
@@ -221,18 +226,25 @@ def generate_row_source(equations, inputs, outputs, rows, length, platform="cpu"
             return f"{pointer} + offsets", writer.mask
         return (f"{pointer} + row", row_mask) if var.aval.size == rows else (pointer, None)
 
-    for eqn in equations:  # an input read along other axes: loaded at each element's index, once per pattern
+    for eqn in [eqn for eqn in equations if eqn not in computed]:
+        # an input read along other axes: loaded at each element's index, once per pattern (a computed value:
+        # computed there)
         operands, shape = list(eqn.inputs), eqn.outvars[0].aval.shape
         for k, operand in enumerate(operands):
-            if (operand not in positions or eqn.primitive.name in (*REDUCTIONS, *INDEXED)
-                    or not writer.is_row(eqn.outvars[0].aval)):
+            if (operand not in positions and operand not in computed_values
+                    or eqn.primitive.name in (*REDUCTIONS, *INDEXED) or not writer.is_row(eqn.outvars[0].aval)):
                 continue
             placed = codegen.read_shape(eqn, operand, shape)
             if read_kind(placed, shape) == "other":
                 if (operand, placed) not in others:
                     others[operand, placed] = read = Var(eqn.outvars[0].aval)
-                    address = f"in{positions[operand]}_ptr + {codegen.read_index(placed, shape)}"
-                    names[read] = writer.let(codegen.load_text(address, operand.aval.dtype, writer.mask))
+                    index = codegen.read_index(placed, shape)
+                    if operand in computed_values:
+                        coordinates = elementwise_codegen.delinearized(index, operand.aval.shape)
+                        names[read] = emitter.at(operand, coordinates)
+                    else:
+                        address = f"in{positions[operand]}_ptr + {index}"
+                        names[read] = writer.let(codegen.load_text(address, operand.aval.dtype, writer.mask))
                 operands[k] = others[operand, placed]
         read_equations.append(eqn.replace(inputs=operands))
     read_otherwise = {a for eqn in read_equations for a in eqn.inputs if a in positions}

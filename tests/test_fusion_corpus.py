@@ -25,14 +25,14 @@ TOLERANCE = {corpus.F32: 2e-6, corpus.BF16: 3 * 2.0 ** -7, corpus.F16: 3 * 2.0 *
 # (case, mode) -> kernels generated. What stays with XLA, and why:
 # ln, rms (grad): the sums of the kernel's partial sums of the scale's and shift's gradients (one per program and
 #   column: the programs loop over the rows);
-# softmax: the (t, t) causal mask, computed by a kernel of its own and read by the softmax kernel;
+# softmax: nothing (the (t, t) causal mask is computed in the softmax kernel, from each element's coordinates);
 # xent: the mean over the rows (forward: the label's logit, a gather of one element per row, joins the row kernel;
 #   backward: three kernels, the scatter-add of the label's gradient included); xent_vocab's rows (9,000 here,
 #   50,257 on the GPU) are walked in chunks, with the same kernels;
 # adamw: one kernel for the 9 tensors (their regions share a launch); the bias corrections XLA computes.
 KERNELS = {
     ("ln", "fwd"): 1, ("ln", "grad"): 1, ("rms", "fwd"): 1, ("rms", "grad"): 1,
-    ("swiglu", "fwd"): 1, ("swiglu", "grad"): 1, ("softmax", "fwd"): 2, ("softmax", "grad"): 2,
+    ("swiglu", "fwd"): 1, ("swiglu", "grad"): 1, ("softmax", "fwd"): 1, ("softmax", "grad"): 1,
     ("rotary", "fwd"): 1, ("rotary", "grad"): 1, ("xent", "fwd"): 1, ("xent", "grad"): 3,
     ("xent_vocab", "fwd"): 1, ("xent_vocab", "grad"): 3,
     ("adamw", "fwd"): 1, ("dropout", "fwd"): 1,

@@ -97,20 +97,57 @@ def test_leading_axes_are_flattened_into_rows():
 
 
 @pytest.mark.parametrize("dtype", [F32, F16])
-def test_a_causal_mask_is_read_in_place_by_the_softmax_kernel(dtype):
-    # the (t, t) mask under (batch, heads, t, t) scores: its own small kernel, read by the softmax kernel at each
-    # element's index instead of broadcast to the scores' shape by XLA
+def test_a_causal_mask_is_computed_in_the_softmax_kernel(dtype):
+    # the (t, t) mask under (batch, heads, t, t) scores, built from iotas: the softmax kernel computes it at each
+    # element's coordinates (no kernel of its own, nothing broadcast to the scores' shape by XLA)
     def attention_probabilities(scores):
         mask = mnp.tril(mnp.ones((7, 7), dtype=bool))
         return nn.softmax(mnp.where(mask, scores.astype(F32) * 0.5, -mnp.inf), axis=-1).astype(scores.dtype)
 
     scores = (np.random.RandomState(3).randn(2, 3, 7, 7) * 2).astype(dtype)
-    lowered = check_rows(attention_probabilities, scores, kernels=2, rtol=2e-3 if dtype == F16 else 4e-6)
-    big_broadcasts = [e for e in lowered.closed.equations
-                      if e.primitive.name == "broadcast_in_dim" and e.outvars[0].aval.size == scores.size]
-    assert not big_broadcasts
-    row_kernel = next(k for k in lowered.triton_kernels() if "tl.reduce(" in k.source)
-    assert "% 49" in row_kernel.source  # the mask's index: the element's offset modulo t * t
+    lowered = check_rows(attention_probabilities, scores, kernels=1, rtol=2e-3 if dtype == F16 else 4e-6)
+    assert [e.primitive.name for e in lowered.closed.equations] == ["triton_call"]
+    (kernel,) = lowered.triton_kernels()
+    assert "% 49) // 7" in kernel.source and "% 49) % 7" in kernel.source  # the mask's row and column
+
+
+def test_a_mask_read_by_two_row_kernels_is_computed_in_each():
+    # two softmaxes under one causal mask with a matrix product between them (two row kernels, as a forward and a
+    # backward pass are): each computes the mask; no kernel stores it (nor its broadcast to the scores' shape)
+    rng = np.random.RandomState(5)
+    scores, w = rng.randn(2, 3, 7, 7).astype(F32), rng.randn(7, 7).astype(F32)
+
+    def twice(scores):
+        mask = mnp.tril(mnp.ones((7, 7), dtype=bool))
+        first = nn.softmax(mnp.where(mask, scores, -mnp.inf), axis=-1)
+        return nn.softmax(mnp.where(mask, first @ w, -mnp.inf), axis=-1)
+
+    fused = numax.jit(twice, fusion="triton")
+    lowered = fused.lower(scores)
+    assert len(lowered.triton_kernels()) == 2
+    names = [e.primitive.name for e in lowered.closed.equations]
+    assert "iota" not in names and "select_n" not in names
+    stored = [a for e in lowered.closed.equations if e.primitive.name == "triton_call" for a in e.params["out_avals"]]
+    assert all(a.dtype != np.bool_ for a in stored)
+    assert_close(fused(scores), numax.jit(twice)(scores), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_a_mask_given_as_an_argument_is_read_in_place_by_the_softmax_kernel(dtype):
+    # a (t, t) mask the caller passes: loaded at each element's index, never broadcast to the scores' shape
+    def attention_probabilities(scores, mask):
+        return nn.softmax(mnp.where(mask, scores.astype(F32) * 0.5, -mnp.inf), axis=-1).astype(scores.dtype)
+
+    scores = (np.random.RandomState(3).randn(2, 3, 7, 7) * 2).astype(dtype)
+    mask = np.tril(np.ones((7, 7), bool)) | (np.random.RandomState(4).rand(7, 7) < 0.3)
+    fused = numax.jit(attention_probabilities, fusion="triton")
+    lowered = fused.lower(scores, mask)
+    (kernel,) = lowered.triton_kernels()
+    assert not [e for e in lowered.closed.equations  # (XLA only inserts the mask's leading axes of size 1)
+                if e.primitive.name == "broadcast_in_dim" and e.outvars[0].aval.size == scores.size]
+    assert "% 49" in kernel.source  # the mask's index: the element's offset modulo t * t
+    assert_close(fused(scores, mask), numax.jit(attention_probabilities)(scores, mask),
+                 rtol=2e-3 if dtype == F16 else 4e-6)
 
 
 def test_nan_propagates_through_row_max_and_min():

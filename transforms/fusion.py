@@ -9,16 +9,20 @@ passes of `grad` fuse too. Two passes find maximal connected, acyclic regions of
   lowering/fusion_long_rows_codegen.py) with the elementwise equations over those rows or over one
   value per row, the reshapes of per-row values and their broadcasts back along the rows (softmax,
   log_softmax, logsumexp, layer and RMS norm, and their backward passes), with vectors of one value per
-  column broadcast along the rows (layer norm's scale and shift) and inputs repeated along other axes (a causal
-  mask); a region holding a reduction becomes one kernel with one program per row
-  (lowering/fusion_rows_codegen.py);
+  column broadcast along the rows (layer norm's scale and shift), inputs repeated along other axes (a mask
+  passed in), values computed from iotas alone (a causal mask: computed in the kernel at each element's
+  coordinates, and copied for each kernel reading it: `_rematerialized`), and sums over the rows (a bias's
+  gradient: the programs loop over the rows and store partial sums, `_summed_partials`); row regions reading a
+  common input merge (`_siblings_merged`); a region holding a reduction becomes one kernel with one program per
+  row (lowering/fusion_rows_codegen.py);
 - then elementwise: equations whose outputs share one shape, each operand read as it broadcasts; each region
   then takes in the views (slices, concatenations, pads, reshapes, transposes, ...) and the elementwise work of
   other shapes that only it reads (`_absorbed`), computed at the coordinates each element needs
   (lowering/fusion_elementwise_codegen.py); independent regions whose kernels are the same share one launch
   (`_Fuser.grouped`: the many tensors of an optimizer's update).
 
-Each region of two or more equations is replaced by one `triton_call` equation. A value a region computes
+Regions are found by transforms/fusion_regions.py. Each region of two or more equations is replaced by one
+`triton_call` equation (and, for column sums, the reduction of its partial sums). A value a region computes
 becomes a kernel output when something outside the region uses it; nothing is computed twice; regions are
 only merged when no path leaves a region and comes back into it, and the equations are re-ordered
 topologically around the fused ones. A nested jit's or custom derivative's equation is replaced by its
@@ -29,13 +33,12 @@ the program is compiled for ("gpu": libdevice's precise math; "cpu": Triton's in
 """
 
 import dataclasses
-import heapq
 import sys
 
 from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.dce import live_equations
-from ..core.ir import ClosedProgram, Equation, Literal, Program, Var
+from ..core.ir import ClosedProgram, Equation, Program, Var
 from ..lax.elementwise import convert_element_type_p
 from ..lax.reductions import reduce_sum_p
 from ..lax.triton_call import triton_call_p
@@ -43,6 +46,7 @@ from ..lowering import fusion_codegen as codegen
 from ..lowering import fusion_elementwise_codegen as elementwise_codegen
 from ..lowering import fusion_long_rows_codegen as long_rows_codegen
 from ..lowering import fusion_rows_codegen as rows_codegen
+from . import fusion_regions as region_search
 from . import fusion_tuning
 
 _CUSTOM_DERIVATIVES = ("custom_jvp_call", "custom_vjp_call")  # their rules are spent in a final program
@@ -168,6 +172,7 @@ class _Fuser:
     def program(self, program):
         # dead code (a grad's unused forward result) dropped first, so that no kernel stores what nothing reads
         equations = live_equations([self.nested(eqn) for eqn in _inlined(program.equations)], program.outvars)[0]
+        equations = _rematerialized(equations, program.outvars)
         fused = self.fuse_regions(equations, program.outvars, _row_domains, self.row_equations)
         fused = self.fuse_regions(fused, program.outvars, _elementwise_domains, self.elementwise_equations,
                                   elementwise=True)
@@ -182,9 +187,13 @@ class _Fuser:
         domain)` where that is not None, in a topological order. For `elementwise` regions, each region first takes
         in the views and elementwise equations of other shapes that only it reads (`_absorbed`), and independent
         regions with the same kernel share one launch (`_grouped`: an optimizer's update of many tensors)."""
-        users = _users(equations, program_outvars)
-        regions = _regions(equations, domains_of, 1 if elementwise else 2)
-        regions = _absorbed(equations, regions, users) if elementwise else _siblings_merged(equations, regions)
+        users = region_search.users_of(equations, program_outvars)
+        regions = region_search.find_regions(equations, domains_of, 1 if elementwise else 2,
+                                             None if elementwise else rows_codegen.reduces_columns)
+        if elementwise:
+            regions = _absorbed(equations, regions, users)
+        else:
+            regions = _computed_in_place(equations, _siblings_merged(equations, regions), users)
         described = []  # (members, inputs, outputs, domain) of each region worth a kernel
         for members, domain in regions:
             inside = set(members)
@@ -206,7 +215,7 @@ class _Fuser:
             if replacement is not None:
                 members = sorted(i for region in group for i in region[0])
                 fused[members[0]] = (replacement, members)
-        return _ordered(equations, fused) if fused else equations
+        return region_search.ordered(equations, fused) if fused else equations
 
     def grouped(self, equations, regions):
         """`regions` in groups, each with its regions' segment kernel (name, source): those whose segment kernels
@@ -215,7 +224,7 @@ class _Fuser:
         sources = [elementwise_codegen.generate_source([equations[i] for i in members], inputs, outputs,
                                                        domain[1], self.platform, segment=True)
                    for members, inputs, outputs, domain in regions]
-        depends = _region_dependencies(equations, [members for members, *_ in regions])
+        depends = region_search.region_dependencies(equations, [members for members, *_ in regions])
         groups, by_source = [], {}
         for r, (_, source) in enumerate(sources):
             for group in by_source.get(source, ()):
@@ -225,7 +234,7 @@ class _Fuser:
             else:
                 groups.append([r])
                 by_source.setdefault(source, []).append(groups[-1])
-        if any(len(group) > 1 for group in groups) and not _groups_acyclic(groups, depends):
+        if any(len(group) > 1 for group in groups) and not region_search.groups_acyclic(groups, depends):
             groups = [[r] for r in range(len(regions))]
         return [([regions[r] for r in group], sources[group[0]]) for group in groups]
 
@@ -260,7 +269,8 @@ class _Fuser:
         _, rows, length = domain
         columns = _column_inputs(members, inputs)
         others = set().union(*map(_other_pattern_operands, members))
-        if columns is None or not others <= set(inputs):
+        computed = _input_free_producers(members, others - set(inputs))
+        if columns is None or computed is None:
             return None
         if length > rows_codegen.ROW_LIMIT:  # walked in chunks, one row per program
             if others:
@@ -273,7 +283,7 @@ class _Fuser:
         candidates = rows_codegen.row_launch_candidates(length, rows)
         sums = {eqn.outvars[0] for eqn in members if rows_codegen.reduces_columns(eqn)} & set(outputs)
         name, source = rows_codegen.generate_row_source(members, inputs, outputs, rows, length, self.platform,
-                                                        columns, candidates, sums)
+                                                        columns, candidates, sums, computed)
         if not sums:
             return self.kernel_equations(members, inputs, outputs, name, source, RowGrid(rows), (length, rows),
                                         candidates)
@@ -347,11 +357,11 @@ def _siblings_merged(equations, regions):
     scale's gradient, both reading the cotangent a matrix product sent back)."""
     regions = list(regions)
     while True:
-        depends = _region_dependencies(equations, [members for members, _ in regions])
+        depends = region_search.region_dependencies(equations, [members for members, _ in regions])
         readers = {}  # input Var -> the regions reading it
         for r, (members, _) in enumerate(regions):
             produced = {v for i in members for v in equations[i].outvars}
-            for value in {a for i in members for a in _vars(equations[i].inputs)} - produced:
+            for value in {a for i in members for a in region_search.variables(equations[i].inputs)} - produced:
                 readers.setdefault(value, []).append(r)
         pair = next(((r, q) for group in readers.values() for r in group for q in group
                      if r < q and regions[r][1] == regions[q][1]
@@ -361,41 +371,6 @@ def _siblings_merged(equations, regions):
         r, q = pair
         regions[r] = (sorted(regions[r][0] + regions[q][0]), regions[r][1])
         del regions[q]
-
-
-def _region_dependencies(equations, regions):
-    """Per region (lists of equation indices), a bit mask of the other regions it depends on through any path."""
-    region_of = {i: r for r, members in enumerate(regions) for i in members}
-    reaches, depends = {}, [0] * len(regions)  # Var -> mask of the regions its value depends on
-    for index, eqn in enumerate(equations):
-        mask = 0
-        for value in _vars(eqn.inputs):
-            mask |= reaches.get(value, 0)
-        region = region_of.get(index)
-        if region is not None:
-            depends[region] |= mask & ~(1 << region)
-            mask |= 1 << region
-        for v in eqn.outvars:
-            reaches[v] = mask
-    return depends
-
-
-def _groups_acyclic(groups, depends):
-    """Do the groups of regions, each taken as one node, still form no cycle?"""
-    group_of = {r: g for g, group in enumerate(groups) for r in group}
-    needs = [{group_of[q] for r in group for q in range(len(group_of)) if (depends[r] >> q) & 1} - {g}
-             for g, group in enumerate(groups)]
-    state = [0] * len(groups)  # 0: unseen, 1: on the path, 2: done
-
-    def visit(g):
-        state[g] = 1
-        for h in needs[g]:
-            if state[h] == 1 or (state[h] == 0 and not visit(h)):
-                return False
-        state[g] = 2
-        return True
-
-    return all(state[g] == 2 or visit(g) for g in range(len(groups)))
 
 
 def _inlined(equations):
@@ -425,6 +400,99 @@ def _inlined(equations):
     return result
 
 
+def _input_free_producers(members, values):
+    """The equations among `members` that compute `values` and what those read, all of them reading no input of
+    the region (literals, iotas: a causal mask), in program order; None where some of `values` needs an input."""
+    producer = {v: eqn for eqn in members for v in eqn.outvars}
+    needed, stack = set(), list(values)
+    while stack:
+        eqn = producer.get(stack.pop())
+        if eqn is None:
+            return None
+        if id(eqn) not in needed:
+            needed.add(id(eqn))
+            stack.extend(region_search.variables(eqn.inputs))
+    return [eqn for eqn in members if id(eqn) in needed]
+
+
+def _computed_in_place(equations, regions, users):
+    """Row `regions` (members, domain) with the equations computing what they read along other axes (a (t, t)
+    causal mask under (batch, heads, t, t) scores) taken in where those read no input at all (iotas, literals,
+    elementwise work and views of them) and nothing but the region reads them otherwise: the row kernel computes
+    them at each element's coordinates instead of loading what another kernel stored."""
+    producer = {v: i for i, eqn in enumerate(equations) for v in eqn.outvars}
+    result = [set(members) for members, _ in regions]
+    for members in result:
+        pending = [v for i in sorted(members) for v in _other_pattern_operands(equations[i])]
+        for value in pending:
+            closure = _input_free_closure(equations, producer, value)
+            if not closure or closure <= members:
+                continue
+            readers = {i for k in closure for v in equations[k].outvars for i in users.get(v, ())} - closure
+            if not readers <= members or any(
+                    value_read not in _other_pattern_operands(equations[i])
+                    for i in readers for value_read in region_search.variables(equations[i].inputs)
+                    if producer.get(value_read) in closure):
+                continue  # read outside the region, or inside it other than along other axes
+            for other in result:
+                other -= closure
+            members |= closure
+    return [(sorted(members), domain) for members, (_, domain) in zip(result, regions) if members]
+
+
+def _rematerialized(equations, program_outvars):
+    """`equations` with each value computed from iotas and literals alone (a causal mask, and its broadcast to the
+    scores' shape) that several equations read given a copy of its computation per reader, placed before the
+    reader: each kernel reading it computes it where it needs it (the forward and the backward pass of a softmax
+    are two kernels) instead of one storing it, at the scores' size, for the others to load. Copies nothing read
+    uses are dropped."""
+    producer = {v: i for i, eqn in enumerate(equations) for v in eqn.outvars}
+    readers = {}
+    for eqn in equations:
+        for value in set(region_search.variables(eqn.inputs)):
+            readers[value] = readers.get(value, 0) + 1
+    shared = {}  # a value read several times -> its closure's indices, or None (not computed from iotas alone)
+    for value, count in readers.items():
+        if count > 1 and value not in program_outvars:
+            closure = _input_free_closure(equations, producer, value)
+            shared[value] = closure if closure and any(
+                equations[k].primitive.name == "iota" for k in closure) else None
+    if not any(shared.values()):
+        return equations
+    result = []
+    for eqn in equations:
+        renamed = {}
+        for value in region_search.variables(eqn.inputs):
+            if shared.get(value) and value not in renamed:
+                for k in sorted(shared[value]):
+                    original = equations[k]
+                    inputs = [renamed.get(a, a) if type(a) is Var else a for a in original.inputs]
+                    copy = original.replace(inputs=inputs, outvars=[Var(v.aval) for v in original.outvars])
+                    renamed.update(zip(original.outvars, copy.outvars))
+                    result.append(copy)
+        result.append(eqn.replace(inputs=[renamed.get(a, a) if type(a) is Var else a for a in eqn.inputs])
+                      if renamed else eqn)
+    return live_equations(result, program_outvars)[0]
+
+
+def _input_free_closure(equations, producer, value):
+    """The indices of the equations computing `value` from literals alone (each with a kernel form at any
+    coordinates), or None where it reads an input, a program input or anything without such a form."""
+    closure, stack = set(), [value]
+    while stack:
+        index = producer.get(stack.pop())
+        if index is None:
+            return None
+        if index in closure:
+            continue
+        eqn = equations[index]
+        if not _absorbable(eqn) or eqn.primitive.name in rows_codegen.REDUCTIONS:
+            return None
+        closure.add(index)
+        stack.extend(region_search.variables(eqn.inputs))
+    return closure
+
+
 def _column_inputs(members, inputs):
     """The region's inputs holding one value per column, or None where such a vector is computed inside the
     region or also read another way (in a square region it could not be told from a per-row value)."""
@@ -434,7 +502,7 @@ def _column_inputs(members, inputs):
     if not columns <= set(inputs):
         return None
     for eqn, used in zip(members, uses):
-        if columns & (set(_vars(eqn.inputs)) - used):
+        if columns & (set(region_search.variables(eqn.inputs)) - used):
             return None
     return columns
 
@@ -508,7 +576,7 @@ def _other_pattern_operands(eqn):
     if (eqn.primitive.name in (*rows_codegen.REDUCTIONS, *rows_codegen.INDEXED, "reshape") or len(eqn.outvars) != 1
             or len(shape) < 2):
         return set()
-    return {a for a in _vars(eqn.inputs)
+    return {a for a in region_search.variables(eqn.inputs)
             if rows_codegen.read_kind(codegen.read_shape(eqn, a, shape), shape) == "other"}
 
 
@@ -527,18 +595,6 @@ def _column_operands(eqn):
     return {a for a in eqn.inputs if type(a) is Var and a.aval.shape == per_column}
 
 
-def _merged_domains(first, second):
-    """The domains both lists allow: equal ones, and row-wise ones of equal rows where a length is unknown."""
-    merged = []
-    for a in first:
-        for b in second:
-            if a == b:
-                merged.append(a)
-            elif a[0] == b[0] == "rows" and a[1] == b[1] and None in (a[2], b[2]):
-                merged.append(("rows", a[1], a[2] if b[2] is None else b[2]))
-    return list(dict.fromkeys(merged))
-
-
 def _fusible_shape(eqn):
     """The shape an equation fuses over, or None when it does not fuse: each operand is read as it broadcasts to
     the result (whole, as one value, or repeated along some of the result's axes: `codegen.read_shape`)."""
@@ -549,90 +605,6 @@ def _fusible_shape(eqn):
     if out_avals[0].size <= 1 or not all(_placed_within(eqn, operand, shape) for operand in eqn.inputs):
         return None
     return shape
-
-
-class _Regions:
-    """Union-find over region ids, with what each region's outside inputs depend on."""
-
-    def __init__(self):
-        self.parent = []
-        self.domains = []  # region id -> the domains all its equations allow
-        self.outside = []  # region id -> ids of the regions its outside inputs depend on
-        self.merged = []  # region id -> the ids merged into it (for a root: every id whose find is the root)
-
-    def new(self, domains):
-        self.parent.append(len(self.parent))
-        self.domains.append(domains)
-        self.outside.append(set())
-        self.merged.append({len(self.parent) - 1})
-        return len(self.parent) - 1
-
-    def find(self, region):
-        while self.parent[region] != region:
-            self.parent[region] = self.parent[self.parent[region]]
-            region = self.parent[region]
-        return region
-
-    def joinable(self, roots, eqn, region_of_var, ancestors):
-        """Can `eqn` join the union of `roots` without a path out of it and back in (a cycle)? The ids reached
-        are tested against the ids merged into each root, never resolved one by one: each test is a set
-        disjointness, which costs the smaller set's size (programs of ten thousand equations reach thousands)."""
-        reached = [self.outside[r] for r in roots] + [ancestors.get(value, frozenset()) for value in _vars(eqn.inputs)
-                                                       if region_of_var.get(value) not in roots]
-        return all(ids.isdisjoint(self.merged[r]) for ids in reached for r in roots)
-
-    def join(self, roots, domains, eqn, region_of_var, ancestors):
-        root = roots[0]
-        self.domains[root] = domains
-        for other in roots[1:]:
-            self.parent[other] = root
-            self.outside[root] |= self.outside[other]
-            self.merged[root] |= self.merged[other]
-        for value in _vars(eqn.inputs):
-            if region_of_var.get(value) not in roots:
-                self.outside[root] |= ancestors.get(value, frozenset())
-        return root
-
-
-def _vars(atoms):
-    return [a for a in atoms if type(a) is not Literal]
-
-
-def _regions(equations, domains_of, smallest=2):
-    """Maximal acyclic regions of at least `smallest` equations that share a domain (`domains_of(eqn)`: the
-    domains an equation fuses in, none when it does not), as (sorted equation indices, domain)."""
-    regions = _Regions()
-    region_of_eqn, region_of_var, ancestors = [None] * len(equations), {}, {}
-    current_region_of_var = _Resolved(regions, region_of_var)
-    for index, eqn in enumerate(equations):
-        inherited = frozenset().union(*(ancestors.get(v, frozenset()) for v in _vars(eqn.inputs)))
-        domains = domains_of(eqn)
-        if domains:
-            candidates = list(dict.fromkeys(
-                regions.find(region_of_var[v]) for v in _vars(eqn.inputs) if v in region_of_var))
-            candidates = [r for r in candidates if _merged_domains(regions.domains[r], domains)]
-            options = [candidates] + ([[r] for r in candidates] if len(candidates) > 1 else []) if candidates else []
-            chosen, shared = None, domains
-            for option in options:
-                allowed = domains
-                for r in option:
-                    allowed = _merged_domains(allowed, regions.domains[r])
-                if allowed and regions.joinable(option, eqn, current_region_of_var, ancestors):
-                    chosen, shared = option, allowed
-                    break
-            region = regions.join(chosen or [regions.new(domains)], shared, eqn, current_region_of_var, ancestors)
-            region_of_eqn[index] = region
-            inherited = inherited | {region}
-            if not rows_codegen.reduces_columns(eqn):  # a column sum is complete only after the kernel
-                for v in eqn.outvars:
-                    region_of_var[v] = region
-        for v in eqn.outvars:
-            ancestors[v] = inherited
-    groups = {}
-    for index, region in enumerate(region_of_eqn):
-        if region is not None:
-            groups.setdefault(regions.find(region), []).append(index)
-    return [(members, regions.domains[root][0]) for root, members in groups.items() if len(members) >= smallest]
 
 
 def _absorbed(equations, regions, users):
@@ -650,7 +622,7 @@ def _absorbed(equations, regions, users):
             continue
         pending = list(members)
         while pending:
-            for value in _vars(equations[pending.pop()].inputs):
+            for value in region_search.variables(equations[pending.pop()].inputs):
                 j = producer.get(value)
                 if j is None or j in members:
                     continue
@@ -659,7 +631,7 @@ def _absorbed(equations, regions, users):
                     continue
                 if any(users.get(v, set()) - members - group for k in group for v in equations[k].outvars):
                     continue  # read outside: it would be computed twice
-                if any(_depends_on(equations, producer, k, members) for k in group):
+                if any(region_search.depends_on(equations, producer, k, members) for k in group):
                     continue
                 for k in list(group):
                     result[owner.get(k, r)].discard(k)
@@ -679,69 +651,3 @@ def _absorbable(eqn):
     return all(_placed_within(eqn, operand, out_avals[0].shape) for operand in eqn.inputs)
 
 
-def _depends_on(equations, producer, index, members):
-    """Does equation `index` depend, through any path, on one of `members` (equation indices)?"""
-    earliest, seen, stack = min(members), set(), [index]
-    while stack:
-        for value in _vars(equations[stack.pop()].inputs):
-            j = producer.get(value)
-            if j is None or j < earliest or j in seen:
-                continue
-            if j in members:
-                return True
-            seen.add(j)
-            stack.append(j)
-    return False
-
-
-class _Resolved:
-    """region_of_var seen through the union-find (a value's region as it is now)."""
-
-    def __init__(self, regions, region_of_var):
-        self.regions, self.region_of_var = regions, region_of_var
-
-    def get(self, value):
-        region = self.region_of_var.get(value)
-        return None if region is None else self.regions.find(region)
-
-
-def _users(equations, program_outvars):
-    """Each value's users: the indices of the equations reading it, and -1 for the program's results."""
-    users = {}
-    for index, eqn in enumerate(equations):
-        for v in _vars(eqn.inputs):
-            users.setdefault(v, set()).add(index)
-    for v in _vars(program_outvars):
-        users.setdefault(v, set()).add(-1)
-    return users
-
-
-def _ordered(equations, fused):
-    """The equations with each fused region's equations in place of its members, in a topological order that keeps
-    the original order wherever it can (a region sits where its first member was, unless an input comes later)."""
-    member_of = {i: first for first, (_, members) in fused.items() for i in members}
-    nodes = {}  # position -> equations; a fused region's position is its first member's
-    for index, eqn in enumerate(equations):
-        if index not in member_of:
-            nodes[index] = [eqn]
-        elif member_of[index] == index:
-            nodes[index] = fused[index][0]
-    producer = {v: position for position, node in nodes.items() for eqn in node for v in eqn.outvars}
-    waiting_on = {position: {producer[v] for eqn in node for v in _vars(eqn.inputs) if v in producer} - {position}
-                  for position, node in nodes.items()}
-    dependents = {position: [] for position in nodes}
-    for position, needs in waiting_on.items():
-        for need in needs:
-            dependents[need].append(position)
-    ready = [position for position, needs in waiting_on.items() if not needs]
-    heapq.heapify(ready)
-    ordered = []
-    while ready:
-        position = heapq.heappop(ready)
-        ordered.extend(nodes[position])
-        for dependent in dependents[position]:
-            waiting_on[dependent].discard(position)
-            if not waiting_on[dependent]:
-                heapq.heappush(ready, dependent)
-    assert len(ordered) == sum(map(len, nodes.values())), "fusion regions formed a cycle"
-    return ordered
