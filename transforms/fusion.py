@@ -421,11 +421,11 @@ def _computed_in_place(equations, regions, users):
     elementwise work and views of them) and nothing but the region reads them otherwise: the row kernel computes
     them at each element's coordinates instead of loading what another kernel stored."""
     producer = {v: i for i, eqn in enumerate(equations) for v in eqn.outvars}
-    result = [set(members) for members, _ in regions]
+    free, result = _input_free_values(equations), [set(members) for members, _ in regions]
     for members in result:
         pending = [v for i in sorted(members) for v in _other_pattern_operands(equations[i])]
         for value in pending:
-            closure = _input_free_closure(equations, producer, value)
+            closure = _input_free_closure(equations, producer, value, free)
             if not closure or closure <= members:
                 continue
             readers = {i for k in closure for v in equations[k].outvars for i in users.get(v, ())} - closure
@@ -447,14 +447,14 @@ def _rematerialized(equations, program_outvars):
     are two kernels) instead of one storing it, at the scores' size, for the others to load. Copies nothing read
     uses are dropped."""
     producer = {v: i for i, eqn in enumerate(equations) for v in eqn.outvars}
-    readers = {}
+    free, readers = _input_free_values(equations), {}
     for eqn in equations:
-        for value in set(region_search.variables(eqn.inputs)):
+        for value in set(region_search.variables(eqn.inputs)) & free:
             readers[value] = readers.get(value, 0) + 1
     shared = {}  # a value read several times -> its closure's indices, or None (not computed from iotas alone)
     for value, count in readers.items():
         if count > 1 and value not in program_outvars:
-            closure = _input_free_closure(equations, producer, value)
+            closure = _input_free_closure(equations, producer, value, free)
             shared[value] = closure if closure and any(
                 equations[k].primitive.name == "iota" for k in closure) else None
     if not any(shared.values()):
@@ -475,21 +475,28 @@ def _rematerialized(equations, program_outvars):
     return live_equations(result, program_outvars)[0]
 
 
-def _input_free_closure(equations, producer, value):
-    """The indices of the equations computing `value` from literals alone (each with a kernel form at any
-    coordinates), or None where it reads an input, a program input or anything without such a form."""
+def _input_free_values(equations):
+    """The values computed from literals alone, each step with a kernel form at any coordinates (iotas, constants
+    broadcast, elementwise work and views of them), in one pass over the program."""
+    free = set()
+    for eqn in equations:
+        if (all(v in free for v in region_search.variables(eqn.inputs))
+                and eqn.primitive.name not in rows_codegen.REDUCTIONS and _absorbable(eqn)):
+            free.update(eqn.outvars)
+    return free
+
+
+def _input_free_closure(equations, producer, value, free):
+    """The indices of the equations computing `value`, one of the `free` values (`_input_free_values`), or None
+    where it is not one."""
+    if value not in free:
+        return None
     closure, stack = set(), [value]
     while stack:
-        index = producer.get(stack.pop())
-        if index is None:
-            return None
-        if index in closure:
-            continue
-        eqn = equations[index]
-        if not _absorbable(eqn) or eqn.primitive.name in rows_codegen.REDUCTIONS:
-            return None
-        closure.add(index)
-        stack.extend(region_search.variables(eqn.inputs))
+        index = producer[stack.pop()]
+        if index not in closure:
+            closure.add(index)
+            stack.extend(region_search.variables(equations[index].inputs))
     return closure
 
 
