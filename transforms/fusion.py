@@ -354,23 +354,41 @@ def _summed_partials(outputs, sums, programs, length):
 def _siblings_merged(equations, regions):
     """Row `regions` (members, domain) with those of one domain that read a common input, and do not depend on each
     other through any path, merged (one kernel reads the input once: a norm's backward pass and the sum of its
-    scale's gradient, both reading the cotangent a matrix product sent back)."""
-    regions = list(regions)
-    while True:
-        depends = region_search.region_dependencies(equations, [members for members, _ in regions])
-        readers = {}  # input Var -> the regions reading it
-        for r, (members, _) in enumerate(regions):
-            produced = {v for i in members for v in equations[i].outvars}
-            for value in {a for i in members for a in region_search.variables(equations[i].inputs)} - produced:
-                readers.setdefault(value, []).append(r)
-        pair = next(((r, q) for group in readers.values() for r in group for q in group
-                     if r < q and regions[r][1] == regions[q][1]
-                     and not (depends[r] >> q) & 1 and not (depends[q] >> r) & 1), None)
-        if pair is None:
-            return regions
-        r, q = pair
-        regions[r] = (sorted(regions[r][0] + regions[q][0]), regions[r][1])
-        del regions[q]
+    scale's gradient, both reading the cotangent a matrix product sent back). One pass over the inputs, the regions'
+    dependencies (transitive bit masks) updated at each merge instead of found again."""
+    members = [list(m) for m, _ in regions]
+    domains = [domain for _, domain in regions]
+    depends = region_search.region_dependencies(equations, members)
+    into = list(range(len(regions)))  # region -> the region it was merged into (itself while it stands)
+
+    def standing(r):
+        while into[r] != r:
+            r = into[r]
+        return r
+
+    readers = {}  # input Var -> the regions reading it
+    for r, indices in enumerate(members):
+        produced = {v for i in indices for v in equations[i].outvars}
+        for value in {a for i in indices for a in region_search.variables(equations[i].inputs)} - produced:
+            readers.setdefault(value, []).append(r)
+    for group in readers.values():
+        kept = []
+        for r in group:
+            r = standing(r)
+            for k in map(standing, kept):
+                if k != r and domains[k] == domains[r] and not (depends[k] >> r) & 1 and not (depends[r] >> k) & 1:
+                    members[k] += members[r]
+                    into[r] = k
+                    both = (1 << k) | (1 << r)
+                    merged = (depends[k] | depends[r]) & ~both
+                    depends[k] = merged
+                    for x in range(len(depends)):  # what depended on either depends on the merged region's all
+                        if into[x] == x and x != k and depends[x] & both:
+                            depends[x] = (depends[x] | merged | (1 << k)) & ~(1 << r)
+                    break
+            else:
+                kept.append(r)
+    return [(sorted(members[r]), domains[r]) for r in range(len(regions)) if into[r] == r]
 
 
 def _inlined(equations):
