@@ -108,16 +108,16 @@ def xla_triton_side(f, x_host, scale_host, shift_host, x, expected):
     return call, wait
 
 
-def legacy_form(text):
-    """A module's one `triton_kernel_call_ffi` custom call as the plugin's legacy `triton_kernel_call` (in either
-    printed form: `@triton_kernel_call_ffi(` or `call_target_name = "triton_kernel_call_ffi"`)."""
+def legacy_form(text, calls=1):
+    """A module's `calls` `triton_kernel_call_ffi` custom calls as the plugin's legacy `triton_kernel_call` (in
+    either printed form: `@triton_kernel_call_ffi(` or `call_target_name = "triton_kernel_call_ffi"`)."""
     rewrites = [(r'@triton_kernel_call_ffi\(|call_target_name = "triton_kernel_call_ffi"',
                  lambda m: m[0].replace("_ffi", "")),
                 (r"api_version = 4 : i32", lambda m: "api_version = 2 : i32"),
                 (r'backend_config = \{opaque = ("(?:[^"\\]|\\.)*")\}', lambda m: f"backend_config = {m[1]}")]
     for pattern, replacement in rewrites:
         text, count = re.subn(pattern, replacement, text)
-        assert count == 1, f"{count} matches of {pattern!r}"
+        assert count == calls, f"{count} matches of {pattern!r}, {calls} expected"
     return text
 
 
