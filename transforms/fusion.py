@@ -419,18 +419,16 @@ def _inlined(equations):
 
 
 def _input_free_producers(members, values):
-    """The equations among `members` that compute `values` and what those read, all of them reading no input of
-    the region (literals, iotas: a causal mask), in program order; None where some of `values` needs an input."""
-    producer = {v: eqn for eqn in members for v in eqn.outvars}
-    needed, stack = set(), list(values)
-    while stack:
-        eqn = producer.get(stack.pop())
-        if eqn is None:
+    """The equations among `members` computing `values` from literals alone (`_input_free_closure` within the
+    region: a causal mask), in program order; None where one of `values` is not computed so."""
+    producer = {v: i for i, eqn in enumerate(members) for v in eqn.outvars}
+    free, needed = _input_free_values(members), set()
+    for value in values:
+        closure = _input_free_closure(members, producer, value, free)
+        if closure is None:
             return None
-        if id(eqn) not in needed:
-            needed.add(id(eqn))
-            stack.extend(region_search.variables(eqn.inputs))
-    return [eqn for eqn in members if id(eqn) in needed]
+        needed |= closure
+    return [members[i] for i in sorted(needed)]
 
 
 def _computed_in_place(equations, regions, users):
