@@ -130,9 +130,13 @@ def indexes_rows(eqn):
 
 def reduces_columns(eqn):
     """Is `eqn` a sum over all axes but the last of an array of rows (a bias's or a norm's scale's gradient: one
-    value per column)? A kernel holding one walks its rows in a loop and stores a partial sum per program."""
-    return (eqn.primitive.name == "reduce_sum" and eqn.inputs[0].aval.ndim >= 2
-            and tuple(eqn.params["axes"]) == tuple(range(eqn.inputs[0].aval.ndim - 1)))
+    value per column), axes of length 1 summed or kept alike? A kernel holding one walks its rows in a loop and
+    stores a partial sum per program."""
+    if eqn.primitive.name != "reduce_sum" or eqn.inputs[0].aval.ndim < 2:
+        return False
+    shape, axes = eqn.inputs[0].aval.shape, set(eqn.params["axes"])
+    return len(shape) - 1 not in axes and any(shape[a] > 1 for a in axes) and all(
+        shape[a] == 1 for a in range(len(shape) - 1) if a not in axes)
 
 
 def reducible(primitive_name, dtype):

@@ -41,6 +41,7 @@ from ..core.dce import live_equations
 from ..core.ir import ClosedProgram, Equation, Program, Var
 from ..lax.elementwise import convert_element_type_p
 from ..lax.reductions import reduce_sum_p
+from ..lax.shapes import reshape_p
 from ..lax.triton_call import triton_call_p
 from ..lowering import fusion_codegen as codegen
 from ..lowering import fusion_elementwise_codegen as elementwise_codegen
@@ -343,11 +344,19 @@ def _summed_partials(outputs, sums, programs, length):
         register = codegen.register_dtype(var.aval.dtype)
         partial = Var(ShapedArray((programs, length), register))
         kernel_outputs.append(partial)
-        total = var if register == var.aval.dtype else Var(ShapedArray((length,), register))
-        finish.append(Equation(reduce_sum_p, [partial], [total], dict(axes=(0,))))
-        if total is not var:
-            finish.append(Equation(convert_element_type_p, [total], [var],
-                                   dict(new_dtype=var.aval.dtype, weak_type=var.aval.weak_type)))
+        # summed in the register type, narrowed to the output's dtype, given back the axes of length 1 the sum
+        # keeps ((1, n) from (1, m, n) summed over its middle axis): each step where it changes something
+        steps = [(reduce_sum_p, dict(axes=(0,)), ShapedArray((length,), register))]
+        if register != var.aval.dtype:
+            steps.append((convert_element_type_p, dict(new_dtype=var.aval.dtype, weak_type=var.aval.weak_type),
+                          ShapedArray((length,), var.aval.dtype, var.aval.weak_type)))
+        if var.aval.shape != (length,):
+            steps.append((reshape_p, dict(new_sizes=var.aval.shape, dimensions=None), var.aval))
+        operand = partial
+        for i, (primitive, params, aval) in enumerate(steps):
+            result = var if i == len(steps) - 1 else Var(aval)
+            finish.append(Equation(primitive, [operand], [result], params))
+            operand = result
     return kernel_outputs, finish
 
 
