@@ -9,7 +9,7 @@ torch.optim.AdamW, fused). Each side runs in a process of its own, so that its f
 own and no side's buffers sit beside another's; the first step's loss of every side is checked against jax's.
 
     python3 bench/gpt2_step.py [--size small|124m|tiny] [--sides numax-xla,numax-fusion,jax,torch-compile,torch-eager]
-                               [--steps N] [--json PATH]
+                               [--steps N] [--json PATH] [--logs DIR]
 """
 
 import argparse
@@ -227,6 +227,7 @@ def main():
     parser.add_argument("--sides", default=",".join(SIDES))
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--json")
+    parser.add_argument("--logs", help="a folder for each side's standard error (NUMAX_LOG_FUSION's log among it)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -236,6 +237,9 @@ def main():
         run = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", side, "--size", args.size,
                               "--steps", str(args.steps)], capture_output=True, text=True)
         lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+        if args.logs:
+            with open(os.path.join(args.logs, f"gpt2_{args.size}_{side}.log"), "w") as log:
+                log.write(run.stderr)
         if run.returncode or not lines:
             results[side] = {"error": (run.stderr.strip().splitlines() or ["no output"])[-1][:300]}
         else:

@@ -178,6 +178,22 @@ def test_independent_regions_with_one_kernel_share_a_launch():
     assert kernel.name.startswith("foreach_3_") and kernel.source.count("elif pid < end") == 2
 
 
+def test_sibling_regions_reading_one_array_share_a_kernel():
+    # attention's query, key and value sliced from one projection and split into heads: three outputs, one launch
+    def heads(qkv):
+        split = lambda t: mnp.transpose(t.reshape(2, 5, 3, 4), (0, 2, 1, 3)).astype(BF16)
+        return tuple(split(qkv[..., i * 12:(i + 1) * 12] * 0.5) for i in range(3))
+
+    qkv = np.linspace(-3, 3, 2 * 5 * 36, dtype=F32).reshape(2, 5, 36)
+    check_fused(heads, qkv)
+    (kernel,) = numax.jit(heads, fusion="triton").lower(qkv).triton_kernels()
+    assert kernel.source.count("tl.store(") == 3
+    # siblings that share only a scalar keep their own kernels (nothing read once instead of twice)
+    apart = lambda a, b, s: (mnp.tanh(a * s) + 1.0, mnp.exp(b * s) - 1.0)
+    check_fused(apart, np.linspace(-1, 1, 30, dtype=F32), np.linspace(-1, 1, 30, dtype=F32), F32(0.5), kernels=2,
+                floor=1.0)  # exp(x) - 1 cancels near 0: ulps of 1.0
+
+
 def test_regions_that_depend_on_each_other_keep_their_own_launches():
     matrix = np.linspace(-1, 1, 25, dtype=F32).reshape(5, 5)
     chained = lambda a: _update(_update(a) @ matrix)  # the second update reads the first's result
@@ -301,7 +317,7 @@ def test_select_n_clamp_and_conversions():
         narrowed = lax.convert_element_type(lax.mul(i, np.int32(1000)), np.int8)  # wraps as in XLA
         return back, from_int, lax.convert_element_type(to_bool, F32), lax.add(narrowed, np.int8(1))
 
-    check_fused(conversions, GENERAL, INTS, kernels=4)  # four chains with no value in common
+    check_fused(conversions, GENERAL, INTS, kernels=1)  # four chains reading x and i: siblings in one kernel
 
 
 def test_float_to_int_conversion_stays_with_xla():

@@ -33,6 +33,7 @@ the program is compiled for ("gpu": libdevice's precise math; "cpu": Triton's in
 """
 
 import dataclasses
+import math
 import sys
 
 from ..core.avals import ShapedArray
@@ -192,7 +193,7 @@ class _Fuser:
         regions = region_search.find_regions(equations, domains_of, 1 if elementwise else 2,
                                              None if elementwise else rows_codegen.reduces_columns)
         if elementwise:
-            regions = _absorbed(equations, regions, users)
+            regions = _siblings_merged(equations, _absorbed(equations, regions, users), _reads_whole_domain)
         else:
             regions = _computed_in_place(equations, _siblings_merged(equations, regions), users)
         described = []  # (members, inputs, outputs, domain) of each region worth a kernel
@@ -360,11 +361,13 @@ def _summed_partials(outputs, sums, programs, length):
     return kernel_outputs, finish
 
 
-def _siblings_merged(equations, regions):
-    """Row `regions` (members, domain) with those of one domain that read a common input, and do not depend on each
-    other through any path, merged (one kernel reads the input once: a norm's backward pass and the sum of its
-    scale's gradient, both reading the cotangent a matrix product sent back). One pass over the inputs, the regions'
-    dependencies (transitive bit masks) updated at each merge instead of found again."""
+def _siblings_merged(equations, regions, shares=None):
+    """`regions` (members, domain) with those of one domain that read a common input, and do not depend on each
+    other through any path, merged: one kernel reads the input once, one launch instead of several (a norm's
+    backward pass and the sum of its scale's gradient, both reading the cotangent a matrix product sent back; the
+    query, key and value sliced from one projection). `shares(value, regions' members, domain)`, where given, says
+    which common inputs count. One pass over the inputs, the regions' dependencies (transitive bit masks) updated at
+    each merge instead of found again."""
     members = [list(m) for m, _ in regions]
     domains = [domain for _, domain in regions]
     depends = region_search.region_dependencies(equations, members)
@@ -380,7 +383,9 @@ def _siblings_merged(equations, regions):
         produced = {v for i in indices for v in equations[i].outvars}
         for value in {a for i in indices for a in region_search.variables(equations[i].inputs)} - produced:
             readers.setdefault(value, []).append(r)
-    for group in readers.values():
+    for value, group in readers.items():
+        if shares is not None:
+            group = [r for r in group if shares(value, members[r], domains[r])]
         kept = []
         for r in group:
             r = standing(r)
@@ -537,6 +542,13 @@ def _column_inputs(members, inputs):
         if columns & (set(region_search.variables(eqn.inputs)) - used):
             return None
     return columns
+
+
+def _reads_whole_domain(value, members, domain):
+    """Does an elementwise region (`members` over `domain`) read `value` at as many elements as it computes, and
+    is it worth a kernel of its own? Siblings merged over a scalar or a per-row operand would save no read, and
+    single equations merged would make a kernel of what XLA does alone (a parameter's broadcasts)."""
+    return len(members) >= 2 and value.aval.size >= math.prod(domain[1])
 
 
 def _elementwise_domains(eqn):
