@@ -1,18 +1,23 @@
 #!/bin/bash
-# Host cost of fused kernels on a lent GPU (issue 32): the launch-cost probe and the GPT-2 step, each with XLA's
-# command buffers (CUDA graphs) as configured by default and turned off, written under $OUT.
-#   bash bench/gpu_launch_cost.sh [TREE] [gpt2 sides]
+# Host cost of fused kernels on a lent GPU (issue 32): the launch-cost probe and the GPT-2 step under three
+# configurations, each with a kernel cache of its own, written under $OUT/<configuration>:
+#   default; no_command_buffers (XLA's CUDA graphs off); no_line_info (TRITON_DISABLE_LINE_INFO=1: PTX without
+#   line info, which the plugin copies and hashes at every launch).
+#   bash bench/gpu_launch_cost.sh [TREE]
 set -u
 cd "${1:-.}"
-sides=${2:-numax-xla,numax-fusion,jax}
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1
-export NUMAX_CACHE_DIR=/tmp/numax_cache NUMAX_LOG_FUSION=1
+export NUMAX_LOG_FUSION=1
 nvidia-smi --query-gpu=name --format=csv,noheader
-for label in default no_command_buffers; do
-  flags=""; [ "$label" = no_command_buffers ] && flags="--xla_gpu_enable_command_buffer="
+run() {  # label, gpt2 sides, environment assignments...
+  local label=$1 sides=$2; shift 2
   mkdir -p "$OUT/$label"
-  echo "## $label (XLA_FLAGS=$flags)"
-  XLA_FLAGS="$flags" timeout 120 python3 bench/probes/fusion_launch_cost_probe.py --legacy 2> "$OUT/$label/probe.err"
-  XLA_FLAGS="$flags" timeout 200 python3 bench/gpt2_step.py --size small --sides "$sides" \
-    --json "$OUT/$label/gpt2_small.json" --logs "$OUT/$label" 2>&1 | grep -v "^W\|Warning\|warn("
-done
+  echo "## $label ($*)"
+  env NUMAX_CACHE_DIR=/tmp/numax_cache_$label "$@" timeout 100 python3 bench/probes/fusion_launch_cost_probe.py \
+    --legacy 2> "$OUT/$label/probe.err"
+  env NUMAX_CACHE_DIR=/tmp/numax_cache_$label "$@" timeout 150 python3 bench/gpt2_step.py --size small \
+    --sides "$sides" --json "$OUT/$label/gpt2_small.json" --logs "$OUT/$label" 2>&1 | grep -v "^W\|Warning\|warn("
+}
+run default numax-xla,numax-fusion,jax XLA_FLAGS=
+run no_line_info numax-fusion TRITON_DISABLE_LINE_INFO=1
+run no_command_buffers numax-xla,numax-fusion XLA_FLAGS=--xla_gpu_enable_command_buffer=
