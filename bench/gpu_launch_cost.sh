@@ -13,9 +13,9 @@ run() {  # label, gpt2 sides, environment assignments...
   local label=$1 sides=$2; shift 2
   mkdir -p "$OUT/$label"
   echo "## $label ($*)"
-  env NUMAX_CACHE_DIR=/tmp/numax_cache_$label "$@" timeout 100 python3 bench/probes/fusion_launch_cost_probe.py \
+  env NUMAX_CACHE_DIR=/tmp/numax_cache_$label TRITON_CACHE_DIR=/tmp/triton_cache_$label "$@" timeout 100 python3 bench/probes/fusion_launch_cost_probe.py \
     --legacy 2> "$OUT/$label/probe.err"
-  env NUMAX_CACHE_DIR=/tmp/numax_cache_$label "$@" timeout 150 python3 bench/gpt2_step.py --size small \
+  env NUMAX_CACHE_DIR=/tmp/numax_cache_$label TRITON_CACHE_DIR=/tmp/triton_cache_$label "$@" timeout 150 python3 bench/gpt2_step.py --size small \
     --sides "$sides" --json "$OUT/$label/gpt2_small.json" --logs "$OUT/$label" 2>&1 | grep -v "^W\|Warning\|warn("
 }
 run default numax-xla,numax-fusion,jax XLA_FLAGS=
