@@ -627,6 +627,10 @@ _kernels = {}  # source -> @triton.jit kernel
 _kernels_lock = threading.Lock()
 
 
+# The module name of every kernel the fuser writes begins so (how triton_gpu tells them from a user's kernels).
+GENERATED_MODULE_PREFIX = "_numax_fused_"
+
+
 def load_kernel(name, source):
     """The @triton.jit function `name` defined by `source`: written to a file named by the source's hash (under
     a temporary name, then renamed into place) and imported, once per source and process."""
@@ -638,7 +642,7 @@ def load_kernel(name, source):
         path = os.path.join(kernel_directory(), f"{digest}.py")
         if not os.path.exists(path):
             write_atomically(path, source)
-        module_name = f"_numax_fused_{digest}"
+        module_name = f"{GENERATED_MODULE_PREFIX}{digest}"
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module  # Triton finds a kernel's globals and source through its module

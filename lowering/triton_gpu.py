@@ -17,6 +17,7 @@ Triton is imported on first use; jaxlib only through lowering/xla/. Nothing here
 `triton_call` primitive: the rule `lower_triton_call_gpu` takes its params.
 """
 
+import contextlib
 import dataclasses
 import math
 import sys
@@ -26,6 +27,7 @@ import numpy as np
 
 from ..core import dtypes
 from . import xla
+from .fusion_codegen import GENERATED_MODULE_PREFIX
 from .stablehlo import aval_type, mlir_string, output_operand_alias, row_major_layout
 from .triton_cache import KernelCache
 from .triton_signature import TRITON_LANGUAGE_LOCK, resolve_grid, resolve_zeroed, unwrap_kernel
@@ -139,12 +141,13 @@ def _constexpr_key(value):
 
 
 def compile_kernel(kernel, arg_types, metaparams, *, num_warps, num_stages, num_ctas, compute_capability,
-                   debug=False) -> CompiledTritonKernel:
+                   debug=False, line_info=True) -> CompiledTritonKernel:
     """Compiles a @triton.jit kernel for a CUDA device of `compute_capability` (e.g. 90), cached in memory
     and on disk. `arg_types` has one entry per non-constexpr kernel parameter, in order: ('pointer', numpy
     dtype) for arrays (inputs, then outputs), ('scalar', numpy dtype or bool/int/float, value) for scalars;
     `metaparams` ({name: value}) gives the constexprs (names the kernel lacks are ignored: they are for the
-    grid)."""
+    grid). Without `line_info` the PTX carries no source lines (2-4 times smaller: the plugin copies and hashes
+    it at every launch)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -162,13 +165,14 @@ def compile_kernel(kernel, arg_types, metaparams, *, num_warps, num_stages, num_
         "options": options,
         "triton": triton.__version__,
         "compute_capability": compute_capability,
+        "line_info": line_info,
     }
 
     def compile_now():
         if num_ctas > 1 and compute_capability < 90:
             raise ValueError(f"num_ctas > 1 needs compute capability 9.0 or newer, not {compute_capability}")
         source = ASTSource(kernel, signature, constexprs, attrs)
-        with TRITON_LANGUAGE_LOCK:  # not while the interpreter has triton.language patched
+        with TRITON_LANGUAGE_LOCK, _line_info(line_info):  # not while the interpreter has triton.language patched
             compiled = triton.compile(source, target=GPUTarget("cuda", compute_capability, 32), options=options)
         metadata = compiled.metadata
         if getattr(metadata, "profile_scratch_size", 0):
@@ -185,6 +189,20 @@ def compile_kernel(kernel, arg_types, metaparams, *, num_warps, num_stages, num_
     if debug:
         print(f"numax: Triton kernel {description}, TTIR:\n{compiled.ttir}", file=sys.stderr)
     return compiled
+
+
+@contextlib.contextmanager
+def _line_info(wanted):
+    """Triton's compiler with or without source line info in its PTX (its `disable_line_info` knob, as
+    TRITON_DISABLE_LINE_INFO sets it), restored after."""
+    from triton import knobs
+
+    if wanted:
+        yield
+        return
+    with knobs.compilation.scope():
+        knobs.compilation.disable_line_info = True
+        yield
 
 
 # --- the kernel call -------------------------------------------------------------------------------------
@@ -229,8 +247,9 @@ def _plugin_kernel_call(builder, launch):
         scratch = {"global_scratch_size": compiled.global_scratch_size,
                    "global_scratch_align": compiled.global_scratch_align}
     try:
+        # no TTIR: the plugin launches the PTX and keeps the TTIR only to copy it at every launch
         kernel = builder.TritonKernel(compiled.name, compiled.num_warps, compiled.num_ctas, compiled.shared_mem_bytes,
-                                      compiled.ptx, compiled.ttir, compiled.compute_capability, **scratch)
+                                      compiled.ptx, "", compiled.compute_capability, **scratch)
     except TypeError:
         if not scratch:
             raise
@@ -288,6 +307,7 @@ def kernel_launches(kernel, avals_in, avals_out, *, grid, call_spec, metaparams,
     from triton.runtime.autotuner import Autotuner, Heuristics
 
     jit_fn, wrappers = unwrap_kernel(kernel)
+    generated = jit_fn.fn.__module__.startswith(GENERATED_MODULE_PREFIX)  # the fuser's: no source to point to
     autotuner = next((w for w in wrappers if isinstance(w, Autotuner)), None)
     heuristics = [w for w in wrappers if isinstance(w, Heuristics)]
     arg_types, named_args = [], {}
@@ -309,7 +329,7 @@ def kernel_launches(kernel, avals_in, avals_out, *, grid, call_spec, metaparams,
             num_stages or DEFAULT_NUM_STAGES, num_ctas or 1):
         merged = _apply_heuristics(heuristics, named_args, {**metaparams, **config_metaparams})
         compiled = compile_kernel(jit_fn, arg_types, merged, num_warps=warps, num_stages=stages, num_ctas=ctas,
-                                  compute_capability=compute_capability, debug=debug)
+                                  compute_capability=compute_capability, debug=debug, line_info=not generated)
         zeroed_bytes = {len(call_spec) + i: avals_out[i].size * np.dtype(avals_out[i].dtype).itemsize
                         for i in resolve_zeroed(zeroed_outputs, merged)}
         launches.append(KernelLaunch(compiled, resolve_grid(grid, merged),

@@ -330,3 +330,27 @@ def test_lowering_text_aliases():
     aliases = str(custom_call_attributes(text)["output_operand_aliases"])
     assert "output_tuple_indices = [1], operand_index = 0" in aliases
     assert "output_tuple_indices = [0], operand_index = 1" in aliases
+
+
+def test_fused_kernels_compile_without_line_info_and_user_kernels_with_it(cache):
+    # the plugin copies and hashes a kernel's PTX at every launch: the fuser's kernels leave out their source lines
+    import numax
+    import numax.numpy as mnp
+
+    x = np.linspace(-2, 2, 600, dtype=np.float32).reshape(20, 30)
+    lowered = numax.jit(lambda x: mnp.tanh(x * 2.0) + 1.0, fusion="triton").lower(x)
+    (eqn,) = [e for e in lowered.closed.equations if e.primitive.name == "triton_call"]
+    params = eqn.params
+    (fused,) = triton_gpu.kernel_launches(
+        params["kernel"], [ShapedArray(x.shape, x.dtype)], params["out_avals"],
+        grid=params["grid"], call_spec=params["call_spec"], metaparams=params["metaparams"], zeroed_outputs=(),
+        num_warps=params["num_warps"], num_stages=None, num_ctas=1, debug=False, compute_capability=SM90)
+    assert ".target sm_90" in fused.compiled.ptx and ".loc" not in fused.compiled.ptx
+    assert ".loc" in compile_add().ptx
+    # the same kernel compiled both ways is two cache entries, each with what it asked for
+    with_lines = triton_gpu.compile_kernel(add_kernel, ADD_TYPES, {"BLOCK": 128}, num_warps=4, num_stages=3,
+                                           num_ctas=1, compute_capability=SM90)
+    without = triton_gpu.compile_kernel(add_kernel, ADD_TYPES, {"BLOCK": 128}, num_warps=4, num_stages=3,
+                                        num_ctas=1, compute_capability=SM90, line_info=False)
+    assert ".loc" in with_lines.ptx and ".loc" not in without.ptx and len(without.ptx) < len(with_lines.ptx)
+    assert not triton.knobs.compilation.disable_line_info  # the knob is back as it was
