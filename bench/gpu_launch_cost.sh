@@ -1,8 +1,9 @@
 #!/bin/bash
-# Host cost of fused kernels on a lent GPU (issue 32): the launch-cost probe and the GPT-2 step under three
+# Host cost of fused kernels on a lent GPU (issue 32): the launch-cost probe and the GPT-2 step under four
 # configurations, each with a kernel cache of its own, written under $OUT/<configuration>:
-#   default; no_command_buffers (XLA's CUDA graphs off); no_line_info (TRITON_DISABLE_LINE_INFO=1: PTX without
-#   line info, which the plugin copies and hashes at every launch).
+#   default; no_line_info (TRITON_DISABLE_LINE_INFO=1: PTX without line info, which the plugin copies and hashes at
+#   every launch); no_command_buffers (XLA's CUDA graphs off); custom_calls_outside_graphs (XLA's CUDA graphs without
+#   custom calls in them).
 #   bash bench/gpu_launch_cost.sh [TREE]
 set -u
 cd "${1:-.}"
@@ -14,10 +15,11 @@ run() {  # label, gpt2 sides, environment assignments...
   mkdir -p "$OUT/$label"
   echo "## $label ($*)"
   env NUMAX_CACHE_DIR=/tmp/numax_cache_$label TRITON_CACHE_DIR=/tmp/triton_cache_$label "$@" timeout 100 python3 bench/probes/fusion_launch_cost_probe.py \
-    --legacy 2> "$OUT/$label/probe.err"
+    --legacy --stages 1,16,64 2> "$OUT/$label/probe.err"
   env NUMAX_CACHE_DIR=/tmp/numax_cache_$label TRITON_CACHE_DIR=/tmp/triton_cache_$label "$@" timeout 150 python3 bench/gpt2_step.py --size small \
     --sides "$sides" --json "$OUT/$label/gpt2_small.json" --logs "$OUT/$label" 2>&1 | grep -v "^W\|Warning\|warn("
 }
 run default numax-xla,numax-fusion,jax XLA_FLAGS=
 run no_line_info numax-fusion TRITON_DISABLE_LINE_INFO=1
 run no_command_buffers numax-xla,numax-fusion XLA_FLAGS=--xla_gpu_enable_command_buffer=
+run custom_calls_outside_graphs numax-fusion XLA_FLAGS=--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUDNN
