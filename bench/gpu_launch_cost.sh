@@ -1,8 +1,7 @@
 #!/bin/bash
-# Host cost of fused kernels on a lent GPU (issue 32): the launch-cost probe and the GPT-2 step under four
+# Host cost of fused kernels on a lent GPU (issue 32): the launch-cost probe and the GPT-2 step under three
 # configurations, each with a kernel cache of its own, written under $OUT/<configuration>:
-#   default; no_line_info (TRITON_DISABLE_LINE_INFO=1: PTX without line info, which the plugin copies and hashes at
-#   every launch); no_command_buffers (XLA's CUDA graphs off); custom_calls_outside_graphs (XLA's CUDA graphs without
+#   default; no_command_buffers (XLA's CUDA graphs off); custom_calls_outside_graphs (XLA's CUDA graphs without
 #   custom calls in them).
 #   bash bench/gpu_launch_cost.sh [TREE]
 set -u
@@ -20,6 +19,5 @@ run() {  # label, gpt2 sides, environment assignments...
     --sides "$sides" --json "$OUT/$label/gpt2_small.json" --logs "$OUT/$label" 2>&1 | grep -v "^W\|Warning\|warn("
 }
 run default numax-xla,numax-fusion,jax XLA_FLAGS=
-run no_line_info numax-fusion TRITON_DISABLE_LINE_INFO=1
 run no_command_buffers numax-xla,numax-fusion XLA_FLAGS=--xla_gpu_enable_command_buffer=
 run custom_calls_outside_graphs numax-fusion XLA_FLAGS=--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUDNN

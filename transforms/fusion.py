@@ -48,6 +48,7 @@ from ..lowering import fusion_codegen as codegen
 from ..lowering import fusion_elementwise_codegen as elementwise_codegen
 from ..lowering import fusion_long_rows_codegen as long_rows_codegen
 from ..lowering import fusion_rows_codegen as rows_codegen
+from . import fusion_recompute as recompute
 from . import fusion_regions as region_search
 from . import fusion_tuning
 
@@ -193,7 +194,11 @@ class _Fuser:
         regions = region_search.find_regions(equations, domains_of, 1 if elementwise else 2,
                                              None if elementwise else rows_codegen.reduces_columns)
         if elementwise:
-            regions = _siblings_merged(equations, _absorbed(equations, regions, users), _reads_whole_domain)
+            regions = _absorbed(equations, regions, users)
+        equations, regions = recompute.recomputed(equations, regions, program_outvars)
+        users = region_search.users_of(equations, program_outvars)
+        if elementwise:
+            regions = _siblings_merged(equations, regions, _reads_whole_domain)
         else:
             regions = _computed_in_place(equations, _siblings_merged(equations, regions), users)
         described = []  # (members, inputs, outputs, domain) of each region worth a kernel
