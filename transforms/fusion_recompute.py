@@ -28,7 +28,8 @@ def recomputed(equations, regions, program_outvars):
     placed_before = {}  # an equation's index -> the copies placed before it
     for r, (members, domain) in enumerate(regions):
         inside = set(members)
-        reads = {a for i in members for a in region_search.variables(equations[i].inputs) if producer.get(a) not in inside}
+        reads = {a for i in members for a in region_search.variables(equations[i].inputs)
+                 if producer.get(a) not in inside}
         by_region = {}
         for value in reads:
             p = region_of.get(producer.get(value))
