@@ -195,7 +195,8 @@ class _Fuser:
                                              None if elementwise else rows_codegen.reduces_columns)
         if elementwise:
             regions = _absorbed(equations, regions, users)
-        equations, regions = recompute.recomputed(equations, regions, program_outvars)
+        equations, regions = recompute.recomputed(equations, regions, program_outvars,
+                                                  _input_free_values(equations))
         users = region_search.users_of(equations, program_outvars)
         if elementwise:
             regions = _siblings_merged(equations, regions, _reads_whole_domain)

@@ -16,11 +16,13 @@ from . import fusion_regions as region_search
 MOST_RECOMPUTED = 32  # equations copied into one region from one other region, at most
 
 
-def recomputed(equations, regions, program_outvars):
+def recomputed(equations, regions, program_outvars, free=frozenset()):
     """(equations, regions): `regions` ((members, domain), members indexing `equations`) where a region reading
     values that another region of its domain computes gets copies of the equations computing them from that
     region's inputs (placed before the first of its equations reading them, which read the copies instead), wherever
-    that reads no more bytes; then the members nothing reads any more dropped, the regions indexing the result."""
+    that reads no more bytes; then the members nothing reads any more dropped, the regions indexing the result.
+    Values in `free` (computed from literals alone: a causal mask) that the copies read are copied with them, so
+    that each region keeps a computation of its own (which a row kernel does in place)."""
     producer = {v: i for i, eqn in enumerate(equations) for v in eqn.outvars}
     region_of = {i: r for r, (members, _) in enumerate(regions) for i in members}
     original, equations = equations, list(equations)
@@ -37,7 +39,7 @@ def recomputed(equations, regions, program_outvars):
                 by_region.setdefault(p, []).append(value)
         renamed, copies = {}, []
         for p, values in sorted(by_region.items()):
-            closure = _closure(equations, producer, set(regions[p][0]), values)
+            closure = _closure(equations, producer, set(regions[p][0]), values, free)
             if closure is None:
                 continue
             needed = {a for k in closure for a in region_search.variables(equations[k].inputs)
@@ -73,9 +75,10 @@ def recomputed(equations, regions, program_outvars):
     return _live(result, regions, program_outvars)
 
 
-def _closure(equations, producer, members, values):
-    """The indices of the `members` equations computing `values` from what the members read from outside, or None
-    where that takes more than MOST_RECOMPUTED equations."""
+def _closure(equations, producer, members, values, free):
+    """The indices of the `members` equations computing `values` from what the members read from outside, with
+    the equations computing the `free` values among that, or None where that takes more than MOST_RECOMPUTED
+    equations."""
     closure, pending = set(), [producer[v] for v in values]
     while pending:
         k = pending.pop()
@@ -84,7 +87,8 @@ def _closure(equations, producer, members, values):
         closure.add(k)
         if len(closure) > MOST_RECOMPUTED:
             return None
-        pending.extend(j for j in map(producer.get, region_search.variables(equations[k].inputs)) if j in members)
+        pending.extend(producer[a] for a in region_search.variables(equations[k].inputs)
+                       if producer.get(a) in members or a in free)
     return closure
 
 
