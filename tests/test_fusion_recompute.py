@@ -136,3 +136,16 @@ def test_random_chains_between_products_forward_and_backward(steps, layers):
 
     grad = numax.grad(f, argnums=tuple(range(1 + layers)))
     assert_matches_xla(grad, (x, *ws), 3e-2)
+
+
+def test_the_fusion_log_names_what_is_recomputed(capsys):
+    args = mlp_arguments(rows=8, width=8, hidden=16)
+    grad = numax.grad(lambda *a: mnp.sum(mlp(*a) ** 2), argnums=(0, 1, 2, 3))
+    numax.config.update("numax_log_fusion", True)
+    try:
+        numax.jit(grad, fusion="triton").lower(*args)
+    finally:
+        numax.config.update("numax_log_fusion", False)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "recomputing" in line]
+    # the tanh GELU's argument and the tanh-derived values the backward pass reads, each f32[8,16]
+    assert len(lines) == 1 and lines[0].startswith("numax: recomputing 5 values (2560 bytes)")

@@ -10,6 +10,9 @@ is cheap beside memory traffic on a GPU: XLA's fusion copies cheap producers int
 Inductor's partition of forward and backward recomputes such chains.
 """
 
+import sys
+
+from ..core.config import config
 from ..core.ir import Var
 from . import fusion_regions as region_search
 
@@ -53,6 +56,10 @@ def recomputed(equations, regions, program_outvars, free=frozenset()):
                                           outvars=[Var(v.aval) for v in eqn.outvars]))
                 copied.update(zip(eqn.outvars, copies[-1].outvars))
             renamed.update((v, copied[v]) for v in values)
+            if config.log_fusion:
+                print(f"numax: recomputing {len(values)} values ({_bytes(values)} bytes) from {len(closure)} "
+                      f"equations reading {_bytes(needed - reads)} bytes more: "
+                      f"{', '.join(v.aval.str_short() for v in values)}", file=sys.stderr)
         if not renamed:
             continue
         readers = [i for i in sorted(members) if set(region_search.variables(equations[i].inputs)) & renamed.keys()]
