@@ -28,6 +28,6 @@ probe() {  # label, environment assignments...
 gpt2 default numax-fusion,numax-xla XLA_FLAGS=
 probe default XLA_FLAGS=
 gpt2 no_command_buffers numax-fusion,numax-xla XLA_FLAGS=--xla_gpu_enable_command_buffer=
-gpt2 default jax XLA_FLAGS=
+gpt2 jax jax XLA_FLAGS=
 probe no_command_buffers XLA_FLAGS=--xla_gpu_enable_command_buffer=
 gpt2 custom_calls_outside_graphs numax-fusion XLA_FLAGS=--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUDNN
