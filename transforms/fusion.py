@@ -195,9 +195,10 @@ class _Fuser:
                                              None if elementwise else rows_codegen.reduces_columns)
         if elementwise:
             regions = _absorbed(equations, regions, users)
-        equations, regions = recompute.recomputed(equations, regions, program_outvars,
-                                                  _input_free_values(equations))
-        users = region_search.users_of(equations, program_outvars)
+        recomputing, regions = recompute.recomputed(equations, regions, program_outvars,
+                                                    _input_free_values(equations))
+        if recomputing is not equations:  # copies given to some regions: who reads what has changed
+            equations, users = recomputing, region_search.users_of(recomputing, program_outvars)
         if elementwise:
             regions = _siblings_merged(equations, regions, _reads_whole_domain)
         else:
@@ -432,9 +433,8 @@ def _inlined(equations):
         for inner_eqn in _inlined(inner.equations):
             for v in inner_eqn.outvars:
                 renamed.setdefault(v, Var(v.aval))
-            result.append(inner_eqn.replace(inputs=[renamed.get(a, a) if type(a) is Var else a
-                                                    for a in inner_eqn.inputs],
-                                            outvars=[renamed[v] for v in inner_eqn.outvars]))
+            result.append(region_search.renamed_inputs(inner_eqn, renamed).replace(
+                outvars=[renamed[v] for v in inner_eqn.outvars]))
     return result
 
 
@@ -500,14 +500,8 @@ def _rematerialized(equations, program_outvars):
         renamed = {}
         for value in region_search.variables(eqn.inputs):
             if shared.get(value) and value not in renamed:
-                for k in sorted(shared[value]):
-                    original = equations[k]
-                    inputs = [renamed.get(a, a) if type(a) is Var else a for a in original.inputs]
-                    copy = original.replace(inputs=inputs, outvars=[Var(v.aval) for v in original.outvars])
-                    renamed.update(zip(original.outvars, copy.outvars))
-                    result.append(copy)
-        result.append(eqn.replace(inputs=[renamed.get(a, a) if type(a) is Var else a for a in eqn.inputs])
-                      if renamed else eqn)
+                result += region_search.copied([equations[k] for k in sorted(shared[value])], renamed)
+        result.append(region_search.renamed_inputs(eqn, renamed) if renamed else eqn)
     return live_equations(result, program_outvars)[0]
 
 

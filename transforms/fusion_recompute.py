@@ -1,4 +1,4 @@
-"""Recomputing instead of storing, between elementwise kernels (issue 32).
+"""Recomputing instead of storing, between kernels of one domain (issue 32; both fusion passes, rows and elementwise).
 
 A grad's forward pass leaves values for its backward pass: a tanh GELU's forward kernel computes its argument, the
 tanh, its square, ... from one matrix product's result, and the backward kernel reads them. Stored, they cost their
@@ -13,7 +13,7 @@ Inductor's partition of forward and backward recomputes such chains.
 import sys
 
 from ..core.config import config
-from ..core.ir import Var
+from ..core.dce import live_equations
 from . import fusion_regions as region_search
 
 MOST_RECOMPUTED = 32  # equations copied into one region from one other region, at most
@@ -50,11 +50,7 @@ def recomputed(equations, regions, program_outvars, free=frozenset()):
             if _bytes(needed - reads) > _bytes(values):
                 continue
             copied = {}
-            for k in sorted(closure):
-                eqn = equations[k]
-                copies.append(eqn.replace(inputs=[copied.get(a, a) if type(a) is Var else a for a in eqn.inputs],
-                                          outvars=[Var(v.aval) for v in eqn.outvars]))
-                copied.update(zip(eqn.outvars, copies[-1].outvars))
+            copies += region_search.copied([equations[k] for k in sorted(closure)], copied)
             renamed.update((v, copied[v]) for v in values)
             if config.log_fusion:
                 print(f"numax: recomputing {len(values)} values ({_bytes(values)} bytes) from {len(closure)} "
@@ -64,8 +60,7 @@ def recomputed(equations, regions, program_outvars, free=frozenset()):
             continue
         readers = [i for i in sorted(members) if set(region_search.variables(equations[i].inputs)) & renamed.keys()]
         for i in readers:
-            equations[i] = equations[i].replace(inputs=[renamed.get(a, a) if type(a) is Var else a
-                                                        for a in equations[i].inputs])
+            equations[i] = region_search.renamed_inputs(equations[i], renamed)
         copies_of[r] = copies
         placed_before.setdefault(readers[0], []).extend(copies)
     if not copies_of:
@@ -104,25 +99,10 @@ def _bytes(values):
 
 
 def _live(equations, regions, program_outvars):
-    """`equations` without the regions' members whose results nothing reads (a forward kernel's values that its
-    backward kernel now computes itself), and `regions` indexing what is left. Only members go: they are pure."""
-    users = region_search.users_of(equations, program_outvars)
-    producer = {v: i for i, eqn in enumerate(equations) for v in eqn.outvars}
-    candidates = {i for members, _ in regions for i in members}
-    dead, pending = set(), sorted(candidates)
-    while pending:
-        i = pending.pop()
-        if i in dead or any(users.get(v) for v in equations[i].outvars):
-            continue
-        dead.add(i)
-        for a in region_search.variables(equations[i].inputs):
-            users[a].discard(i)
-            if producer.get(a) in candidates:
-                pending.append(producer[a])
-    index, kept = {}, []
-    for i, eqn in enumerate(equations):
-        if i not in dead:
-            index[i] = len(kept)
-            kept.append(eqn)
-    regions = [([index[i] for i in members if i in index], domain) for members, domain in regions]
+    """`equations` without those whose results nothing reads any more (a forward kernel's values that its backward
+    kernel now computes itself), and `regions` indexing what is left."""
+    kept = live_equations(equations, program_outvars)[0]
+    position = {id(eqn): i for i, eqn in enumerate(kept)}
+    regions = [([position[id(equations[i])] for i in members if id(equations[i]) in position], domain)
+               for members, domain in regions]
     return kept, [(members, domain) for members, domain in regions if members]

@@ -1,10 +1,11 @@
 """The search for fusion regions (transforms/fusion.py's): maximal connected, acyclic sets of equations sharing a
 domain (`find_regions`, a union-find over region ids with what each region's outside inputs depend on), the
-dependencies between regions, and the program's equations re-ordered around the fused ones (`ordered`)."""
+dependencies between regions, the program's equations re-ordered around the fused ones (`ordered`), and equations
+renamed or copied onto fresh variables (`renamed_inputs`, `copied`)."""
 
 import heapq
 
-from ..core.ir import Literal
+from ..core.ir import Literal, Var
 
 
 def region_dependencies(equations, regions):
@@ -100,6 +101,21 @@ class _UnionFind:
 
 def variables(atoms):
     return [a for a in atoms if type(a) is not Literal]
+
+
+def renamed_inputs(eqn, renamed):
+    """`eqn` reading `renamed[v]` in place of each input v that `renamed` maps."""
+    return eqn.replace(inputs=[renamed.get(a, a) if type(a) is Var else a for a in eqn.inputs])
+
+
+def copied(equations, renamed):
+    """Copies of `equations` (in order) on fresh result variables, each reading the earlier copies' results and
+    `renamed[v]` for any other input v that `renamed` maps; `renamed` gains each original result -> its copy's."""
+    copies = []
+    for eqn in equations:
+        copies.append(renamed_inputs(eqn, renamed).replace(outvars=[Var(v.aval) for v in eqn.outvars]))
+        renamed.update(zip(eqn.outvars, copies[-1].outvars))
+    return copies
 
 
 def find_regions(equations, domains_of, smallest=2, complete_after=None):

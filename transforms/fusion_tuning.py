@@ -32,6 +32,7 @@ from ..lax.lax_extras import optimization_barrier_p
 from ..lowering import dispatch, xla
 from ..lowering.atomic_file import write_atomically
 from ..lowering.fusion_codegen import kernel_directory
+from . import fusion_regions as region_search
 
 FORMAT = 1  # of the decision files
 COPY_BYTES = 1 << 28  # a timing program's copies together read and write about this much (GPU)
@@ -191,11 +192,7 @@ def replicated(equations, inputs, outputs, copies):
             kept += barred[:len(previous)]
             feed = barred[len(previous):]
         renamed = dict(zip(inputs, feed))
-        for eqn in equations:
-            outvars = [Var(v.aval) for v in eqn.outvars]
-            program_equations.append(eqn.replace(inputs=[renamed.get(a, a) if type(a) is Var else a
-                                                         for a in eqn.inputs], outvars=outvars))
-            renamed.update(zip(eqn.outvars, outvars))
+        program_equations += region_search.copied(equations, renamed)
         results = [renamed.get(v, v) if type(v) is Var else v for v in outputs]
         previous = list(dict.fromkeys(v for v in results if type(v) is Var))
     return ClosedProgram(Program([], invars, kept + results, program_equations), [])
