@@ -25,6 +25,7 @@ from ..lowering import dynamic_shapes
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type, i64_array, tensor_type
 from . import typing as T
+from .reductions import lexicographic_pick
 from .slicing import index_dtype_for_shape
 
 
@@ -300,6 +301,15 @@ _combiners = {
 }
 
 
+def _combined(builder, combiner, args, dtype):
+    """The scatter region's combination of the old and the new value; complex minimum and maximum in
+    lexicographic order, as JAX orders complex numbers (StableHLO's are real-only on XLA's CPU emitters)."""
+    scalar = tensor_type((), dtype)
+    if combiner in ("stablehlo.minimum", "stablehlo.maximum") and dtypes.is_complex(dtype):
+        return lexicographic_pick(builder, args, "LT" if combiner == "stablehlo.minimum" else "GT", dtype)
+    return builder.op1(combiner, args, scalar)
+
+
 def _scatter_lowering(name):
     combiner = _combiners[name][0]
 
@@ -317,7 +327,8 @@ def _scatter_lowering(name):
         if combiner is None:
             region = builder.region([scalar, scalar], lambda inner, args: [args[1]])
         else:
-            region = builder.region([scalar, scalar], lambda inner, args: [inner.op1(combiner, args, scalar)])
+            region = builder.region([scalar, scalar],
+                                    lambda inner, args: [_combined(inner, combiner, args, operand_aval.dtype)])
         fields = [_dims_text("update_window_dims", dn.update_window_dims),
                   _dims_text("inserted_window_dims", dn.inserted_window_dims),
                   _dims_text("input_batching_dims", dn.operand_batching_dims),

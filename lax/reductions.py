@@ -50,7 +50,7 @@ def lower_monoid_reduce(ctx, operand, axes, kind, op_name):
 
     def body(inner, args):
         if kind in ("max", "min") and dtypes.is_complex(dtype):
-            return [_lexicographic_pick(inner, args, "GT" if kind == "max" else "LT", dtype)]
+            return [lexicographic_pick(inner, args, "GT" if kind == "max" else "LT", dtype)]
         return [inner.op1(op_name, args, scalar)]
 
     region = builder.region([scalar, scalar], body)
@@ -58,7 +58,7 @@ def lower_monoid_reduce(ctx, operand, axes, kind, op_name):
                        {"dimensions": i64_array(axes)}, [region])
 
 
-def _lexicographic_pick(builder, args, direction, dtype):
+def lexicographic_pick(builder, args, direction, dtype):
     """Of two complex scalars, the one that compares `direction` by (real, imag), as JAX orders them."""
     a, b = args
     part, pred = tensor_type((), T.complex_to_real(dtype)), tensor_type((), dtypes.bool_)

@@ -19,7 +19,7 @@ from ..core.trace import Tracer, get_aval_of, is_concrete
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type, i64_array, tensor_type
 from . import typing as T
-from .reductions import identity_of, reduce_sum
+from .reductions import identity_of, lexicographic_pick, reduce_sum
 
 __all__ = [
     "PaddingType", "padtype_to_pads", "reduce_window", "reduce_window_shape_tuple",
@@ -125,6 +125,8 @@ def lower_reduce_window(ctx, operand, init, kind, window_dimensions, window_stri
             return lower_program_body(ctx.module, inner, kind.program, kind.consts, args)
         if kind == "logaddexp":
             return [_logaddexp(inner, args[0], args[1], dtype)]
+        if kind in ("max", "min") and dtypes.is_complex(dtype):
+            return [lexicographic_pick(inner, args, "GT" if kind == "max" else "LT", dtype)]
         op_name = _combiners[kind]
         if dtype == dtypes.bool_ and kind in ("add", "mul"):
             op_name = "stablehlo.or" if kind == "add" else "stablehlo.and"

@@ -87,6 +87,17 @@ def test_reduce_window_with_a_traced_computation(rng):
     assert "computation={ lambda" in text and "mul" in text
 
 
+@pytest.mark.parametrize("computation", ["max", "min"])
+def test_complex_window_max_and_min_order_lexicographically_as_jax(computation):
+    # ties on the real part decide by the imaginary one; the window's init takes part like any element
+    x = np.array([[1 + 2j, 3j, 1 - 1j, 2 + 0j], [1 + 5j, -1j, 2 - 1j, 0j]], np.complex64)
+    init = np.array(1 + 0j, np.complex64)
+    expected = jax.lax.reduce_window(x, init, getattr(jax.lax, computation), (2, 2), (1, 1), "SAME")
+    for result in eager_and_jit(lambda x: lax.reduce_window(x, init, getattr(lax, computation), (2, 2), (1, 1),
+                                                            "SAME"), x):
+        np.testing.assert_array_equal(np.asarray(result), np.asarray(expected))
+
+
 def test_reduce_window_bool_max():
     x = np.array([[True, False, False, False], [False, False, True, False]])
     assert_close(lax.reduce_window_max(x, (1, 2), (1, 2)), np.array([[True, False], [False, True]]))
