@@ -208,6 +208,18 @@ class Config:
                 local[attribute] = previous
             self._count_override(-1)
 
+    def thread_overrides(self):
+        """The calling thread's overrides ({attribute: value}), for work it hands to other threads."""
+        return dict(self._thread.__dict__)
+
+    @contextlib.contextmanager
+    def overridden(self, overrides):
+        """The `thread_overrides()` of another thread, set for the calling thread for the duration of the block."""
+        with contextlib.ExitStack() as stack:
+            for attribute, value in overrides.items():
+                stack.enter_context(self.override(attribute, value))
+            yield
+
     def _count_override(self, change):
         with self._overrides_lock:
             self._overrides_active += change

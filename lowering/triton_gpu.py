@@ -30,7 +30,7 @@ from . import xla
 from .fusion_codegen import GENERATED_MODULE_PREFIX
 from .stablehlo import aval_type, mlir_string, output_operand_alias, row_major_layout
 from .triton_cache import KernelCache
-from .triton_signature import TRITON_LANGUAGE_LOCK, resolve_grid, resolve_zeroed, unwrap_kernel
+from .triton_signature import TRITON_LANGUAGE, resolve_grid, resolve_zeroed, unwrap_kernel
 
 # Triton's names of element types (pointer targets and scalars).
 _TRITON_TYPES = {
@@ -172,7 +172,7 @@ def compile_kernel(kernel, arg_types, metaparams, *, num_warps, num_stages, num_
         if num_ctas > 1 and compute_capability < 90:
             raise ValueError(f"num_ctas > 1 needs compute capability 9.0 or newer, not {compute_capability}")
         source = ASTSource(kernel, signature, constexprs, attrs)
-        with TRITON_LANGUAGE_LOCK, _line_info(line_info):  # not while the interpreter has triton.language patched
+        with TRITON_LANGUAGE.compiling(("line info", line_info), lambda: _line_info(line_info)):
             compiled = triton.compile(source, target=GPUTarget("cuda", compute_capability, 32), options=options)
         metadata = compiled.metadata
         if getattr(metadata, "profile_scratch_size", 0):

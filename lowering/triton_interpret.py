@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 
-from .triton_signature import TRITON_LANGUAGE_LOCK, check_signature, unwrap_kernel
+from .triton_signature import TRITON_LANGUAGE, check_signature, unwrap_kernel
 
 # The interpreted form of each @triton.jit function seen (kernels and the helpers they call), keyed by its Python
 # function; Triton itself caches the rewritten source per Python function for the life of the process.
@@ -140,7 +140,8 @@ def run_interpreted(kernel, call_args, out_avals, *, grid, metaparams, input_out
     check_signature(jit_function, len(call_args), len(outputs), constexprs, kernel_name)
     from triton.runtime.errors import InterpreterError
 
-    with TRITON_LANGUAGE_LOCK, _language_patches_undone(), _interpreter_debug(debug), _jit_helpers_interpreted():
+    with (TRITON_LANGUAGE.interpreting(), _language_patches_undone(), _interpreter_debug(debug),
+          _jit_helpers_interpreted()):
         try:
             _interpreted(jit_function).run(*positional, grid=grid, warmup=False, **constexprs)
         except Exception as error:
@@ -241,7 +242,8 @@ def _resolve_wrappers(wrappers, jit_function, positional, metaparams, kernel_nam
 
 
 def _interpreted(jit_function):
-    """The interpreted form of a @triton.jit function, made once (callers hold TRITON_LANGUAGE_LOCK)."""
+    """The interpreted form of a @triton.jit function, made once (callers hold an interpreting turn of
+    TRITON_LANGUAGE)."""
     from triton.runtime.interpreter import InterpretedFunction
 
     if isinstance(jit_function, InterpretedFunction):
@@ -258,9 +260,9 @@ def _jit_helpers_interpreted():
     """Makes @triton.jit helpers that an interpreted kernel calls run interpreted too.
 
     Decorated without TRITON_INTERPRET=1, a helper is a JITFunction, whose `__call__` refuses to run outside a
-    compiled kernel; the interpreter calls it as plain Python. For the run (under TRITON_LANGUAGE_LOCK) the call
-    goes to the helper's interpreted form instead, wherever the kernel found the helper (globals, a module
-    attribute, a closure).
+    compiled kernel; the interpreter calls it as plain Python. For the run (an interpreting turn of
+    TRITON_LANGUAGE) the call goes to the helper's interpreted form instead, wherever the kernel found the helper
+    (globals, a module attribute, a closure).
     """
     from triton.runtime.jit import JITFunction
 

@@ -3,15 +3,64 @@ its triton.autotune / triton.heuristics wrappers, whether a call's arguments fit
 when a call is traced, so that a mistake names the kernel and its parameters instead of failing in a launch), and
 the launch grid and zeroed outputs a call resolves to (the same for the GPU and the interpreter)."""
 
+import collections
+import contextlib
 import inspect
 import threading
 
 import numpy as np
 
-# Triton's interpreter keeps its state in module globals and patches triton.language while it runs, so
-# interpreted runs (from XLA's callback threads) take turns, and compiling a kernel for a GPU (which reads
-# triton.language) waits for them: both hold this lock.
-TRITON_LANGUAGE_LOCK = threading.Lock()
+_INTERPRETING = object()
+
+
+class LanguageTurns:
+    """Turns at triton.language. Triton's interpreter keeps its state in module globals and patches
+    triton.language while it runs, so an interpreted run (from XLA's callback threads) goes alone; compiles for a
+    GPU go together (Triton's compiler releases the GIL in its passes and runs ptxas in a process of its own),
+    all under one setting of Triton's process-wide knobs: `setting` (a context manager) is entered by the first
+    compile of a turn and left by its last one. Who waits for another kind of turn holds newcomers back, so
+    neither kind starves."""
+
+    def __init__(self):
+        self._changed = threading.Condition()
+        self._kind = None  # the turn under way: a key of `compiling`, or _INTERPRETING
+        self._users = 0
+        self._left = None  # how the turn's setting is left (an ExitStack)
+        self._waiting = collections.Counter()
+
+    def interpreting(self):
+        return self._turn(_INTERPRETING, contextlib.nullcontext)
+
+    def compiling(self, kind, setting):
+        """A turn among compiles of `kind` (hashable: compiles of one kind share `setting()`)."""
+        return self._turn(kind, setting)
+
+    @contextlib.contextmanager
+    def _turn(self, kind, setting):
+        with self._changed:
+            self._waiting[kind] += 1
+            self._changed.wait_for(lambda: self._users == 0 or (
+                kind is not _INTERPRETING and kind == self._kind and self._waiting.total() == self._waiting[kind]))
+            self._waiting[kind] -= 1
+            if self._users == 0:
+                left = contextlib.ExitStack()
+                left.enter_context(setting())
+                self._kind, self._left = kind, left
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._users -= 1
+                if self._users == 0:
+                    left, self._left, self._kind = self._left, None, None
+                    try:
+                        left.close()
+                    finally:
+                        self._changed.notify_all()
+
+
+TRITON_LANGUAGE = LanguageTurns()
 
 
 def unwrap_kernel(kernel):

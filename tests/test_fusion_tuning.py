@@ -181,3 +181,27 @@ def test_the_autotune_flag():
         assert not fusion_tuning.should_tune("gpu")
     finally:
         numax.config.update("numax_fusion_autotune", "auto")
+
+
+def test_a_regions_programs_compile_side_by_side_under_the_callers_configuration(monkeypatch):
+    # the candidates' and XLA's timing programs compile in threads (XLA and Triton release the GIL there), each
+    # seeing the tuning thread's own settings; the timing then runs in the caller's thread, in the scripted order
+    import threading
+
+    compiled_in = []
+    original = dispatch.compile_program
+
+    def recording(closed, *args, **kwargs):
+        compiled_in.append((threading.current_thread().name, numax.config.read("jax_numpy_rank_promotion")))
+        return original(closed, *args, **kwargs)
+
+    monkeypatch.setattr(dispatch, "compile_program", recording)
+    closed = numax.make_jaxpr(chain)(X)
+    timer = ScriptedTimer(3e-6, 1e-6, 5e-6, *whole(1e-6, 9e-6))
+    with numax.numpy_rank_promotion("warn"):
+        fused, (kernel,) = fuse_with_kernels(closed, "cpu", tuner=tuner(timer))
+    assert (kernel.block, kernel.num_warps) == (2048, 8)
+    assert len(compiled_in) == 3 + 2  # two candidates and XLA's region, then the whole program both ways
+    assert all(name.startswith("numax-fusion-tuning") for name, _ in compiled_in)
+    assert {promotion for _, promotion in compiled_in} == {"warn"}
+    assert numax.config.read("jax_numpy_rank_promotion") == "allow"

@@ -7,6 +7,7 @@ bench/gpu_triton_check.py."""
 import importlib.util
 import json
 import os
+import time
 import zlib
 
 import numpy as np
@@ -354,3 +355,71 @@ def test_fused_kernels_compile_without_line_info_and_user_kernels_with_it(cache)
                                         num_ctas=1, compute_capability=SM90, line_info=False)
     assert ".loc" in with_lines.ptx and ".loc" not in without.ptx and len(without.ptx) < len(with_lines.ptx)
     assert not triton.knobs.compilation.disable_line_info  # the knob is back as it was
+
+
+def test_compiles_from_threads_each_get_the_line_info_they_ask_for(cache):
+    # compiles of one setting share a turn; the other setting waits for it (Triton's knob is process-wide)
+    from concurrent.futures import ThreadPoolExecutor
+
+    def compiled(index):
+        line_info = index % 2 == 0
+        return line_info, triton_gpu.compile_kernel(add_kernel, ADD_TYPES, {"BLOCK": 64 << (index // 2)},
+                                                    num_warps=4, num_stages=3, num_ctas=1, compute_capability=SM90,
+                                                    line_info=line_info)
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(compiled, range(6)))
+    assert [(".loc" in kernel.ptx) for _, kernel in results] == [line_info for line_info, _ in results]
+    assert not triton.knobs.compilation.disable_line_info
+
+
+def test_language_turns_share_compiles_of_one_kind_and_keep_the_interpreter_alone():
+    import contextlib
+    import threading
+
+    from numax.lowering.triton_signature import LanguageTurns
+
+    turns, events, log = LanguageTurns(), {}, []
+
+    @contextlib.contextmanager
+    def setting(name):
+        log.append(f"enter {name}")
+        yield
+        log.append(f"leave {name}")
+
+    def hold(kind, name, entered, release):
+        context = turns.interpreting() if kind is None else turns.compiling(kind, lambda: setting(name))
+        with context:
+            log.append(f"in {name}")
+            entered.set()
+            release.wait(10)
+
+    def start(kind, name):
+        entered, release = threading.Event(), threading.Event()
+        thread = threading.Thread(target=hold, args=(kind, name, entered, release))
+        thread.start()
+        events[name] = (entered, release, thread)
+        return entered
+
+    assert start("a", "a1").wait(10) and start("a", "a2").wait(10)  # one kind: side by side
+    assert log == ["enter a1", "in a1", "in a2"]  # the turn's setting, entered once
+    interpreter, other = start(None, "interpreter"), start("b", "b1")
+    assert not start("a", "a3").wait(0.2)  # others wait: no newcomer joins the turn under way
+    assert not interpreter.is_set() and not other.is_set()
+    for name in ("a1", "a2"):
+        events[name][1].set()
+        events[name][2].join(10)
+    waiting = ["interpreter", "b1", "a3"]  # three kinds: one at a time, in whatever order they wake
+    while waiting:
+        for _ in range(1000):
+            inside = [name for name in waiting if events[name][0].is_set()]
+            if inside:
+                break
+            time.sleep(0.01)
+        assert len(inside) == 1
+        events[inside[0]][1].set()
+        events[inside[0]][2].join(10)
+        waiting.remove(inside[0])
+    assert log.count("in interpreter") == 1 and log.count("enter b1") == log.count("leave b1") == 1
+    # a1's setting was left by the turn's last compile, before any other turn began
+    assert log[:4] == ["enter a1", "in a1", "in a2", "leave a1"]

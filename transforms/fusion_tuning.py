@@ -95,8 +95,10 @@ class RegionTuner:
         if remembered is not None:
             return remembered
         buffers = self.random_buffers(inputs)
-        kernel_us = tuple(self.time(candidate, inputs, outputs, buffers) for candidate in candidates)
-        xla_us = self.time(members, inputs, outputs, buffers)
+        *kernels, xla_code = self.timed_all([(program, inputs, outputs) for program in [*candidates, members]],
+                                            buffers)
+        kernel_us = tuple(timed() for timed in kernels)
+        xla_us = xla_code()
         best = min(range(len(candidates)), key=kernel_us.__getitem__)
         decision = Decision(best if kernel_us[best] < MARGIN * xla_us else None, kernel_us, xla_us)
         _decisions.put(key, decision)
@@ -119,8 +121,8 @@ class RegionTuner:
                       for v, value in zip(program.constvars, original.consts)]
             buffers = consts + self.random_buffers(program.invars)
             copies = max(1, min(_copies(inputs, program.outvars), WHOLE_PROGRAM_EQUATIONS // len(program.equations)))
-            timed = [self.timed(p.equations, p.constvars + p.invars, p.outvars, buffers, copies)
-                     for p in (fused.program, program)]
+            timed = self.timed_all([(p.equations, p.constvars + p.invars, p.outvars) for p in (fused.program, program)],
+                                   buffers, copies)
             times = [min(turns) for turns in zip(*([measure() for measure in timed]
                                                    for _ in range(WHOLE_PROGRAM_TURNS)))]
             decision = Decision(0 if times[0] < MARGIN * times[1] else None, (times[0],), times[1])
@@ -136,9 +138,22 @@ class RegionTuner:
         rng = np.random.default_rng(0)
         return [dispatch.to_buffer(sample(v.aval, rng), v.aval, self.backend, self.device) for v in variables]
 
-    def time(self, equations, inputs, outputs, buffers, copies=None):
-        """Microseconds per run of `equations` on the device `buffers` of `inputs` (the best of a few rounds)."""
-        return self.timed(equations, inputs, outputs, buffers, copies)()
+    def timed_all(self, programs, buffers, copies=None):
+        """`timed` for each (equations, inputs, outputs) of `programs`, all on `buffers`: their compiles (XLA's
+        and Triton's, which release the GIL) run side by side in threads, each under the calling thread's
+        configuration; the timing itself is left to the caller, one program at a time."""
+        overrides = config.thread_overrides()
+
+        def timed(program):
+            with config.overridden(overrides):
+                return self.timed(*program, buffers, copies)
+
+        if len(programs) == 1:
+            return [timed(programs[0])]
+        from concurrent.futures import ThreadPoolExecutor  # (imported by tuning only)
+
+        with ThreadPoolExecutor(min(len(programs), os.cpu_count() or 1), "numax-fusion-tuning") as pool:
+            return list(pool.map(timed, programs))
 
     def timed(self, equations, inputs, outputs, buffers, copies=None):
         """A function timing `equations` (compiled once, here) on `buffers`: microseconds per run."""
