@@ -52,6 +52,11 @@ class ExtendedDType(abc.ABC):
     @abc.abstractmethod
     def type(self): ...
 
+    def abstract_array(self, struct):
+        """What stands for an array of this dtype known only by its type (`struct`, a ShapeDtypeStruct given to
+        jit's `trace`/`lower` or `eval_shape`): a pytree of ShapeDtypeStructs of ordinary dtypes."""
+        raise TypeError(f"no abstract array of the extended dtype {self} can stand for {struct}")
+
 
 def has_extended_dtype(value) -> bool:
     """True for a value whose dtype is an extended one (an array of typed PRNG keys)."""

@@ -482,3 +482,51 @@ def test_multivariate_normal_matches_jax(method):
         xr.multivariate_normal(xr.PRNGKey(1), mean, cov, method="lu")
     with pytest.raises(ValueError, match="cov.shape"):
         xr.multivariate_normal(xr.PRNGKey(1), mean, cov[:2, :2])
+
+
+# Functions that move keys around without computing, as jax applies them to typed key arrays: (name, call on a
+# (2, 3) key array given the numpy namespace).
+_KEY_MOVES = {
+    "reshape": lambda np_, k: np_.reshape(k, (3, 2)), "ravel": lambda np_, k: np_.ravel(k),
+    "transpose": lambda np_, k: np_.transpose(k), "swapaxes": lambda np_, k: np_.swapaxes(k, 0, -1),
+    "moveaxis": lambda np_, k: np_.moveaxis(k[None], 0, -1), "expand_dims": lambda np_, k: np_.expand_dims(k, -1),
+    "squeeze": lambda np_, k: np_.squeeze(k[:1], 0), "broadcast_to": lambda np_, k: np_.broadcast_to(k[0], (4, 3)),
+    "tile": lambda np_, k: np_.tile(k, (2, 1)), "repeat": lambda np_, k: np_.repeat(k, 2, axis=1),
+    "flip": lambda np_, k: np_.flip(k, -1), "rot90": lambda np_, k: np_.rot90(k),
+    "roll": lambda np_, k: np_.roll(k, 1, axis=1), "split": lambda np_, k: np_.split(k, 3, axis=-1),
+    "unstack": lambda np_, k: np_.unstack(k, axis=1), "take": lambda np_, k: np_.take(k, np.array([2, 0]), axis=1),
+    "methods": lambda np_, k: [k.T, k.reshape(6), k.reshape(3, 2), k.ravel(), k.flatten(), k[None].squeeze(),
+                               k.swapaxes(0, 1), k.transpose(1, 0), k.take(4), k.copy()],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_KEY_MOVES))
+def test_key_arrays_move_like_arrays_as_in_jax(name):
+    move = _KEY_MOVES[name]
+    theirs = move(jax.numpy, jax.random.split(jax.random.key(3), 6).reshape(2, 3))
+    expected = [np.asarray(jax.random.key_data(k)) for k in jax.tree_util.tree_leaves(theirs)]
+    keys = xr.split(xr.key(3), 6).reshape(2, 3)
+    for ours in (move(numax.numpy, keys), numax.jit(functools.partial(move, numax.numpy))(keys)):
+        leaves = numax.tree_util.tree_leaves(ours)
+        assert all(k.dtype == keys.dtype for k in leaves)  # typed keys still
+        assert [np.asarray(xr.key_data(k)).tolist() for k in leaves] == [e.tolist() for e in expected]
+
+
+def test_key_arrays_itemsize_and_placement_as_in_jax():
+    theirs, ours = jax.random.split(jax.random.key(0), 6), xr.split(xr.key(0), 6)
+    assert (ours.itemsize, ours.nbytes, ours.committed) == (theirs.itemsize, theirs.nbytes, theirs.committed)
+    assert ours.device == numax.devices()[0] and ours.devices() == {numax.devices()[0]}
+    with pytest.raises(numax.errors.ConcretizationTypeError):
+        numax.jit(lambda k: k.device)(ours)
+
+
+def test_a_key_dtype_struct_stands_for_key_arrays_in_lower_and_eval_shape():
+    keys = xr.split(xr.key(1), 3)
+    struct = numax.ShapeDtypeStruct((3,), keys.dtype)
+    compiled = numax.jit(lambda k: xr.uniform(k[0], (2,))).lower(struct).compile()
+    expected = jax.random.uniform(jax.random.split(jax.random.key(1), 3)[0], (2,))
+    np.testing.assert_array_equal(np.asarray(compiled(keys)), np.asarray(expected))
+    out = numax.eval_shape(lambda k, x: (xr.split(k[0], 4), x * 2), struct, numax.ShapeDtypeStruct((2,), np.float32))
+    assert out[0] == numax.ShapeDtypeStruct((4,), keys.dtype) and out[1].shape == (2,)
+    with pytest.raises(TypeError):  # the compiled program takes keys, not their raw data
+        compiled(xr.key_data(keys))

@@ -595,6 +595,25 @@ def test_random_keys_along_axis_1_and_batched_data():
     np.testing.assert_array_equal(np.asarray(actual), np.asarray(expected))
 
 
+@pytest.mark.parametrize("in_axes,out_axes", [(-1, -1), (-2, 0), (1, -2)])
+def test_typed_key_arrays_map_along_their_own_axes_negative_ones_too(in_axes, out_axes):
+    # a key array's key words are no axis of it: -1 is its last axis of keys, in and out
+    def split_each(random):
+        return lambda keys: random.split(keys[0], 4)  # keys: the (2,) or (3,) keys of one mapped slice
+
+    theirs = jax.vmap(split_each(jax.random), in_axes=in_axes, out_axes=out_axes)(
+        jax.random.split(jax.random.key(1), 6).reshape(2, 3))
+    ours = numax.vmap(split_each(numax.random), in_axes=in_axes, out_axes=out_axes)(
+        numax.random.split(numax.random.key(1), 6).reshape(2, 3))
+    np.testing.assert_array_equal(np.asarray(numax.random.key_data(ours)), np.asarray(jax.random.key_data(theirs)))
+    keys = numax.random.split(numax.random.key(2), 6).reshape(2, 3)
+    uniform = numax.vmap(numax.vmap(numax.random.uniform), in_axes=-1)(keys)
+    expected = jax.vmap(jax.vmap(jax.random.uniform), in_axes=-1)(jax.random.split(jax.random.key(2), 6).reshape(2, 3))
+    np.testing.assert_array_equal(np.asarray(uniform), np.asarray(expected))
+    with pytest.raises(ValueError, match="along axis 2, which implies that its rank should be at least 3"):
+        numax.vmap(numax.random.uniform, in_axes=2)(keys)
+
+
 # --- custom rules closing over batched values -------------------------------------------------------------
 def _closing_over(api, kind):
     """A custom function defined inside the vmapped function, closing over its batched argument `c`."""

@@ -392,6 +392,8 @@ class PjitFunction(native_dispatch.CachedCall):
 
     def trace_program(self, args, kwargs):
         """Traces for these arguments: (Program, consts, in_tree, out_tree, static, donated mask)."""
+        args, kwargs = tree.tree_map(_standing_for_extended, (args, kwargs),
+                                     is_leaf=lambda leaf: isinstance(leaf, ShapeDtypeStruct))
         dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
         leaves, in_tree = tree.tree_flatten((dynamic_args, dynamic_kwargs))
         in_avals = [leaf.aval if isinstance(leaf, Tracer) else _leaf_aval(leaf, leaf_signature(leaf))
@@ -802,6 +804,13 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
         return closed
 
     return make
+
+
+def _standing_for_extended(leaf):
+    """A ShapeDtypeStruct of an extended dtype (typed keys) as what stands for such arrays; other leaves as they are."""
+    if isinstance(leaf, ShapeDtypeStruct) and isinstance(leaf.dtype, dtypes.ExtendedDType):
+        return leaf.dtype.abstract_array(leaf)
+    return leaf
 
 
 def eval_shape(fun, *args, **kwargs):

@@ -11,6 +11,7 @@ import functools
 import inspect
 
 from ..core import pytree as tree
+from ..core.dtypes import has_extended_dtype
 from ..core.primitives import batching_rules
 from ..core.trace import Trace, Tracer, full_lower, get_aval_of, new_main, trace_state
 from ..lax.batching import batch_at
@@ -135,8 +136,25 @@ def _axes_of_leaves(axes, args, what, transform="vmap"):
         if axis is not None and not isinstance(axis, int):
             raise TypeError(f"{transform} {what} must be an int, None, or (nested) container with those types as "
                             f"leaves, but got {axis!r}")
-        result += [axis] * len(tree.tree_leaves(subtree))
+        for value in tree.tree_leaves(subtree, is_leaf=has_extended_dtype):
+            result += [_axis_of_data(axis, value, transform, what)] * len(tree.tree_leaves(value))
     return result
+
+
+def _axis_of_data(axis, value, transform, what):
+    """`axis` of `value` as an axis of the arrays it flattens to: a typed PRNG key array is its key data, whose
+    trailing axis of key words is no axis of the keys (a negative axis counts from the keys' last one)."""
+    if axis is None or not has_extended_dtype(value):
+        return axis
+    rank = len(value.shape) + (what == "out_axes")  # an output's axis places the batch among its axes
+    if not -rank <= axis < rank and what == "out_axes":
+        raise ValueError(f"{transform} out_axes: axis {axis} is out of bounds for an output of dimension {rank} (the "
+                         "batch included)")
+    if not -rank <= axis < rank:
+        raise ValueError(f"{transform} was requested to map its argument along axis {axis}, which implies that its "
+                         f"rank should be at least {axis + 1 if axis >= 0 else -axis}, but is only {rank} (its shape "
+                         f"is {tuple(value.shape)})")
+    return axis - 1 if axis < 0 else axis
 
 
 def _mapped_size(leaves, axes, argument_names, transform="vmap"):

@@ -14,6 +14,7 @@ from numax.core.avals import symbolic_dim_types
 from numax.core.errors import ConcretizationTypeError
 from numax.core.trace import Tracer
 
+from ._shape import keys_moved_like_arrays
 from ._util import shape, to_array
 
 
@@ -170,6 +171,7 @@ def getitem(a, index):
     return advanced_getitem(a, indices)
 
 
+@keys_moved_like_arrays
 def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indices_are_sorted=False,
          fill_value=None):
     """Elements of `a` at `indices` along `axis` (see `_take.take`)."""

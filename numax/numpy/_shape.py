@@ -2,12 +2,14 @@
 concatenate/stack and friends, split, tile, repeat, flip, roll, broadcast_to, atleast_nd."""
 
 import builtins
+import functools
 import math
 
 import numpy as np
 
 from numax import lax
 from numax.core.dtypes import has_extended_dtype
+from numax.core.pytree import tree_map
 from numax.core.trace import Tracer, concrete_or_error
 
 from ._util import (
@@ -20,6 +22,25 @@ from ._util import (
     shape,
     to_array,
 )
+
+
+def keys_moved_like_arrays(function):
+    """`function`, which moves, copies or drops an array's elements but computes none (reshape, transpose, flip,
+    split, ...), also for a typed PRNG key array as its first argument, as in jax: applied to the keys' data
+    vmapped over its trailing axis of key words (so axes and shapes mean the keys' own), its results wrapped as keys
+    again."""
+
+    @functools.wraps(function)
+    def on_keys_too(a, *args, **kwargs):
+        if not has_extended_dtype(a):
+            return function(a, *args, **kwargs)
+        from numax import random  # (numax.random builds on numax.numpy)
+        from numax.transforms.vmap import vmap
+
+        moved = vmap(lambda words: function(words, *args, **kwargs), in_axes=-1, out_axes=-1)(random.key_data(a))
+        return tree_map(random.wrap_key_data, moved)
+
+    return on_keys_too
 
 
 def _resolve_shape(new_shape, size):
@@ -40,6 +61,7 @@ def _resolve_shape(new_shape, size):
     return tuple(new_shape)
 
 
+@keys_moved_like_arrays
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     if shape is None:
         shape = newshape
@@ -61,10 +83,12 @@ def _as_array(x):
     return materialize(x)
 
 
+@keys_moved_like_arrays
 def ravel(a, order="C"):
     return reshape(a, (-1,), order=order)
 
 
+@keys_moved_like_arrays
 def transpose(a, axes=None):
     a = to_array(a)
     rank = len(shape(a))
@@ -76,10 +100,12 @@ def transpose(a, axes=None):
     return _as_array(lax.transpose(a, axes))
 
 
+@keys_moved_like_arrays
 def permute_dims(a, axes):
     return transpose(a, axes)
 
 
+@keys_moved_like_arrays
 def matrix_transpose(x):
     rank = len(shape(x))
     if rank < 2:
@@ -87,6 +113,7 @@ def matrix_transpose(x):
     return swapaxes(x, -1, -2)
 
 
+@keys_moved_like_arrays
 def swapaxes(a, axis1, axis2):
     rank = len(shape(a))
     perm = list(range(rank))
@@ -95,6 +122,7 @@ def swapaxes(a, axis1, axis2):
     return transpose(a, perm)
 
 
+@keys_moved_like_arrays
 def moveaxis(a, source, destination):
     rank = len(shape(a))
     source = [canonicalize_axis(s, rank) for s in (source if isinstance(source, (tuple, list)) else [source])]
@@ -108,6 +136,7 @@ def moveaxis(a, source, destination):
     return transpose(a, order)
 
 
+@keys_moved_like_arrays
 def rollaxis(a, axis, start=0):
     rank = len(shape(a))
     axis = canonicalize_axis(axis, rank)
@@ -117,12 +146,14 @@ def rollaxis(a, axis, start=0):
     return moveaxis(a, axis, start)
 
 
+@keys_moved_like_arrays
 def expand_dims(a, axis):
     a = to_array(a)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     return _as_array(lax.expand_dims(a, axes))
 
 
+@keys_moved_like_arrays
 def squeeze(a, axis=None):
     a = to_array(a)
     a_shape = shape(a)
@@ -264,26 +295,32 @@ def _split(ary, indices_or_sections, axis, strict):
     return [slice_along(ary, axis, start, builtins.max(start, stop)) for start, stop in zip(points[:-1], points[1:])]
 
 
+@keys_moved_like_arrays
 def split(ary, indices_or_sections, axis=0):
     return _split(ary, indices_or_sections, axis, strict=True)
 
 
+@keys_moved_like_arrays
 def array_split(ary, indices_or_sections, axis=0):
     return _split(ary, indices_or_sections, axis, strict=False)
 
 
+@keys_moved_like_arrays
 def hsplit(ary, indices_or_sections):
     return split(ary, indices_or_sections, axis=1 if len(shape(ary)) > 1 else 0)
 
 
+@keys_moved_like_arrays
 def vsplit(ary, indices_or_sections):
     return split(ary, indices_or_sections, axis=0)
 
 
+@keys_moved_like_arrays
 def dsplit(ary, indices_or_sections):
     return split(ary, indices_or_sections, axis=2)
 
 
+@keys_moved_like_arrays
 def broadcast_to(array, shape):
     array = to_array(array)
     target = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(index_dims(shape))
@@ -303,6 +340,7 @@ def broadcast_arrays(*args):
     return [broadcast_to(a, target) for a in args]
 
 
+@keys_moved_like_arrays
 def tile(A, reps):
     A = to_array(A)
     reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
@@ -317,6 +355,7 @@ def tile(A, reps):
     return _as_array(lax.reshape(expanded, [r * d for r, d in zip(reps, a_shape)]))
 
 
+@keys_moved_like_arrays
 def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     a = to_array(a)
     if axis is None:
@@ -340,20 +379,24 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     return take(a, index, axis=axis)
 
 
+@keys_moved_like_arrays
 def flip(m, axis=None):
     m = to_array(m)
     axes = canonicalize_axes(axis, len(shape(m)))
     return _as_array(lax.rev(m, axes))
 
 
+@keys_moved_like_arrays
 def fliplr(m):
     return flip(m, 1)
 
 
+@keys_moved_like_arrays
 def flipud(m):
     return flip(m, 0)
 
 
+@keys_moved_like_arrays
 def rot90(m, k=1, axes=(0, 1)):
     k = k % 4
     ax0, ax1 = axes
@@ -368,6 +411,7 @@ def rot90(m, k=1, axes=(0, 1)):
     return flip(transpose(m, perm), ax1)
 
 
+@keys_moved_like_arrays
 def roll(a, shift, axis=None):
     """numpy's roll. A traced shift (under jit or vmap) rolls with one dynamic slice of the axis doubled."""
     a = to_array(a)
@@ -511,6 +555,7 @@ def trim_zeros(filt, trim="fb"):
     return slice_along(to_array(filt), 0, int(start), int(builtins.max(start, stop)))
 
 
+@keys_moved_like_arrays
 def unstack(x, /, *, axis=0):
     """The slices of `x` along `axis`, as a tuple (the array API's unstack)."""
     from ._indexing import slice_along

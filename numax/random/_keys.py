@@ -15,6 +15,7 @@ from numax._api_extras import typeof_handlers
 from numax.core import array_type, dtypes
 from numax.core.avals import ShapedArray
 from numax.core.config import config
+from numax.core.errors import ConcretizationTypeError
 from numax.core.pytree import register_pytree_node
 from numax.core.pytree_user import register_user_leaf
 from numax.core.trace import Tracer, get_aval_of
@@ -123,6 +124,10 @@ class KeyDType(dtypes.ExtendedDType):
     def __hash__(self):
         return hash("key<fry>")
 
+    def abstract_array(self, struct):
+        """Keys of `struct`'s shape over a struct of their uint32 key data."""
+        return PRNGKeyArray(ShapeDtypeStruct(tuple(struct.shape) + (2,), uint32, sharding=struct.sharding))
+
 
 threefry_key_dtype = KeyDType()
 
@@ -215,6 +220,64 @@ class PRNGKeyArray:
         return equal if equal is NotImplemented else ~equal
 
     __hash__ = None
+
+    # --- as jax's key arrays: what moves keys around, and their placement ---------------------------------
+    itemsize = property(lambda self: 8)  # two uint32 words
+    nbytes = property(lambda self: self.size * 8)
+    T = property(lambda self: self.transpose())
+
+    def reshape(self, *shape, order="C"):
+        from numax import numpy as xnp
+
+        return xnp.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+
+    def ravel(self, order="C"):
+        from numax import numpy as xnp
+
+        return xnp.ravel(self, order)
+
+    flatten = ravel
+
+    def squeeze(self, axis=None):
+        from numax import numpy as xnp
+
+        return xnp.squeeze(self, axis)
+
+    def swapaxes(self, axis1, axis2):
+        from numax import numpy as xnp
+
+        return xnp.swapaxes(self, axis1, axis2)
+
+    def transpose(self, *axes):
+        from numax import numpy as xnp
+
+        return xnp.transpose(self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes or None)
+
+    def take(self, indices, axis=None, **kwargs):
+        from numax import numpy as xnp
+
+        return xnp.take(self, indices, axis=axis, **kwargs)
+
+    def copy(self):
+        return PRNGKeyArray(self._data.copy() if hasattr(self._data, "copy") else self._data)
+
+    def _placed(self, what):
+        if isinstance(self._data, Tracer):
+            raise ConcretizationTypeError(self._data, f"the {what} of a traced key array")
+        return getattr(self._data, what)
+
+    device = property(lambda self: self._placed("device"))
+    sharding = property(lambda self: self._placed("sharding"))
+    committed = property(lambda self: self._placed("committed"))
+
+    def devices(self):
+        return self._placed("devices")()
+
+    def delete(self):
+        self._placed("delete")()
+
+    def is_deleted(self):
+        return self._placed("is_deleted")()
 
     def block_until_ready(self):
         if hasattr(self._data, "block_until_ready"):
