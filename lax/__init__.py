@@ -6,6 +6,7 @@ the end).
 """
 
 from ..core.lazy_imports import defer_imports as _defer_imports
+from .conversions import bitcast_convert_type, convert_element_type, reduce_precision  # noqa: F401
 from .elementwise import (  # noqa: F401
     RoundingMethod,
     abs,
@@ -17,7 +18,6 @@ from .elementwise import (  # noqa: F401
     atan,
     atan2,
     atanh,
-    bitcast_convert_type,
     bitwise_and,
     bitwise_not,
     bitwise_or,
@@ -28,7 +28,6 @@ from .elementwise import (  # noqa: F401
     clz,
     complex,
     conj,
-    convert_element_type,
     cos,
     cosh,
     digamma,
@@ -62,7 +61,6 @@ from .elementwise import (  # noqa: F401
     population_count,
     pow,
     real,
-    reduce_precision,
     rem,
     round,
     rsqrt,

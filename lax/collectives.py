@@ -319,7 +319,7 @@ def _bind_over_leaves(primitive, x, axis_name, axis_index_groups, prepare=None):
 
 def _bools_as_int32(x):
     # JAX sums booleans as int32 (psum(True, 'i') is the axis size).
-    from .elementwise import convert_element_type
+    from .conversions import convert_element_type
     from .shapes import as_array
 
     x = as_array(x)
@@ -363,7 +363,8 @@ def pmin(x, axis_name, *, axis_index_groups=None):
 
 def pmean(x, axis_name, *, axis_index_groups=None):
     """The mean of `x` (a pytree of arrays) over the named axis (or tuple of axes); integers give floats."""
-    from .elementwise import convert_element_type, div, scalar_like
+    from .conversions import convert_element_type
+    from .elementwise import div, scalar_like
 
     # Within index groups, the size of the first group (jax's choice, the same for uneven groups).
     size = axis_size(axis_name) if axis_index_groups is None else len(axis_index_groups[0])

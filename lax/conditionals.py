@@ -280,7 +280,8 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
         pred_dtype = dtypes.dtype(pred)
     except TypeError:
         raise TypeError(f"Pred type must be either boolean or number, got {pred}.") from None
-    from .elementwise import convert_element_type, ne
+    from .conversions import convert_element_type
+    from .elementwise import ne
 
     if pred_dtype != dtypes.bool_:
         if pred_dtype.kind not in "iuf":
@@ -320,7 +321,8 @@ def switch(index, branches, *operands, operand=_no_operand):
         raise ValueError("Empty branch sequence")
     if len(branches) == 1:
         return branches[0](*operands)
-    from .elementwise import clamp, convert_element_type
+    from .conversions import convert_element_type
+    from .elementwise import clamp
 
     index = convert_element_type(index, dtypes.int32)
     index = clamp(np.array(0, np.int32), index, np.array(len(branches) - 1, np.int32))

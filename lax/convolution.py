@@ -414,7 +414,7 @@ def _spatial(shape, spec):
 
 
 def _cast(x, dtype):
-    from .elementwise import convert_element_type
+    from .conversions import convert_element_type
 
     return x if get_aval_of(x).dtype == dtype else convert_element_type(x, dtype)
 

@@ -1,5 +1,5 @@
 """Elementwise primitives: arithmetic, transcendental and special functions, comparisons, logic and
-bit operations, selection, clamping and dtype conversions.
+bit operations, selection and clamping (dtype conversions are lax/conversions.py).
 
 Operands of an n-ary elementwise primitive share a dtype; their shapes may differ by rank-0 operands
 and size-1 dimensions, which the lowering broadcasts (as JAX's lax does).
@@ -11,13 +11,13 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.ad_util import Zero, is_undefined, tangent_aval
-from ..core.avals import ShapedArray, symbolic_dim_types
+from ..core.avals import ShapedArray
 from ..core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
-from ..core.trace import Tracer, get_aval_of
-from ..lowering.array import Array, put
+from ..core.trace import get_aval_of
+from ..lowering.array import put
 from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import broadcast_operands, elementwise_lowering, register_lowering
-from ..lowering.stablehlo import aval_type, tensor_type
+from ..lowering.stablehlo import aval_type, comparison_type, tensor_type
 from . import typing as T
 
 
@@ -265,19 +265,11 @@ complex_p.def_abstract_eval(lambda x, y: T.naryop("complex", (dtypes.float32, dt
     dtype=dtypes.complex64 if x.dtype == dtypes.float32 else dtypes.complex128))
 
 
-def _comparison_type(dtype):
-    if dtypes.is_inexact(dtype):
-        return "FLOAT"
-    if dtypes.is_unsigned(dtype) or dtype == dtypes.bool_:
-        return "UNSIGNED"
-    return "SIGNED"
-
-
 def compare_values(builder, x, y, direction, aval):
     """A `stablehlo.compare` of two values of `aval`'s shape and dtype: a boolean SSA value."""
     return builder.op1("stablehlo.compare", [x, y], tensor_type(aval.shape, dtypes.bool_), {
         "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
-        "compare_type": f"#stablehlo<comparison_type {_comparison_type(aval.dtype)}>"})
+        "compare_type": f"#stablehlo<comparison_type {comparison_type(aval.dtype)}>"})
 
 
 def _compare(name, direction, allowed):
@@ -285,7 +277,7 @@ def _compare(name, direction, allowed):
         operands = broadcast_operands(ctx, (x, y))
         attributes = {
             "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
-            "compare_type": f"#stablehlo<comparison_type {_comparison_type(ctx.avals_in[0].dtype)}>",
+            "compare_type": f"#stablehlo<comparison_type {comparison_type(ctx.avals_in[0].dtype)}>",
         }
         return ctx.builder.op1("stablehlo.compare", operands, aval_type(ctx.aval_out), attributes)
 
@@ -413,7 +405,7 @@ def _lower_select_n(ctx, which, *cases):
             bound = builder.broadcast_scalar(mid, shape, which_aval.dtype)
             predicate = builder.op1("stablehlo.compare", [which, bound], pred_type, {
                 "comparison_direction": "#stablehlo<comparison_direction LT>",
-                "compare_type": f"#stablehlo<comparison_type {_comparison_type(which_aval.dtype)}>"})
+                "compare_type": f"#stablehlo<comparison_type {comparison_type(which_aval.dtype)}>"})
         lower_half, upper_half = choose(low, mid), choose(mid, high)
         if which_aval.dtype == dtypes.bool_:
             return builder.op1("stablehlo.select", [predicate, upper_half, lower_half], out_type)
@@ -462,123 +454,11 @@ def clamp(min, x, max):
     return clamp_p.bind(min, x, max)
 
 
-# --- conversions --------------------------------------------------------------------------------------
-convert_element_type_p = Primitive("convert_element_type")
-
-
-def _convert_abstract_eval(x, new_dtype, weak_type):
-    return ShapedArray(x.shape, new_dtype, weak_type)
-
-
-def _lower_convert(ctx, x, new_dtype, weak_type):
-    builder = ctx.builder
-    source = ctx.avals_in[0]
-    out_type = aval_type(ctx.aval_out)
-    if source.dtype == new_dtype:
-        return x
-    if dtypes.is_complex(source.dtype) and not dtypes.is_complex(new_dtype):
-        # Complex to real keeps the real part (with numpy's warning dropped, as JAX does).
-        x = builder.op1("stablehlo.real", [x], tensor_type(source.shape, T.complex_to_real(source.dtype)))
-        source = ShapedArray(source.shape, T.complex_to_real(source.dtype))
-        if source.dtype == new_dtype:
-            return x
-    if new_dtype == dtypes.bool_:
-        zero = builder.broadcast_scalar(0, source.shape, source.dtype)
-        return builder.op1("stablehlo.compare", [x, zero], out_type, {
-            "comparison_direction": "#stablehlo<comparison_direction NE>",
-            "compare_type": f"#stablehlo<comparison_type {_comparison_type(source.dtype)}>"})
-    return builder.op1("stablehlo.convert", [x], out_type)
-
-
-convert_element_type_p.def_abstract_eval(_convert_abstract_eval)
-register_lowering(convert_element_type_p, _lower_convert)
-
-
-def convert_element_type(operand, new_dtype, weak_type=False):
-    """`operand` as `new_dtype` (C-style conversion; complex to real keeps the real part)."""
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    if not isinstance(operand, Tracer | Array) and type(operand) not in symbolic_dim_types:
-        # Host values convert on the host: no device round trip, and literals stay literals. (A symbolic
-        # dimension is staged: its value is computed from the dimension variables.)
-        if type(operand) is int and dtypes.is_integer(new_dtype):
-            # As in JAX: a Python int must fit the default integer type; it then wraps into smaller ones.
-            dtypes.check_int_fits(operand, dtypes.default_int_dtype())
-        value = np.asarray(operand)
-        if dtypes.is_complex(value.dtype) and not dtypes.is_complex(new_dtype):
-            value = value.real
-        if isinstance(operand, np.ndarray) and dtypes.is_float(value.dtype) and dtypes.is_integer(new_dtype):
-            value = _saturated(value, new_dtype)
-        if weak_type and value.ndim == 0 and type(operand) in dtypes.python_scalar_types:
-            kind = dtypes.scalar_type_of(new_dtype)
-            if kind is not bool and dtypes.python_scalar_dtype(kind(0)) == new_dtype:
-                return kind(value.item())
-        # copy=False keeps a numpy constant the same object, so tracing captures it once.
-        return np.asarray(value, dtype=new_dtype)[()] if value.ndim == 0 else value.astype(new_dtype, copy=False)
-    aval = get_aval_of(operand)
-    if aval.dtype == new_dtype and aval.weak_type == weak_type:
-        return operand
-    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
-
-
-def _saturated(value, int_dtype):
-    """A float array converted as XLA converts it to integers (and jax does with a numpy array): NaN is 0 and
-    values out of range saturate, where numpy's cast would wrap them (-1.5 to uint8 is 0, not 255)."""
-    info = np.iinfo(int_dtype)
-    # float64 holds every 32-bit bound exactly; the 64-bit maxima round up, so the float just below them is used.
-    low, high = float(info.min), float(info.max)
-    if high >= 2.0 ** 63:
-        high = np.nextafter(high, 0)
-    wide = value.astype(np.float64)
-    return np.where(np.isnan(wide), 0, np.clip(wide, low, high)).astype(int_dtype)
-
-
-bitcast_convert_type_p = Primitive("bitcast_convert_type")
-
-
-def _bitcast_abstract_eval(x, new_dtype):
-    old_size, new_size = x.dtype.itemsize, np.dtype(new_dtype).itemsize
-    if x.dtype == new_dtype:
-        return ShapedArray(x.shape, new_dtype)
-    if dtypes.bool_ in (x.dtype, new_dtype) or dtypes.is_complex(x.dtype) or dtypes.is_complex(new_dtype):
-        raise TypeError(f"bitcast_convert_type does not accept bool or complex values unless the operand and result "
-                        f"dtypes match, got {x.dtype.name} to {np.dtype(new_dtype).name}")
-    if old_size == new_size:
-        shape = x.shape
-    elif old_size > new_size:
-        shape = x.shape + (old_size // new_size,)
-    else:
-        if not x.shape or x.shape[-1] != new_size // old_size:
-            raise TypeError(f"bitcast_convert_type from {x.dtype.name}{list(x.shape)} to {np.dtype(new_dtype).name} "
-                            f"needs a last dimension of {new_size // old_size}")
-        shape = x.shape[:-1]
-    return ShapedArray(shape, new_dtype)
-
-
-bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract_eval)
-register_lowering(bitcast_convert_type_p, lambda ctx, x, new_dtype: ctx.builder.op1(
-    "stablehlo.bitcast_convert", [x], aval_type(ctx.aval_out)))
-
-
-def bitcast_convert_type(operand, new_dtype):
-    return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize_dtype(new_dtype))
-
-
-reduce_precision_p = Primitive("reduce_precision")
-reduce_precision_p.def_abstract_eval(
-    lambda x, exponent_bits, mantissa_bits: T.unary("reduce_precision", T.float_dtypes)(x))
-register_lowering(reduce_precision_p, lambda ctx, x, exponent_bits, mantissa_bits: ctx.builder.op1(
-    "stablehlo.reduce_precision", [x], aval_type(ctx.aval_out),
-    {"exponent_bits": f"{exponent_bits} : i32", "mantissa_bits": f"{mantissa_bits} : i32"}))
-
-
-def reduce_precision(operand, exponent_bits, mantissa_bits):
-    return reduce_precision_p.bind(operand, exponent_bits=int(exponent_bits), mantissa_bits=int(mantissa_bits))
-
-
 # --- differentiation rules ---------------------------------------------------------------------------------
 # JVPs follow JAX's formulas (so values, nan and inf at the edges of domains match); complex inputs get
 # holomorphic rules: the tangent times the complex derivative.
 from . import ad  # noqa: E402
+from .conversions import convert_element_type  # noqa: E402
 
 
 def _const(like, value):
@@ -602,7 +482,7 @@ def _shape_of(*values):
 
 for _primitive in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p, clz_p, and_p, or_p,
                    xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, eq_p, ne_p, lt_p, le_p,
-                   gt_p, ge_p, bitcast_convert_type_p):
+                   gt_p, ge_p):
     ad.defjvp_zero(_primitive)
 del _primitive
 # nextafter has no derivative rule in JAX either: differentiating it raises.
@@ -645,26 +525,6 @@ ad.deflinear(complex_p, lambda ct, x, y: [ad.unbroadcast(real(ct), x.aval) if is
                                           ad.unbroadcast(imag(neg(ct)), y.aval) if is_undefined(y) else None])
 # conj of a real operand is a complex result: its transpose keeps the real part.
 ad.deflinear(conj_p, lambda ct, x: [conj(ct) if dtypes.is_complex(x.aval.dtype) else real(ct)])
-ad.deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
-
-
-def _convert_element_type_jvp(primals, tangents, new_dtype, weak_type):
-    (x,), (t,) = primals, tangents
-    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    if type(t) is Zero or not dtypes.is_inexact(new_dtype):
-        return out, Zero(tangent_aval(get_aval_of(out)))
-    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
-
-
-def _convert_element_type_transpose(ct, x, new_dtype, weak_type):
-    aval = x.aval
-    if type(ct) is Zero or not dtypes.is_inexact(aval.dtype):
-        return [Zero(tangent_aval(aval))]
-    return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
-
-
-jvp_rules[convert_element_type_p] = _convert_element_type_jvp
-transpose_rules[convert_element_type_p] = _convert_element_type_transpose
 
 
 def _select_n_jvp(primals, tangents):
@@ -830,26 +690,13 @@ from .shapes import broadcast_in_dim  # noqa: E402
 for _primitive in (neg_p, sign_p, floor_p, ceil_p, is_finite_p, exp_p, expm1_p, log_p, log1p_p, sqrt_p, rsqrt_p,
                    cbrt_p, tanh_p, logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p, asinh_p,
                    acosh_p, atanh_p, erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p, real_p, imag_p, abs_p, not_p,
-                   population_count_p, clz_p, exp2_p, conj_p, round_p, integer_pow_p, convert_element_type_p,
-                   reduce_precision_p):
+                   population_count_p, clz_p, exp2_p, conj_p, round_p, integer_pow_p):
     batching.defvectorized(_primitive)
 for _primitive in (polygamma_p, add_p, sub_p, mul_p, div_p, rem_p, max_p, min_p, atan2_p, nextafter_p, and_p, or_p,
                    xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, complex_p, eq_p, ne_p, lt_p,
                    le_p, gt_p, ge_p, pow_p):
     batching.defbroadcasting(_primitive)
 del _primitive
-
-
-def _bitcast_convert_type_batching(values, dims, new_dtype):
-    (x,), (dim,) = values, dims
-    aval = get_aval_of(x)
-    if np.dtype(new_dtype).itemsize > aval.dtype.itemsize and dim == aval.ndim - 1:
-        # A wider dtype consumes the examples' last dimension, so the batch must not sit there.
-        x, dim = batching.move_axis(x, dim, 0), 0
-    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), dim
-
-
-batching_rules[bitcast_convert_type_p] = _bitcast_convert_type_batching
 
 
 def _batch_to_full_shape(values, dims, shape, may_stay):
@@ -895,4 +742,4 @@ batching_rules[select_n_p] = _select_n_batching
 batching_rules[clamp_p] = _clamp_batching
 
 # Their rules build full-shape values with the builder, which takes the dynamic forms for symbolic shapes.
-polymorphic_primitives.update((round_p, integer_pow_p, select_n_p, clamp_p, convert_element_type_p))
+polymorphic_primitives.update((round_p, integer_pow_p, select_n_p, clamp_p))

@@ -140,7 +140,7 @@ def fft(x, fft_type, fft_lengths):
         target = _inexact_dtype(dtype)
     else:
         target = _complex_dtype(_inexact_dtype(dtype))
-    from .elementwise import convert_element_type
+    from .conversions import convert_element_type
 
     x = convert_element_type(x, dtypes.canonicalize_dtype(target))
     if not fft_lengths:  # XLA has no rank-0 transform; JAX returns the converted operand

@@ -20,20 +20,9 @@ from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
 from ..lowering.stablehlo import aval_type
 from . import typing as T
+from .conversions import bitcast_convert_type
 from .convolution import ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated
-from .elementwise import (
-    add,
-    bitcast_convert_type,
-    bitwise_and,
-    integer_pow,
-    lt,
-    mul,
-    neg,
-    rem,
-    select,
-    shift_right_logical,
-    sub,
-)
+from .elementwise import add, bitwise_and, integer_pow, lt, mul, neg, rem, select, shift_right_logical, sub
 from .gather_scatter import GatherDimensionNumbers, gather, scatter_add
 from .linear import Precision, dot_general
 from .shapes import as_array, broadcast_in_dim, concatenate, full, reshape, rev, transpose

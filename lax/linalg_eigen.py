@@ -14,8 +14,9 @@ from ..core.primitives import Primitive, batching_rules, jvp_rules
 from ..core.trace import get_aval_of
 from ..lowering.lower import register_lowering
 from . import typing as T
+from .conversions import convert_element_type
 from .elementwise import abs as abs_
-from .elementwise import add, conj, convert_element_type, div, eq, imag, mul, neg, real, sub
+from .elementwise import add, conj, div, eq, imag, mul, neg, real, sub
 from .elementwise import complex as make_complex
 from .linalg_factorizations import solve
 from .linalg_kernels import custom_call, info_aval, inline, lapack_char, lapack_target, nan_unless

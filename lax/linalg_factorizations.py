@@ -20,7 +20,8 @@ from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
 from . import ad
 from . import typing as T
-from .elementwise import add, conj, convert_element_type, div, eq, ge, mul, select, sub
+from .conversions import convert_element_type
+from .elementwise import add, conj, div, eq, ge, mul, select, sub
 from .linalg_kernels import custom_call, info_aval, inline, lapack_char, lapack_target, nan_unless
 from .linalg_matrices import (
     adjoint,

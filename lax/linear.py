@@ -163,7 +163,7 @@ def _dot_general_transpose_operand(ct, operand_aval, other, operand_dims, other_
 
     `operand_dims` and `other_dims` are (contracting, batch) of the two operands; the output holds the batch
     dimensions, then lhs's free ones, then rhs's free ones."""
-    from .elementwise import convert_element_type
+    from .conversions import convert_element_type
     from .shapes import transpose
 
     (operand_contract, operand_batch), (other_contract, other_batch) = operand_dims, other_dims

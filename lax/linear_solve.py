@@ -21,7 +21,8 @@ from ..core.trace import get_aval_of
 from ..lowering.lower import lower_program_body, register_lowering
 from .ad import add_tangents, instantiate, zeros_like_aval
 from .conditionals import closure_convert, trace_callable
-from .elementwise import convert_element_type, neg
+from .conversions import convert_element_type
+from .elementwise import neg
 
 __all__ = ["custom_linear_solve", "custom_root", "linear_solve_p"]
 

@@ -83,7 +83,8 @@ scan_p.def_abstract_eval(_scan_abstract_eval)
 # --- lowering: one stablehlo.while over trips of `unroll` steps ------------------------------------------
 def _run_steps(body, length, reverse, num_carry, first_step, count, consts, xs, carry, ys):
     """`count` body steps from `first_step` (an int, or a traced trip start), reading xs and writing ys."""
-    from .elementwise import add, convert_element_type, sub
+    from .conversions import convert_element_type
+    from .elementwise import add, sub
     from .shapes import reshape
     from .slicing import dynamic_slice_p, dynamic_update_slice_p
 
@@ -476,7 +477,7 @@ _body_cache = _BodyCache()
 
 def _promote_weak_init(init_flat, init_avals, carry_avals):
     """Weakly typed init values whose carry output type differs are converted to it, as in JAX."""
-    from .elementwise import convert_element_type
+    from .conversions import convert_element_type
 
     changed, out = False, []
     for value, in_aval, out_aval in zip(init_flat, init_avals, carry_avals):

@@ -14,6 +14,7 @@ from .collectives import (  # noqa: F401
 from .conditionals import (  # noqa: F401
     cond_p,
 )
+from .conversions import bitcast_convert_type_p, convert_element_type_p, reduce_precision_p  # noqa: F401
 from .elementwise import (  # noqa: F401
     abs_p,
     acos_p,
@@ -25,14 +26,12 @@ from .elementwise import (  # noqa: F401
     atan2_p,
     atan_p,
     atanh_p,
-    bitcast_convert_type_p,
     cbrt_p,
     ceil_p,
     clamp_p,
     clz_p,
     complex_p,
     conj_p,
-    convert_element_type_p,
     cos_p,
     cosh_p,
     digamma_p,
@@ -68,7 +67,6 @@ from .elementwise import (  # noqa: F401
     population_count_p,
     pow_p,
     real_p,
-    reduce_precision_p,
     rem_p,
     round_p,
     rsqrt_p,

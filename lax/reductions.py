@@ -234,7 +234,8 @@ def _reduce_prod_jvp(primals, tangents, axes):
 def _reduce_chooser_jvp(tangent, out, operand, axes):
     """JAX's convention for max and min: the tangent is the mean of the tangents at the positions that
     equal the result (ties share equally)."""
-    from .elementwise import convert_element_type, div, eq, mul
+    from .conversions import convert_element_type
+    from .elementwise import div, eq, mul
     from .shapes import reshape
 
     shape = tuple(1 if i in axes else d for i, d in enumerate(get_aval_of(operand).shape))

@@ -285,7 +285,7 @@ def broadcasted_iota(dtype, shape, dimension):
 
 def full(shape, fill_value, dtype=None):
     """An array of `shape` filled with `fill_value` (of `dtype`, or the value's own dtype)."""
-    from .elementwise import convert_element_type
+    from .conversions import convert_element_type
 
     shape = _shape_tuple(shape)
     aval = get_aval_of(fill_value)
@@ -299,7 +299,7 @@ def full(shape, fill_value, dtype=None):
 
 def full_like(x, fill_value, dtype=None, shape=None):
     """An array like `x` (its shape and dtype unless given) filled with `fill_value`."""
-    from .elementwise import convert_element_type
+    from .conversions import convert_element_type
 
     aval = get_aval_of(x)
     target_dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)

@@ -128,7 +128,8 @@ def dynamic_start_indices(operand_shape, start_indices):
 
     As in JAX, array indices must share a dtype; Python ints take it (or int32).
     """
-    from .elementwise import add, convert_element_type, lt, select
+    from .conversions import convert_element_type
+    from .elementwise import add, lt, select
 
     start_indices = list(start_indices)
     if len(start_indices) != len(operand_shape):

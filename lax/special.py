@@ -19,13 +19,13 @@ from ..core.staging import trace_to_closed_program
 from ..lowering.lower import broadcast_operands, elementwise_lowering, register_lowering
 from . import ad, batching
 from . import typing as T
+from .conversions import convert_element_type
 from .elementwise import (
     abs,
     add,
     bitwise_and,
     bitwise_not,
     bitwise_or,
-    convert_element_type,
     digamma,
     div,
     eq,

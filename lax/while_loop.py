@@ -135,7 +135,7 @@ def while_loop(cond_fun, body_fun, init_val):
             return val
         except ConcretizationTypeError:
             pass  # a predicate Python cannot read: the loop is traced after all, as JAX falls back
-    from .elementwise import convert_element_type
+    from .conversions import convert_element_type
 
     leaves, in_tree = tree.tree_flatten(init_val)
     in_avals = [get_aval_of(leaf) for leaf in leaves]
@@ -183,7 +183,7 @@ def _static_int(value):
 
 
 def _as_bound(bound, dtype):
-    from .elementwise import convert_element_type
+    from .conversions import convert_element_type
 
     bound_dtype, weak = dtypes.dtype_and_weak_of(bound)
     return bound if bound_dtype == dtype else convert_element_type(bound, dtype)
@@ -196,7 +196,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     with traced bounds it is a `while_loop`."""
     if not callable(body_fun):
         raise TypeError("lax.fori_loop: body_fun argument should be callable.")
-    from .elementwise import add, convert_element_type, lt
+    from .conversions import convert_element_type
+    from .elementwise import add, lt
 
     dtype = _loop_bound_dtype(lower, upper)
     static_lower, static_upper = _static_int(lower), _static_int(upper)

@@ -29,6 +29,15 @@ def element_type(dtype) -> str:
         raise TypeError(f"numax cannot lower arrays of dtype {dtype}") from None
 
 
+def comparison_type(dtype) -> str:
+    """The `compare_type` of a stablehlo.compare of `dtype` values: FLOAT, UNSIGNED (bool too) or SIGNED."""
+    if dtypes.is_inexact(dtype):
+        return "FLOAT"
+    if dtypes.is_unsigned(dtype) or dtype == dtypes.bool_:
+        return "UNSIGNED"
+    return "SIGNED"
+
+
 def tensor_type(shape, dtype) -> str:
     """`tensor<2x3xf32>`; a symbolic dimension (of a shape-polymorphic export) prints as `?`."""
     try:

@@ -25,8 +25,8 @@ PACKAGE_DIRS = {"numax": "numax", "core": "numax.core", "lax": "numax.lax", "tra
 # Imports that close a circle and stay, each with its reason: (importer patterns, imported patterns, reason), the
 # patterns `fnmatch`'s over module names. The graph less these imports must have no circle, and each entry must still
 # close one (or it is stale and goes).
-_LAX_FAMILIES = ("numax.lax.elementwise", "numax.lax.shapes", "numax.lax.reductions", "numax.lax.slicing",
-                 "numax.lax.gather_scatter")
+_LAX_FAMILIES = ("numax.lax.elementwise", "numax.lax.conversions", "numax.lax.shapes", "numax.lax.reductions",
+                 "numax.lax.slicing", "numax.lax.gather_scatter")
 ALLOWED_BACK_EDGES = [
     (("numax.lax.ad", "numax.lax.batching"), ("numax.lax.*",),
      "lax's rule tables: the generic JVP and batching rules call lax ops when they run, and each primitive module "

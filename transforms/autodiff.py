@@ -13,7 +13,7 @@ from ..core import pytree as tree
 from ..core.ad_util import Zero, tangent_dtype
 from ..core.trace import get_aval_of
 from ..lax.ad import instantiate
-from ..lax.elementwise import convert_element_type
+from ..lax.conversions import convert_element_type
 from ..lax.shapes import full, reshape
 from .jvp import instantiate_tangent, jvp_flat
 from .linearize import LinearFunction, linearize_flat

@@ -217,7 +217,7 @@ _next_code = itertools.count(1).__next__  # each check site a code of its own; t
 
 def _strong(x, dtype=None):
     """`x` as an array of a fixed (not weak) type, so that error values keep their types through loops."""
-    from ..lax.elementwise import convert_element_type
+    from ..lax.conversions import convert_element_type
 
     return convert_element_type(x, dtype or get_aval_of(x).dtype)
 

@@ -13,7 +13,7 @@ from ..core.ad_util import Zero, tangent_aval
 from ..core.primitives import batching_rules, jvp_rules
 from ..core.trace import get_aval_of
 from ..lax.ad import add_tangents, instantiate
-from ..lax.elementwise import convert_element_type
+from ..lax.conversions import convert_element_type
 from .custom_function import (
     CustomFunction,
     SymbolicZero,

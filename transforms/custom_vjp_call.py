@@ -21,7 +21,7 @@ from ..core.staging import trace_to_program
 from ..core.trace import Tracer, get_aval_of
 from ..lax.ad import instantiate
 from ..lax.batching import batch_at
-from ..lax.elementwise import convert_element_type
+from ..lax.conversions import convert_element_type
 from ..lax.reductions import reduce_sum
 from ..lowering.lower import register_lowering
 from .custom_function import (

@@ -40,7 +40,7 @@ from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.dce import live_equations
 from ..core.ir import ClosedProgram, Equation, Program, Var
-from ..lax.elementwise import convert_element_type_p
+from ..lax.conversions import convert_element_type_p
 from ..lax.reductions import reduce_sum_p
 from ..lax.shapes import reshape_p
 from ..lax.triton_call import triton_call_p

@@ -17,7 +17,7 @@ from ..core.sharding import explicit_sharding_of
 from ..core.staging import trace_to_closed_program
 from ..core.trace import Trace, Tracer, full_lower, get_aval_of, new_main
 from ..lax.ad import instantiate as instantiate_zeros
-from ..lax.elementwise import convert_element_type
+from ..lax.conversions import convert_element_type
 
 
 class JVPTracer(Tracer):

@@ -5,7 +5,7 @@ import numpy as np
 from numax.core import dtypes
 from numax.core.avals import symbolic_dim_types
 from numax.core.trace import Tracer
-from numax.lax import elementwise
+from numax.lax import conversions, elementwise
 from numax.lowering.array import Array
 from numax.lowering.dispatch import eager_same_aval
 
@@ -34,7 +34,7 @@ def _is_operand(value):
 
 
 def _astype(self, dtype, copy=False, device=None):
-    result = elementwise.convert_element_type(self, requested_dtype(dtype, "astype"))
+    result = conversions.convert_element_type(self, requested_dtype(dtype, "astype"))
     return result if device is None else result.to_device(device)
 
 

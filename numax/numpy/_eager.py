@@ -33,7 +33,7 @@ from numax.core.avals import ShapedArray
 from numax.core.config import TRACE_CONTEXT_NAMES, Config, config, trace_context
 from numax.core.staging import trace_to_closed_program
 from numax.core.trace import trace_state
-from numax.lax import elementwise
+from numax.lax import conversions
 from numax.lowering import dispatch, xla
 from numax.lowering.array import Array, is_committed
 from numax.lowering.dispatch import eager_unary
@@ -337,7 +337,7 @@ def _scalar_buffer(value, dtype, weak, backend, device):
         try:
             if kind is int:  # (as `promote_dtypes` checks it)
                 dtypes.check_int_fits(value, dtypes.default_int_dtype())
-            host = np.asarray(elementwise.convert_element_type(value, dtype, weak), dtype)
+            host = np.asarray(conversions.convert_element_type(value, dtype, weak), dtype)
         except (OverflowError, TypeError, ValueError):
             return None
         buffer = xla.device_put(host, backend, device)
