@@ -24,6 +24,7 @@ from ..core.trace import get_aval_of, is_concrete
 from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
+from .ref_threading import store, threading, values_of, with_refs_threaded
 
 __all__ = ["cond", "switch"]
 
@@ -259,7 +260,21 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
 
     Both branches are traced; their outputs must agree in tree structure, shapes and dtypes. Under `vmap`
     with a batched `pred`, both branches run and the results are selected elementwise. Under
-    `numax.disable_jit()` with a concrete `pred`, the chosen branch is simply called."""
+    `numax.disable_jit()` with a concrete `pred`, the chosen branch is simply called. Refs the branches read or
+    write pass through them (lax/ref_threading.py)."""
+
+    def run(refs):
+        if not refs:
+            return _cond(pred, true_fun, false_fun, *operands, operand=operand)
+        given = operands if operand is _no_operand else (operand,)
+        after, out = _cond(pred, threading(refs, true_fun), threading(refs, false_fun), values_of(refs), *given)
+        store(refs, after)
+        return out
+
+    return with_refs_threaded(run)
+
+
+def _cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     if not (callable(true_fun) and callable(false_fun)):
         # JAX's old form: cond(pred, true_operand, true_fun, false_operand, false_fun).
         if callable(false_fun) and len(operands) == 2 and callable(operands[1]):
@@ -300,7 +315,21 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
 
 def switch(index, branches, *operands, operand=_no_operand):
     """`branches[index](*operands)`, with `index` clamped to the valid range; only that branch runs (under
-    `numax.disable_jit()` with a concrete `index`, it is simply called)."""
+    `numax.disable_jit()` with a concrete `index`, it is simply called). Refs the branches read or write pass
+    through them (lax/ref_threading.py)."""
+
+    def run(refs):
+        if not refs:
+            return _switch(index, branches, *operands, operand=operand)
+        given = operands if operand is _no_operand else (operand,)
+        after, out = _switch(index, [threading(refs, branch) for branch in branches], values_of(refs), *given)
+        store(refs, after)
+        return out
+
+    return with_refs_threaded(run)
+
+
+def _switch(index, branches, *operands, operand=_no_operand):
     if not all(callable(branch) for branch in branches):
         raise TypeError("lax.switch: branches argument should be a sequence of callables.")
     if operand is not _no_operand:

@@ -28,6 +28,7 @@ from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
 from .ad import add_tangents, instantiate, zeros_like_aval
 from .conditionals import check_carry
+from .ref_threading import store, threading, values_of, with_refs_threaded
 
 __all__ = ["scan", "map", "associative_scan", "scan_p"]
 
@@ -495,10 +496,29 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     `xs` and the carry may be pytrees; with `xs=None`, `length` gives the number of steps. `reverse` runs
     from the last slice to the first (ys stay in order); `unroll` steps are done per loop trip (True: all).
     Under `numax.disable_jit()` the loop runs in Python, as in JAX. `_split_transpose` is JAX's private switch
-    for how its transpose is scheduled (flax.nnx passes it); it changes no value, and numax ignores it.
+    for how its transpose is scheduled (flax.nnx passes it); it changes no value, and numax ignores it. Refs `f`
+    reads or writes are carried through the loop (lax/ref_threading.py).
     """
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
+
+    def run(refs):
+        if not refs:
+            return _scan(f, init, xs, length, reverse, unroll)
+        step = threading(refs, f)
+
+        def threaded(carry, x):
+            after, (new_carry, y) = step(carry[0], carry[1], x)
+            return (after, new_carry), y
+
+        (after, carry), ys = _scan(threaded, (values_of(refs), init), xs, length, reverse, unroll)
+        store(refs, after)
+        return carry, ys
+
+    return with_refs_threaded(run)
+
+
+def _scan(f, init, xs, length, reverse, unroll):
     init_flat, init_tree = tree.tree_flatten(init)
     xs_flat, xs_tree = tree.tree_flatten(xs)
     length = _scan_length(xs_flat, length)

@@ -35,6 +35,7 @@ from .conditionals import (
     trace_callable,
     zeros,
 )
+from .ref_threading import store, threading, values_of, with_refs_threaded
 
 __all__ = ["fori_loop", "while_loop"]
 
@@ -124,9 +125,24 @@ def while_loop(cond_fun, body_fun, init_val):
 
     Forward-mode differentiable; for reverse mode use `scan` or `fori_loop` with static bounds. Under
     `numax.disable_jit()` the loop runs in Python (as in JAX: carries made arrays, their types unchecked),
-    unless its predicate is a tracer without a value (under `vmap`, say)."""
+    unless its predicate is a tracer without a value (under `vmap`, say). Refs the functions read or write are
+    carried through the loop (lax/ref_threading.py)."""
     if not (callable(body_fun) and callable(cond_fun)):
         raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
+
+    def run(refs):
+        if not refs:
+            return _while_loop(cond_fun, body_fun, init_val)
+        condition, body = threading(refs, cond_fun), threading(refs, body_fun)
+        after, result = _while_loop(lambda carry: condition(*carry)[1], lambda carry: body(*carry),
+                                    (values_of(refs), init_val))
+        store(refs, after)
+        return result
+
+    return with_refs_threaded(run)
+
+
+def _while_loop(cond_fun, body_fun, init_val):
     if config.disable_jit:
         try:
             val = tree.tree_map(_as_carry_array, init_val)

@@ -2,14 +2,17 @@
 `ref[idx] = value` overwrites (`get`, `set`, `swap`, `addupdate` are the same as functions); `freeze(ref)` gives its
 final value and retires it. `typeof(ref)` is an `AbstractRef` over the held array's type.
 
-What numax supports: refs used where they are made, and refs passed to jit. Eagerly, a ref is a mutable array;
-inside a function that jit, grad, vmap, scan, ... trace, a ref made there is read and written as the trace runs,
-so its reads and writes are ordinary traced operations of that function (differentiated, batched and compiled with
-it). A ref passed to a jitted function as an argument (flax.nnx's ref Variables are) enters the program as its
-value, the function reads and writes it, and its final value is written back after the call, as JAX's jit
-discharges ref effects. JAX also lets a ref cross the boundaries of grad, vmap, loop bodies and closures of jitted
-functions; numax has no such discharge, so reading or writing a ref inside a transformation other than the one
-that made it raises NotImplementedError (never a silently stale value).
+What numax supports: refs used where they are made, in the loop bodies and branches called there, and refs passed
+to jit. Eagerly, a ref is a mutable array; inside a function that jit, grad, vmap, scan, ... trace, a ref made there
+is read and written as the trace runs, so its reads and writes are ordinary traced operations of that function
+(differentiated, batched and compiled with it). Loop bodies and branches (lax.fori_loop, while_loop, scan, cond,
+switch) read and write the refs of the level they are called at: each such ref's value is carried through the loop
+or passed through the branches, as JAX discharges them (lax/ref_threading.py). A ref passed to a jitted function as
+an argument (flax.nnx's ref Variables are) enters the program as its value, the function reads and writes it, and
+its final value is written back after the call, as JAX's jit discharges ref effects. JAX also lets a ref cross the
+boundaries of grad, vmap and closures of jitted functions; numax has no such discharge, so reading or writing a ref
+inside such a transformation other than the one that made it raises NotImplementedError (never a silently stale
+value).
 """
 
 import numpy as np

@@ -8,9 +8,7 @@ import pytest
 from harness import assert_close, jax, jnp
 from hypothesis import given
 from hypothesis import strategies as st
-from numax.core.primitives import batching_rules
-from numax.lax import ad, conditionals, conversions, elementwise
-from numax.lax import batching as lax_batching
+from numax.lax import conditionals
 from numax.lowering import dispatch
 from numax.transforms.vmap import vmap
 from oracle import jit_all
@@ -19,16 +17,6 @@ import numax
 import numax.numpy as nnp
 from numax import lax
 from numax.test_util import check_grads
-
-# vmap rules for the few primitives these tests batch, until the real rules land (kept if they exist).
-for _p in (elementwise.sin_p, elementwise.cos_p, elementwise.exp_p, elementwise.neg_p,
-           conversions.convert_element_type_p):
-    if _p not in batching_rules:
-        lax_batching.defvectorized(_p)
-for _p in (elementwise.add_p, elementwise.sub_p, elementwise.mul_p, elementwise.lt_p, elementwise.gt_p,
-           elementwise.ne_p, elementwise.max_p, elementwise.clamp_p, ad.add_any_p):
-    if _p not in batching_rules:
-        lax_batching.defbroadcasting(_p)
 
 
 def same(actual, expected, scale=1.0):

@@ -8,8 +8,6 @@ import pytest
 from harness import assert_close, jax, jnp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numax.core.primitives import batching_rules
-from numax.lax import batching as lax_batching
 from numax.lax import elementwise as E
 from numax.lowering import dispatch
 from numax.transforms.vmap import vmap
@@ -19,15 +17,6 @@ import numax
 import numax.numpy as nnp
 from numax import lax
 from numax.test_util import check_grads
-
-# Temporary batching rules for the elementwise primitives these tests vmap through, until the real
-# ones land (guarded, so that the real rules win when present).
-for _p in (E.add_p, E.mul_p, E.sub_p, E.max_p):
-    if _p not in batching_rules:
-        lax_batching.defbroadcasting(_p)
-for _p in (E.sin_p, E.cos_p, E.tanh_p, E.neg_p, E.convert_element_type_p):
-    if _p not in batching_rules:
-        lax_batching.defvectorized(_p)
 
 
 def _both(numax_fn, jax_fn, *args, scale=1.0, check_dtype=True):

@@ -167,6 +167,73 @@ def test_jit_taking_refs_inside_jit_vmap_and_grad_as_in_jax():
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
 
 
+def _refs_in_loops_and_branches(lib, np_, x, n):
+    """Refs of the caller's level read and written in loop bodies and branches: fori_loop with static and traced
+    bounds (scan and while_loop), scan with outputs, cond and switch, nested loops, a weakly typed write, and a
+    ref made inside a body (its own); run eagerly, jitted and differentiated by the callers."""
+    lax = lib.lax
+    totals = lib.new_ref(np_.zeros(3, np.float32))
+    scale = lib.new_ref(x)
+
+    def body(i, carry):
+        totals[i % 3] = totals[i % 3] + carry * scale[0]
+        return carry + 1.0
+
+    first = lax.fori_loop(0, 4, body, 1.0)
+    second = lax.fori_loop(0, n, body, first)  # traced bounds under jit: a while_loop
+
+    def step(carry, xi):
+        scale[...] = scale[...] * xi
+        inner = lib.new_ref(xi)
+        lax.fori_loop(0, 2, lambda j, c: (totals.__setitem__(j, totals[j] + 0.5), inner.__setitem__(
+            ..., inner[...] * 2.0), c)[2], 0)
+        return carry + inner[...], scale[...].sum()
+
+    summed, ys = lax.scan(step, 0.0, np_.arange(1.0, 4.0, dtype=np.float32))
+    lax.cond(x[0] > 0, lambda: scale.__setitem__(..., scale[...] + 1.0), lambda: None)
+    lax.switch(n % 3, [lambda: None, lambda: totals.__setitem__(0, 7.0), lambda: totals.__setitem__(1, -1.0)])
+    count = lax.while_loop(lambda c: c * scale[0] < 40.0, lambda c: (totals.__setitem__(2, totals[2] * 2.0 + 1.0),
+                                                                    c + 1)[1], 0)
+    return first, second, summed, ys, count, lib.freeze(totals), lib.freeze(scale)
+
+
+def test_refs_in_loop_bodies_and_branches_as_in_jax():
+    x = np.array([1.5, -0.5], np.float32)
+    for n in (5, 7):
+        want = _refs_in_loops_and_branches(jax, jnp, x, n)
+        for got in (_refs_in_loops_and_branches(numax, xnp, x, n),
+                    numax.jit(lambda x, n: _refs_in_loops_and_branches(numax, xnp, x, n))(x, n)):
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+
+    def loss(lib, np_):  # reverse mode: the loops with static bounds (a scan each), the branches
+        def value(x):
+            scale = lib.new_ref(x)
+
+            def step(carry, xi):
+                scale[...] = scale[...] * xi
+                lib.lax.fori_loop(0, 2, lambda j, c: (scale.__setitem__(j, scale[j] + c), c * 2.0)[1], xi)
+                return carry + scale[0], scale[...].sum()
+
+            summed, ys = lib.lax.scan(step, 0.0, np_.arange(1.0, 4.0, dtype=np.float32))
+            lib.lax.cond(summed > 0, lambda: scale.__setitem__(1, scale[1] * summed), lambda: None)
+            return summed + ys.sum() + lib.freeze(scale).sum()
+
+        return value
+
+    for point in (x, -x):
+        np.testing.assert_allclose(np.asarray(numax.grad(loss(numax, xnp))(point)),
+                                   np.asarray(jax.grad(loss(jax, jnp))(point)), rtol=1e-6)
+
+
+def test_refs_of_another_transformation_stay_out_of_reach_of_a_loop_inside_it():
+    # a loop inside vmap threads the refs made inside vmap, not one made outside (its value would leak a tracer)
+    ref = numax.new_ref(xnp.zeros(3))
+    with pytest.raises(NotImplementedError, match="made outside the transformation running now"):
+        numax.vmap(lambda x: numax.lax.fori_loop(0, 2, lambda i, c: (ref.__setitem__(i, x), c)[1], x))(xnp.ones(2))
+    assert np.asarray(ref[...]).tolist() == [0.0, 0.0, 0.0]
+
+
 def test_a_ref_used_across_a_transformation_says_what_numax_lacks():
     ref = numax.new_ref(xnp.zeros(3))
     with pytest.raises(NotImplementedError, match="made outside the transformation running now"):
