@@ -21,8 +21,8 @@ import numax.numpy as xnp
 import numax.scipy  # noqa: F401  (defers its modules)
 
 # The lax modules that load with numax (what every program needs); the others load on first use.
-EAGER_LAX = {"ad", "batching", "conditionals", "elementwise", "fft", "gather_scatter", "linear", "reductions",
-             "shapes", "slicing", "typing", "while_loop"}
+EAGER_LAX = {"ad", "batching", "conditionals", "conversions", "elementwise", "fft", "gather_scatter", "linear",
+             "reductions", "ref_threading", "shapes", "slicing", "typing", "while_loop"}
 NAMESPACES = ("numax", "numax.lax", "numax.numpy")
 
 
