@@ -112,8 +112,19 @@ def atomics_dot_and_alias(lib, np_, pl, plgpu):
         input_output_aliases={1: 1}, interpret=True)(X, np.ones(32, np.float32))
 
 
-CASES = [add, grid_past_the_end, matmul, masked_views, row_normalize_in_chunks, squeezed_rows_two_results,
-         atomics_dot_and_alias]
+def element_blocks_with_padding(lib, np_, pl, plgpu):
+    # pl.Element: the index map gives element offsets into the array padded by (low, high)
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + pl.program_id(0) * 10.0 + pl.program_id(1)
+
+    x = np.arange(49, dtype=np.float32).reshape(7, 7)
+    spec = pl.BlockSpec((pl.Element(2, (1, 0)), pl.Element(3, (2, 0))), lambda i, j: (2 * i, 3 * j))
+    return pl.pallas_call(kernel, out_shape=lib.ShapeDtypeStruct((7, 7), np.float32), grid=(4, 3), in_specs=[spec],
+                          out_specs=spec, interpret=True)(x)
+
+
+CASES = [element_blocks_with_padding, add, grid_past_the_end, matmul, masked_views, row_normalize_in_chunks,
+         squeezed_rows_two_results, atomics_dot_and_alias]
 
 
 def _assert_same(ours, theirs):
@@ -150,12 +161,16 @@ def test_errors_name_the_kernel_and_the_problem():
     def copy(x_ref, o_ref):
         o_ref[...] = x_ref[...]
 
-    out = numax.ShapeDtypeStruct((8,), np.float32)
+    out, x = numax.ShapeDtypeStruct((8,), np.float32), np.zeros(8, np.float32)
     with pytest.raises(ValueError, match="copy: input 0: its index_map returned 2 indices for an array of 1"):
         npl.pallas_call(copy, out_shape=out, grid=(2,), in_specs=[npl.BlockSpec((4,), lambda i: (i, 0))],
-                        out_specs=npl.BlockSpec((4,), lambda i: (i,)))(np.zeros(8, np.float32))
+                        out_specs=npl.BlockSpec((4,), lambda i: (i,)), interpret=True)(x)
     with pytest.raises(ValueError, match="block shape of 2 dimensions"):
-        npl.pallas_call(copy, out_shape=out, in_specs=[npl.BlockSpec((4, 1), lambda: (0, 0))])(np.zeros(8, np.float32))
+        npl.pallas_call(copy, out_shape=out, in_specs=[npl.BlockSpec((4, 1), lambda: (0, 0))], interpret=True)(x)
+    with pytest.raises(ValueError, match="Only interpret mode is supported on CPU backend"):  # as jax on a CPU
+        npl.pallas_call(copy, out_shape=out)(x)
+    with pytest.raises(ValueError, match="Only interpret mode is supported on CPU backend"):
+        jpl.pallas_call(copy, out_shape=jax.ShapeDtypeStruct((8,), np.float32))(x)
     with pytest.raises(ValueError, match="only meaningful inside a Pallas kernel"):
         npl.program_id(0)
     with pytest.raises(ValueError, match="static, non-negative size"):

@@ -1,6 +1,7 @@
 """What a Pallas call's blocks are: `BlockSpec` (a block shape and the map from program ids to block indices),
-`GridSpec`, squeezed dimensions (`None`, `pl.squeezed`, `pl.Squeezed()`), and `Slice` (`pl.ds`), the dynamic slice
-a kernel indexes its refs with; `cdiv`."""
+`GridSpec`, squeezed dimensions (`None`, `pl.squeezed`, `pl.Squeezed()`), element dimensions (`pl.Element`: the
+index map gives an element offset into the array padded by `padding`), and `Slice` (`pl.ds`), the dynamic slice a
+kernel indexes its refs with; `cdiv`."""
 
 import dataclasses
 
@@ -28,6 +29,15 @@ class Squeezed:
 
 
 squeezed = Squeezed()
+
+
+@dataclasses.dataclass(frozen=True)
+class Element:
+    """A block dimension of `block_size` elements whose index map gives the element where the block starts, in
+    the array padded by `padding` ((low, high) elements of uninitialized values)."""
+
+    block_size: int
+    padding: tuple = (0, 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +108,8 @@ class BlockMapping:
     sizes: tuple
     squeezed: tuple
     index_map: object
+    padding: tuple  # (low, high) per dimension: an Element dimension's, else (0, 0)
+    offsets: tuple  # per dimension: does the index map give an element offset (Element, squeezed)?
 
     @classmethod
     def of(cls, spec, shape, name, grid_rank):
@@ -109,13 +121,15 @@ class BlockMapping:
             if len(block) != len(shape):
                 raise ValueError(f"{name}: a block shape of {len(block)} dimensions {block} for an array of shape "
                                  f"{shape}")
-        sizes = tuple(1 if is_squeezed(d) else d for d in block)
+        sizes = tuple(1 if is_squeezed(d) else d.block_size if isinstance(d, Element) else d for d in block)
         for size in sizes:
             if not isinstance(size, int | np.integer) or size < 1:
                 raise ValueError(f"{name}: block dimensions must be positive ints, None or pl.squeezed, got {block}")
         index_map = spec.index_map if spec is not None and spec.index_map is not None else (
             lambda *ids: (0,) * len(shape))
-        return cls(name, shape, tuple(int(s) for s in sizes), tuple(is_squeezed(d) for d in block), index_map)
+        padding = tuple(tuple(d.padding) if isinstance(d, Element) else (0, 0) for d in block)
+        return cls(name, shape, tuple(int(s) for s in sizes), tuple(is_squeezed(d) for d in block), index_map,
+                   padding, tuple(is_squeezed(d) or isinstance(d, Element) for d in block))
 
     @property
     def block_shape(self):
@@ -123,7 +137,9 @@ class BlockMapping:
         return tuple(s for s, sq in zip(self.sizes, self.squeezed) if not sq)
 
     def padded_shape(self):
-        return tuple(cdiv(d, s) * s for d, s in zip(self.shape, self.sizes))
+        """The array's shape padded by its Element paddings, then to whole blocks."""
+        padded = (d + low + high for d, (low, high) in zip(self.shape, self.padding))
+        return tuple(cdiv(d, s) * s for d, s in zip(padded, self.sizes))
 
     def starts(self, program_ids):
         """The element where this grid point's block starts, per dimension."""
@@ -132,4 +148,4 @@ class BlockMapping:
         if len(indices) != len(self.shape):
             raise ValueError(f"{self.name}: its index_map returned {len(indices)} indices for an array of "
                              f"{len(self.shape)} dimensions {self.shape}")
-        return tuple(i if sq else i * s for i, s, sq in zip(indices, self.sizes, self.squeezed))
+        return tuple(i if offset else i * s for i, s, offset in zip(indices, self.sizes, self.offsets))

@@ -1,9 +1,9 @@
 """`pallas_call`: a kernel over refs to blocks, run at every point of a grid. numax runs it as JAX's interpret mode
-does (on every platform for now; the Triton lowering of kernels is issue 33's next step): the operands padded to
-whole blocks with "uninitialized" values (NaN, the integer minimum, False), the results starting as such values (or
-as the input they alias), then a loop over the grid points in row-major order, each slicing its blocks out,
-running the kernel on refs to them and writing every block back. The grid loop and the kernel are numax operations,
-so jit, vmap and grad compose with a call."""
+does, where the call asks for it (`interpret=True`: without it JAX runs kernels on GPUs only, and numax compiles none
+yet): the operands padded (by `pl.Element` paddings, then to whole blocks) with "uninitialized" values (NaN, the
+integer minimum, False), the results starting as such values (or as the input they alias), then a loop over the grid
+points in row-major order, each slicing its blocks out, running the kernel on refs to them and writing every block
+back. The grid loop and the kernel are numax operations, so jit, vmap and grad compose with a call."""
 
 import contextlib
 import math
@@ -90,7 +90,7 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None, ou
                 cost_estimate=None, metadata=None, **unused):
     """A function of the kernel's inputs running `kernel(*input_refs, *output_refs)` at every point of `grid`,
     whose results have the shapes and dtypes of `out_shape` (a ShapeDtypeStruct, or a pytree of them)."""
-    del debug, interpret, compiler_params, cost_estimate, metadata
+    del debug, compiler_params, cost_estimate, metadata
     if unused:
         raise TypeError(f"pallas_call got unexpected keyword arguments {sorted(unused)}")
     if isinstance(grid_spec, GridSpec):
@@ -106,6 +106,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None, ou
     aliases = dict(input_output_aliases or {})
 
     def call(*args):
+        if not interpret:
+            _check_interpretable()
         leaves = [xnp.asarray(a) for a in tree.tree_leaves(args)]
         out_leaves, out_tree = tree.tree_flatten(out_shape)
         in_maps = [BlockMapping.of(spec, get_aval_of(a).shape, f"{kernel_name}: input {i}", len(grid))
@@ -137,22 +139,33 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None, ou
         elif points:
             lax.fori_loop(0, points, run_point, 0)
         results = []
-        for buffer, o in zip(buffers[len(leaves):], out_leaves):
+        for buffer, o, m in zip(buffers[len(leaves):], out_leaves, out_maps):
             value = freeze(buffer)
             results.append(value if tuple(value.shape) == tuple(o.shape) else read(
-                value, tuple(slice(0, d) for d in o.shape)))
+                value, tuple(slice(low, low + d) for d, (low, _) in zip(o.shape, m.padding))))
         return out_tree.unflatten(results)
 
     return call
 
 
+def _check_interpretable():
+    """Without interpret=True, a call is refused as JAX refuses it: on a CPU only interpret mode exists, and numax
+    has no compiled (Triton) lowering of kernels yet."""
+    from numax import default_backend
+
+    if default_backend() == "cpu":
+        raise ValueError("Only interpret mode is supported on CPU backend.")
+    raise NotImplementedError("numax compiles no Pallas kernels for GPUs yet: pass interpret=True to pallas_call")
+
+
 def _padded(value, mapping):
-    """`value` padded at the end of each dimension to whole blocks, with uninitialized values."""
+    """`value` padded by its Element paddings and at the end of each dimension to whole blocks, with uninitialized
+    values."""
     target = mapping.padded_shape()
     if target == tuple(value.shape):
         return value
     padded = uninitialized(target, value.dtype)
-    return lax.dynamic_update_slice(padded, value, [0] * len(target))
+    return lax.dynamic_update_slice(padded, value, [low for low, _ in mapping.padding])
 
 
 def _block(value, mapping, starts):
