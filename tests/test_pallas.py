@@ -123,8 +123,55 @@ def element_blocks_with_padding(lib, np_, pl, plgpu):
                           out_specs=spec, interpret=True)(x)
 
 
-CASES = [element_blocks_with_padding, add, grid_past_the_end, matmul, masked_views, row_normalize_in_chunks,
-         squeezed_rows_two_results, atomics_dot_and_alias]
+def flash_attention_forward(lib, np_, pl, plgpu, causal=True, block=16):
+    # online softmax over key blocks in a fori_loop whose trip count depends on the program id (causal)
+    heads, seq, dim = 3, 64, 32
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.normal(size=(heads, seq, dim)).astype(np.float32) for _ in range(3))
+
+    def kernel(q_ref, k_ref, v_ref, o_ref):
+        start = pl.program_id(1)
+        query = q_ref[...] / np.sqrt(dim).astype(np.float32)
+        rows = start * block + np_.arange(block)[:, None]
+
+        def body(j, carry):
+            top, total, acc = carry
+            keys, values = k_ref[pl.ds(j * block, block), :], v_ref[pl.ds(j * block, block), :]
+            scores = query @ keys.T
+            if causal:
+                scores = np_.where(rows >= j * block + np_.arange(block)[None, :], scores, -np.inf)
+            new_top = np_.maximum(top, scores.max(axis=1))
+            weights = np_.exp(scores - new_top[:, None])
+            rescale = np_.exp(top - new_top)
+            return new_top, total * rescale + weights.sum(axis=1), acc * rescale[:, None] + weights @ values
+
+        stop = start + 1 if causal else seq // block
+        init = (np_.full((block,), -np.inf, np.float32), np_.zeros((block,), np.float32),
+                np_.zeros((block, dim), np.float32))
+        _, total, acc = lib.lax.fori_loop(0, stop, body, init)
+        o_ref[...] = acc / total[:, None]
+
+    q_spec = pl.BlockSpec((None, block, dim), lambda h, i: (h, i, 0))
+    kv_spec = pl.BlockSpec((None, seq, dim), lambda h, i: (h, 0, 0))
+    return pl.pallas_call(kernel, out_shape=lib.ShapeDtypeStruct(q.shape, q.dtype), grid=(heads, seq // block),
+                          in_specs=[q_spec, kv_spec, kv_spec], out_specs=q_spec, interpret=True)(q, k, v)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_flash_attention_forward_matches_numpys_attention(causal):
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.normal(size=(3, 64, 32)).astype(np.float32) for _ in range(3))
+    scores = np.einsum("hqd,hkd->hqk", q, k) / np.sqrt(32)
+    if causal:
+        scores = np.where(np.tril(np.ones((64, 64), bool)), scores, -np.inf)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    expected = np.einsum("hqk,hkd->hqd", weights / weights.sum(-1, keepdims=True), v)
+    out = flash_attention_forward(*SIDES["numax"], causal=causal)
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-4, atol=1e-5)
+
+
+CASES = [flash_attention_forward, element_blocks_with_padding, add, grid_past_the_end, matmul, masked_views,
+         row_normalize_in_chunks, squeezed_rows_two_results, atomics_dot_and_alias]
 
 
 def _assert_same(ours, theirs):
