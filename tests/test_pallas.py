@@ -222,3 +222,4 @@ def test_errors_name_the_kernel_and_the_problem():
         npl.program_id(0)
     with pytest.raises(ValueError, match="static, non-negative size"):
         npl.ds(0, -1)
+    assert [npl.next_power_of_2(n) for n in (0, 1, 5, 8, 13)] == [jpl.next_power_of_2(n) for n in (0, 1, 5, 8, 13)]

@@ -5,7 +5,7 @@
 
 from numax.core.lazy_imports import defer_imports as _defer_imports
 
-from ._blocks import BlockSpec, Element, GridSpec, Slice, Squeezed, cdiv, ds, dslice, squeezed  # noqa: F401
+from ._blocks import BlockSpec, Element, GridSpec, Slice, Squeezed, cdiv, ds, dslice, next_power_of_2, squeezed  # noqa: F401
 from ._pallas_call import num_programs, pallas_call, program_id, when  # noqa: F401
 
 

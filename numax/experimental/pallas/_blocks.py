@@ -15,6 +15,13 @@ def cdiv(a, b):
     return (a + b - 1) // b
 
 
+def next_power_of_2(x):
+    """The smallest power of two >= `x` (a non-negative int; 1 for 0)."""
+    if not isinstance(x, int | np.integer) or x < 0:
+        raise ValueError(f"next_power_of_2 takes a non-negative int, got {x!r}")
+    return 1 if x == 0 else 1 << (int(x) - 1).bit_length()
+
+
 class Squeezed:
     """A block dimension of size 1 that the kernel's ref leaves out (written `None` or `pl.squeezed` too)."""
 
