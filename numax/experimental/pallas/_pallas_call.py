@@ -151,9 +151,9 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None, ou
 def _check_interpretable():
     """Without interpret=True, a call is refused as JAX refuses it: on a CPU only interpret mode exists, and numax
     has no compiled (Triton) lowering of kernels yet."""
-    from numax import default_backend
+    from numax.lowering import xla
 
-    if default_backend() == "cpu":
+    if xla.default_backend().platform == "cpu":
         raise ValueError("Only interpret mode is supported on CPU backend.")
     raise NotImplementedError("numax compiles no Pallas kernels for GPUs yet: pass interpret=True to pallas_call")
 
