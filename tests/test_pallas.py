@@ -170,8 +170,18 @@ def test_flash_attention_forward_matches_numpys_attention(causal):
     np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-4, atol=1e-5)
 
 
-CASES = [flash_attention_forward, element_blocks_with_padding, add, grid_past_the_end, matmul, masked_views,
-         row_normalize_in_chunks, squeezed_rows_two_results, atomics_dot_and_alias]
+def pytree_operands(lib, np_, pl, plgpu):
+    # refs come in the operands' structure (a dict here), outputs as the out_shape tuple lists them
+    def kernel(inputs, scale_ref, total_ref, difference_ref):
+        total_ref[...] = (inputs["a"][...] + inputs["b"][...]) * scale_ref[...]
+        difference_ref[...] = inputs["a"][...] - inputs["b"][...]
+
+    out = lib.ShapeDtypeStruct(V.shape, V.dtype)
+    return pl.pallas_call(kernel, out_shape=(out, out), interpret=True)({"a": V, "b": V[::-1].copy()}, V * 0 + 3)
+
+
+CASES = [pytree_operands, flash_attention_forward, element_blocks_with_padding, add, grid_past_the_end, matmul,
+         masked_views, row_normalize_in_chunks, squeezed_rows_two_results, atomics_dot_and_alias]
 
 
 def _assert_same(ours, theirs):

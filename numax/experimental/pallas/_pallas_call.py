@@ -108,7 +108,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None, ou
     def call(*args):
         if not interpret:
             _check_interpretable()
-        leaves = [xnp.asarray(a) for a in tree.tree_leaves(args)]
+        arg_leaves, in_tree = tree.tree_flatten(args)
+        leaves = [xnp.asarray(a) for a in arg_leaves]
         out_leaves, out_tree = tree.tree_flatten(out_shape)
         in_maps = [BlockMapping.of(spec, get_aval_of(a).shape, f"{kernel_name}: input {i}", len(grid))
                    for i, (spec, a) in enumerate(zip(_specs(in_specs, args, "in_specs"), leaves))]
@@ -127,7 +128,7 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None, ou
             with _grid_point(ids, grid):
                 starts = [m.starts(ids) for m in mappings]
                 blocks = [KernelRef(_block(buffer[...], m, s)) for buffer, m, s in zip(buffers, mappings, starts)]
-                kernel(*blocks)
+                kernel(*_kernel_arguments(blocks, len(leaves), in_tree, out_tree, out_shape))
             for buffer, block, m, s in zip(buffers, blocks, mappings, starts):
                 buffer[...] = lax.dynamic_update_slice(buffer[...], freeze(block).reshape(m.sizes),
                                                        [lax.convert_element_type(x, np.int32) for x in s])
@@ -146,6 +147,13 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None, ou
         return out_tree.unflatten(results)
 
     return call
+
+
+def _kernel_arguments(refs, inputs, in_tree, out_tree, out_shape):
+    """The kernel's arguments, as JAX passes them: a ref per input leaf in the inputs' structure, then the outputs'
+    refs, spread where out_shape is a tuple or list."""
+    outputs = out_tree.unflatten(refs[inputs:])
+    return (*in_tree.unflatten(refs[:inputs]), *(outputs if isinstance(out_shape, tuple | list) else (outputs,)))
 
 
 def _check_interpretable():
