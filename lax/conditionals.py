@@ -24,7 +24,7 @@ from ..core.trace import get_aval_of, is_concrete
 from ..lowering.dynamic_shapes import polymorphic_primitives
 from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
-from .ref_threading import store, threading, values_of, with_refs_threaded
+from .ref_threading import carrying, store, values_of, with_refs_threaded
 
 __all__ = ["cond", "switch"]
 
@@ -267,7 +267,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
         if not refs:
             return _cond(pred, true_fun, false_fun, *operands, operand=operand)
         given = operands if operand is _no_operand else (operand,)
-        after, out = _cond(pred, threading(refs, true_fun), threading(refs, false_fun), values_of(refs), *given)
+        after, out = _cond(pred, carrying(refs, true_fun), carrying(refs, false_fun), values_of(refs), *given)
         store(refs, after)
         return out
 
@@ -322,7 +322,7 @@ def switch(index, branches, *operands, operand=_no_operand):
         if not refs:
             return _switch(index, branches, *operands, operand=operand)
         given = operands if operand is _no_operand else (operand,)
-        after, out = _switch(index, [threading(refs, branch) for branch in branches], values_of(refs), *given)
+        after, out = _switch(index, [carrying(refs, branch) for branch in branches], values_of(refs), *given)
         store(refs, after)
         return out
 

@@ -28,7 +28,7 @@ from ..lowering.lower import lower_program_body, register_lowering
 from ..lowering.stablehlo import aval_type
 from .ad import add_tangents, instantiate, zeros_like_aval
 from .conditionals import check_carry
-from .ref_threading import store, threading, values_of, with_refs_threaded
+from .ref_threading import carrying, store, values_of, with_refs_threaded
 
 __all__ = ["scan", "map", "associative_scan", "scan_p"]
 
@@ -505,7 +505,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     def run(refs):
         if not refs:
             return _scan(f, init, xs, length, reverse, unroll)
-        step = threading(refs, f)
+        step = carrying(refs, f)
 
         def threaded(carry, x):
             after, (new_carry, y) = step(carry[0], carry[1], x)

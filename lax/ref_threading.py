@@ -47,7 +47,7 @@ def _bound(refs, values):
             ref._value, ref._main = value, owner
 
 
-def threading(refs, fun):
+def carrying(refs, fun):
     """`fun(*args)` as a function of (the refs' values, *args) returning (their values after, fun's result); a
     value keeps the type it came in with (a weakly typed write to a strongly typed ref stays strong)."""
     from .conversions import convert_element_type

@@ -35,7 +35,7 @@ from .conditionals import (
     trace_callable,
     zeros,
 )
-from .ref_threading import store, threading, values_of, with_refs_threaded
+from .ref_threading import carrying, store, values_of, with_refs_threaded
 
 __all__ = ["fori_loop", "while_loop"]
 
@@ -133,7 +133,7 @@ def while_loop(cond_fun, body_fun, init_val):
     def run(refs):
         if not refs:
             return _while_loop(cond_fun, body_fun, init_val)
-        condition, body = threading(refs, cond_fun), threading(refs, body_fun)
+        condition, body = carrying(refs, cond_fun), carrying(refs, body_fun)
         after, result = _while_loop(lambda carry: condition(*carry)[1], lambda carry: body(*carry),
                                     (values_of(refs), init_val))
         store(refs, after)

@@ -137,23 +137,24 @@ def _axes_of_leaves(axes, args, what, transform="vmap"):
             raise TypeError(f"{transform} {what} must be an int, None, or (nested) container with those types as "
                             f"leaves, but got {axis!r}")
         for value in tree.tree_leaves(subtree, is_leaf=has_extended_dtype):
-            result += [_axis_of_data(axis, value, transform, what)] * len(tree.tree_leaves(value))
+            if axis is not None and has_extended_dtype(value):
+                result += [_axis_of_key_data(axis, value, transform, what)] * len(tree.tree_leaves(value))
+            else:
+                result.append(axis)
     return result
 
 
-def _axis_of_data(axis, value, transform, what):
-    """`axis` of `value` as an axis of the arrays it flattens to: a typed PRNG key array is its key data, whose
-    trailing axis of key words is no axis of the keys (a negative axis counts from the keys' last one)."""
-    if axis is None or not has_extended_dtype(value):
-        return axis
-    rank = len(value.shape) + (what == "out_axes")  # an output's axis places the batch among its axes
-    if not -rank <= axis < rank and what == "out_axes":
-        raise ValueError(f"{transform} out_axes: axis {axis} is out of bounds for an output of dimension {rank} (the "
-                         "batch included)")
+def _axis_of_key_data(axis, keys, transform, what):
+    """`axis` of a typed PRNG key array as an axis of its key data, whose trailing axis of key words is no axis of
+    the keys (a negative axis counts from the keys' last one)."""
+    rank = len(keys.shape) + (what == "out_axes")  # an output's axis places the batch among its axes
     if not -rank <= axis < rank:
+        if what == "out_axes":
+            raise ValueError(f"{transform} out_axes: axis {axis} is out of bounds for an output of dimension {rank} "
+                             "(the batch included)")
         raise ValueError(f"{transform} was requested to map its argument along axis {axis}, which implies that its "
                          f"rank should be at least {axis + 1 if axis >= 0 else -axis}, but is only {rank} (its shape "
-                         f"is {tuple(value.shape)})")
+                         f"is {tuple(keys.shape)})")
     return axis - 1 if axis < 0 else axis
 
 

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from numax import lax
+from numax import numpy as xnp
 from numax._api_extras import typeof_handlers
 from numax.core import array_type, dtypes
 from numax.core.avals import ShapedArray
@@ -211,8 +212,6 @@ class PRNGKeyArray:
     def __eq__(self, other):
         if not isinstance(other, PRNGKeyArray):
             return NotImplemented
-        from numax import numpy as xnp
-
         return xnp.all(xnp.equal(self._data, other._data), axis=-1)
 
     def __ne__(self, other):
@@ -222,40 +221,28 @@ class PRNGKeyArray:
     __hash__ = None
 
     # --- as jax's key arrays: what moves keys around, and their placement ---------------------------------
-    itemsize = property(lambda self: 8)  # two uint32 words
-    nbytes = property(lambda self: self.size * 8)
+    itemsize = property(lambda self: self.dtype.itemsize)
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
     T = property(lambda self: self.transpose())
 
     def reshape(self, *shape, order="C"):
-        from numax import numpy as xnp
-
         return xnp.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
 
     def ravel(self, order="C"):
-        from numax import numpy as xnp
-
         return xnp.ravel(self, order)
 
     flatten = ravel
 
     def squeeze(self, axis=None):
-        from numax import numpy as xnp
-
         return xnp.squeeze(self, axis)
 
     def swapaxes(self, axis1, axis2):
-        from numax import numpy as xnp
-
         return xnp.swapaxes(self, axis1, axis2)
 
     def transpose(self, *axes):
-        from numax import numpy as xnp
-
         return xnp.transpose(self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes or None)
 
     def take(self, indices, axis=None, **kwargs):
-        from numax import numpy as xnp
-
         return xnp.take(self, indices, axis=axis, **kwargs)
 
     def copy(self):

@@ -119,7 +119,7 @@ class BlockMapping:
     offsets: tuple  # per dimension: does the index map give an element offset (Element, squeezed)?
 
     @classmethod
-    def of(cls, spec, shape, name, grid_rank):
+    def of(cls, spec, shape, name):
         shape = tuple(shape)
         if spec is None or spec.block_shape is None:
             block = shape

@@ -17,7 +17,7 @@ from numax import tree_util as tree
 from numax.core.trace import get_aval_of
 from numax.ref import freeze, new_ref
 
-from ._blocks import BlockMapping, GridSpec
+from ._blocks import BlockMapping, BlockSpec, GridSpec
 from ._refs import KernelRef, read, uninitialized
 
 _grids = threading.local()
@@ -75,8 +75,6 @@ def _specs(specs, values, what):
     leaves = tree.tree_leaves(values)
     if specs is None:
         return [None] * len(leaves)
-    from ._blocks import BlockSpec
-
     flat = tree.tree_leaves(specs, is_leaf=lambda s: isinstance(s, BlockSpec) or s is None)
     if len(flat) == 1 and len(leaves) != 1 and isinstance(flat[0], BlockSpec):
         flat = flat * len(leaves)
@@ -87,12 +85,10 @@ def _specs(specs, values, what):
 
 def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None, out_specs=None, scratch_shapes=(),
                 input_output_aliases=None, debug=False, interpret=False, name=None, compiler_params=None,
-                cost_estimate=None, metadata=None, **unused):
+                cost_estimate=None, metadata=None):
     """A function of the kernel's inputs running `kernel(*input_refs, *output_refs)` at every point of `grid`,
     whose results have the shapes and dtypes of `out_shape` (a ShapeDtypeStruct, or a pytree of them)."""
     del debug, compiler_params, cost_estimate, metadata
-    if unused:
-        raise TypeError(f"pallas_call got unexpected keyword arguments {sorted(unused)}")
     if isinstance(grid_spec, GridSpec):
         grid, in_specs, out_specs, scratch_shapes = grid_spec.grid, grid_spec.in_specs, grid_spec.out_specs, \
             grid_spec.scratch_shapes
@@ -111,9 +107,9 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None, ou
         arg_leaves, in_tree = tree.tree_flatten(args)
         leaves = [xnp.asarray(a) for a in arg_leaves]
         out_leaves, out_tree = tree.tree_flatten(out_shape)
-        in_maps = [BlockMapping.of(spec, get_aval_of(a).shape, f"{kernel_name}: input {i}", len(grid))
+        in_maps = [BlockMapping.of(spec, get_aval_of(a).shape, f"{kernel_name}: input {i}")
                    for i, (spec, a) in enumerate(zip(_specs(in_specs, args, "in_specs"), leaves))]
-        out_maps = [BlockMapping.of(spec, o.shape, f"{kernel_name}: output {i}", len(grid))
+        out_maps = [BlockMapping.of(spec, o.shape, f"{kernel_name}: output {i}")
                     for i, (spec, o) in enumerate(zip(_specs(out_specs, out_shape, "out_specs"), out_leaves))]
         starts_out = []
         for i, o in enumerate(out_leaves):
@@ -126,12 +122,12 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=None, ou
         def run_point(flat_index, carry):
             ids = _unraveled(flat_index, grid)
             with _grid_point(ids, grid):
-                starts = [m.starts(ids) for m in mappings]
-                blocks = [KernelRef(_block(buffer[...], m, s)) for buffer, m, s in zip(buffers, mappings, starts)]
+                starts = [[lax.convert_element_type(x, np.int32) for x in m.starts(ids)] for m in mappings]
+                blocks = [KernelRef(lax.dynamic_slice(buffer[...], s, m.sizes).reshape(m.block_shape))
+                          for buffer, m, s in zip(buffers, mappings, starts)]
                 kernel(*_kernel_arguments(blocks, len(leaves), in_tree, out_tree, out_shape))
             for buffer, block, m, s in zip(buffers, blocks, mappings, starts):
-                buffer[...] = lax.dynamic_update_slice(buffer[...], freeze(block).reshape(m.sizes),
-                                                       [lax.convert_element_type(x, np.int32) for x in s])
+                buffer[...] = lax.dynamic_update_slice(buffer[...], freeze(block).reshape(m.sizes), s)
             return carry
 
         points = math.prod(grid)
@@ -174,11 +170,6 @@ def _padded(value, mapping):
         return value
     padded = uninitialized(target, value.dtype)
     return lax.dynamic_update_slice(padded, value, [low for low, _ in mapping.padding])
-
-
-def _block(value, mapping, starts):
-    block = lax.dynamic_slice(value, [lax.convert_element_type(s, np.int32) for s in starts], mapping.sizes)
-    return block.reshape(mapping.block_shape)
 
 
 def _unraveled(flat_index, grid):

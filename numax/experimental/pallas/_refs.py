@@ -20,8 +20,8 @@ def _entries(index, shape):
     index = index if isinstance(index, tuple) else (index,)
     if sum(entry is Ellipsis for entry in index) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    if Ellipsis in [e for e in index if e is Ellipsis]:
-        at = next(i for i, e in enumerate(index) if e is Ellipsis)
+    at = next((i for i, entry in enumerate(index) if entry is Ellipsis), None)
+    if at is not None:
         index = index[:at] + (slice(None),) * (len(shape) - len(index) + 1) + index[at + 1:]
     if len(index) > len(shape):
         raise IndexError(f"too many indices for a ref of shape {shape}: {len(index)}")
@@ -43,9 +43,15 @@ def _entries(index, shape):
 
 
 def _starts_and_sizes(entries):
-    starts = [lax.convert_element_type(e[1], np.int32) for e in entries]
-    sizes = [(e[2] - 1) * e[3] + 1 if e[0] == "slice" and e[2] else (0 if e[0] == "slice" else 1) for e in entries]
-    return starts, sizes
+    """The dynamic slice covering `entries`: int32 starts, and sizes spanning each strided slice (one for an
+    index)."""
+    def span(entry):
+        if entry[0] == "index":
+            return 1
+        _, _, size, stride = entry
+        return (size - 1) * stride + 1 if size else 0
+
+    return [lax.convert_element_type(e[1], np.int32) for e in entries], [span(e) for e in entries]
 
 
 def uninitialized(shape, dtype):
